@@ -1,0 +1,27 @@
+/* loss_cpu.c — softmax cross-entropy and its gradient on the CPU. */
+#include <math.h>
+
+#include "kernels_cpu.h"
+
+void cpu_softmax_xent(float *dlogits, float *loss, const float *logits, const int *labels, int rows, int classes,
+                      float grad_scale)
+{
+    double total = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+    for (int i = 0; i < rows; i++) {
+        const float *z = logits + (size_t)i * classes;
+        float *dz = dlogits + (size_t)i * classes;
+        float zmax = z[0];
+        for (int j = 1; j < classes; j++) zmax = z[j] > zmax ? z[j] : zmax;
+        float sum = 0.0f;
+        for (int j = 0; j < classes; j++) {
+            dz[j] = expf(z[j] - zmax);
+            sum += dz[j];
+        }
+        float inv = 1.0f / sum;
+        total += (double)(logf(sum) + zmax - z[labels[i]]);
+        for (int j = 0; j < classes; j++) dz[j] *= inv * grad_scale;
+        dz[labels[i]] -= grad_scale;
+    }
+    *loss = (float)(total / rows);
+}

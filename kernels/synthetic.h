@@ -1,0 +1,55 @@
+/* synthetic.h — the synthetic classification task, as pure functions of
+ * (seed, sample index, feature), shared by the CPU loops and the CUDA kernels so
+ * that both backends see bit-identical data.
+ *
+ * Sample s has label hash(s) mod classes and features mean[label] + noise, the
+ * noise uniform in [-1, 1): learnable, but not in one step. Because a sample is a
+ * function of its global index, N ranks with batch B see exactly the samples that
+ * one rank with batch N*B sees, which the data-parallel equivalence test relies on. */
+#ifndef DPSCALE_SYNTHETIC_H
+#define DPSCALE_SYNTHETIC_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define SYNTH_FN static inline __host__ __device__
+#else
+#define SYNTH_FN static inline
+#endif
+
+SYNTH_FN uint64_t synth_mix(uint64_t x) /* splitmix64's finaliser */
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+SYNTH_FN uint64_t synth_hash3(uint64_t seed, uint64_t a, uint64_t b)
+{
+    return synth_mix(synth_mix(synth_mix(seed + 0x9e3779b97f4a7c15ULL) ^ a) + b);
+}
+
+/* Uniform in [-1, 1), exact in float (24 bits). */
+SYNTH_FN float synth_uniform(uint64_t h) { return (float)(h >> 40) * (1.0f / 8388608.0f) - 1.0f; }
+
+SYNTH_FN int synth_label(uint64_t seed, uint64_t sample, int classes)
+{
+    return (int)(synth_hash3(seed, 0x4c4142454cULL, sample) % (uint64_t)classes);
+}
+
+/* The class means shrink as 1/sqrt(input_dim) so that the task is equally hard at
+ * any width: the distance between two means stays a few noise deviations. */
+SYNTH_FN float synth_mean_scale(int input_dim) { return 8.0f / sqrtf((float)input_dim); }
+
+SYNTH_FN float synth_feature(uint64_t seed, uint64_t sample, int label, int feature, float mean_scale)
+{
+    float mean = mean_scale * synth_uniform(synth_hash3(seed ^ 0x6d65616eULL, (uint64_t)label, (uint64_t)feature));
+    float noise = synth_uniform(synth_hash3(seed, sample, (uint64_t)feature));
+    return mean + noise;
+}
+
+#endif

@@ -1,0 +1,160 @@
+/* comm.c — MPI bootstrap, node-local ranks, the per-run group of the first N
+ * ranks, and the small collectives used outside the timed loop (see comm.h). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm_internal.h"
+
+static void abort_all_ranks(int code)
+{
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+}
+
+int comm_bootstrap(int *argc, char ***argv, struct launch *out)
+{
+    memset(out, 0, sizeof *out);
+    CHECK_MPI(MPI_Init(argc, argv));
+    /* Errors come back to us, so that the message names the call and the rank. */
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &out->rank));
+    CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &out->size));
+
+    MPI_Comm node;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, out->rank, MPI_INFO_NULL, &node));
+    CHECK_MPI(MPI_Comm_rank(node, &out->local_rank));
+    CHECK_MPI(MPI_Comm_size(node, &out->local_size));
+    CHECK_MPI(MPI_Comm_free(&node));
+    int leader = out->local_rank == 0;
+    CHECK_MPI(MPI_Allreduce(&leader, &out->nnodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+
+    if (gethostname(out->host, sizeof out->host) != 0) snprintf(out->host, sizeof out->host, "unknown");
+    out->host[sizeof out->host - 1] = '\0';
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    CHECK_MPI(MPI_Get_library_version(lib, &len));
+    lib[strcspn(lib, "\n")] = '\0';
+    snprintf(out->mpi_library, sizeof out->mpi_library, "%s", lib);
+
+    dp_error_set_identity(out->host, out->rank);
+    dp_error_set_abort_hook(abort_all_ranks);
+    return 0;
+}
+
+void comm_finalize(void)
+{
+    dp_error_set_abort_hook(NULL);
+    MPI_Finalize();
+}
+
+struct comm *comm_create(int n, const struct comm_transport *transport)
+{
+    int rank;
+    CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MPI_Comm sub;
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &sub));
+    if (sub == MPI_COMM_NULL) return NULL;
+    struct comm *c = calloc(1, sizeof *c);
+    CHECK_ALLOC(c);
+    c->mpi = sub;
+    c->transport = transport;
+    CHECK_MPI(MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Comm_rank(sub, &c->rank));
+    CHECK_MPI(MPI_Comm_size(sub, &c->size));
+
+    MPI_Comm node;
+    int local_rank, leader;
+    CHECK_MPI(MPI_Comm_split_type(sub, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
+    CHECK_MPI(MPI_Comm_rank(node, &local_rank));
+    CHECK_MPI(MPI_Comm_free(&node));
+    leader = local_rank == 0;
+    CHECK_MPI(MPI_Allreduce(&leader, &c->nnodes, 1, MPI_INT, MPI_SUM, sub));
+
+    if (transport->init(c) != 0) DP_FATAL(NULL, "transport %s failed to start", transport->name);
+    return c;
+}
+
+void comm_destroy(struct comm *c)
+{
+    if (c == NULL) return;
+    c->transport->destroy(c);
+    MPI_Comm_free(&c->mpi);
+    free(c);
+}
+
+int comm_rank(const struct comm *c) { return c->rank; }
+int comm_size(const struct comm *c) { return c->size; }
+int comm_nnodes(const struct comm *c) { return c->nnodes; }
+const char *comm_transport_name(const struct comm *c) { return c->transport->name; }
+
+void comm_allreduce_start(struct comm *c, float *buf, size_t count) { c->transport->allreduce_start(c, buf, count); }
+void comm_allreduce_wait_all(struct comm *c) { c->transport->allreduce_wait_all(c); }
+
+void comm_barrier(struct comm *c) { CHECK_MPI(MPI_Barrier(c->mpi)); }
+
+void comm_gather_doubles(struct comm *c, const double *send, size_t count, double *recv)
+{
+    if (count > INT_MAX) DP_FATAL("lower train.iters", "gather of %zu values is too large for MPI", count);
+    CHECK_MPI(MPI_Gather(send, (int)count, MPI_DOUBLE, recv, (int)count, MPI_DOUBLE, 0, c->mpi));
+}
+
+void comm_sum_doubles(struct comm *c, double *values, size_t count)
+{
+    if (count > INT_MAX) DP_FATAL(NULL, "reduction of %zu values is too large for MPI", count);
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, (int)count, MPI_DOUBLE, MPI_SUM, c->mpi));
+}
+
+double comm_max_double(struct comm *c, double value)
+{
+    double out;
+    CHECK_MPI(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, c->mpi));
+    return out;
+}
+
+/* MPI counts are int: large buffers travel in pieces of at most 1 GiB. */
+static void bcast_in_pieces(MPI_Comm mpi, void *buf, size_t bytes)
+{
+    const size_t piece = (size_t)1 << 30;
+    for (size_t off = 0; off < bytes; off += piece) {
+        size_t len = bytes - off < piece ? bytes - off : piece;
+        CHECK_MPI(MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, 0, mpi));
+    }
+}
+
+void comm_bcast_bytes(struct comm *c, void *buf, size_t bytes) { bcast_in_pieces(c->mpi, buf, bytes); }
+void comm_world_bcast_bytes(void *buf, size_t bytes) { bcast_in_pieces(MPI_COMM_WORLD, buf, bytes); }
+
+void comm_world_barrier(void) { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+
+int comm_world_max_int(int value)
+{
+    int out;
+    CHECK_MPI(MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    return out;
+}
+
+int comm_world_first_rank_with(int flag)
+{
+    int rank, first;
+    CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    int mine = flag ? rank : INT_MAX;
+    CHECK_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    return first == INT_MAX ? -1 : first;
+}
+
+char *comm_world_gather_hosts(const struct launch *l)
+{
+    char *all = NULL;
+    if (l->rank == 0) {
+        all = calloc((size_t)l->size, 64);
+        CHECK_ALLOC(all);
+    }
+    CHECK_MPI(MPI_Gather(l->host, 64, MPI_CHAR, all, 64, MPI_CHAR, 0, MPI_COMM_WORLD));
+    return all;
+}

@@ -1,0 +1,73 @@
+/* comm.h — process bootstrap and the collectives seam.
+ *
+ * comm_bootstrap() starts MPI, finds the node-local rank (MPI_Comm_split_type
+ * SHARED), and installs the abort hook so that any fatal error takes every rank
+ * down. A `struct comm` is the group of the first N ranks that one run of the
+ * sweep trains on; its gradient allreduce goes through a transport (a small table
+ * of function pointers, one file per transport: comm_mpi.c today). Everything
+ * else (barriers, gathers of timings) is plain MPI on the same ranks, outside the
+ * timed loop. */
+#ifndef DPSCALE_COMM_H
+#define DPSCALE_COMM_H
+
+#include <stddef.h>
+
+#include "../src/config.h"
+
+struct launch {
+    int rank, size;             /* in MPI_COMM_WORLD */
+    int local_rank, local_size; /* on this node */
+    int nnodes;
+    char host[64];
+    char mpi_library[256];      /* MPI_Get_library_version, first line */
+};
+
+struct comm;
+
+/* Transport of the gradient allreduce; implementations: comm_mpi.c. */
+struct comm_transport {
+    const char *name;
+    int (*init)(struct comm *c);
+    /* Start summing `count` floats of `buf` over the group, in place. */
+    void (*allreduce_start)(struct comm *c, float *buf, size_t count);
+    /* Block until every started allreduce is complete. */
+    void (*allreduce_wait_all)(struct comm *c);
+    void (*destroy)(struct comm *c);
+};
+
+extern const struct comm_transport comm_transport_mpi;
+
+int comm_bootstrap(int *argc, char ***argv, struct launch *out);
+void comm_finalize(void);
+
+/* Collective over the world: the first n ranks get a comm, the others NULL. */
+struct comm *comm_create(int n, const struct comm_transport *transport);
+void comm_destroy(struct comm *c);
+
+int comm_rank(const struct comm *c);
+int comm_size(const struct comm *c);
+int comm_nnodes(const struct comm *c);
+const char *comm_transport_name(const struct comm *c);
+
+void comm_allreduce_start(struct comm *c, float *buf, size_t count);
+void comm_allreduce_wait_all(struct comm *c);
+
+void comm_barrier(struct comm *c);
+/* Rank 0 of the group receives size x count doubles, rank-major. */
+void comm_gather_doubles(struct comm *c, const double *send, size_t count, double *recv);
+/* Sum of `count` doubles over the group, delivered to every rank. */
+void comm_sum_doubles(struct comm *c, double *values, size_t count);
+double comm_max_double(struct comm *c, double value);
+void comm_bcast_bytes(struct comm *c, void *buf, size_t bytes);
+
+/* World-wide helpers, used outside any run. */
+void comm_world_barrier(void);
+/* Largest of every rank's `value`: lets all ranks agree that one of them failed. */
+int comm_world_max_int(int value);
+/* Lowest rank whose `flag` is non-zero, or -1. */
+int comm_world_first_rank_with(int flag);
+void comm_world_bcast_bytes(void *buf, size_t bytes);
+/* Every rank's host name, gathered on rank 0 (NULL elsewhere): size x 64 bytes. */
+char *comm_world_gather_hosts(const struct launch *l);
+
+#endif

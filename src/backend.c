@@ -1,0 +1,33 @@
+/* backend.c — choose the backend that the configuration names and start it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+
+#ifdef DPSCALE_HAVE_CUDA
+extern const struct backend_ops backend_cuda_ops;
+int backend_cuda_device_count(void);
+#endif
+
+int backend_open(struct backend *b, const struct config *cfg, int local_rank, int local_size, char *err, size_t errlen)
+{
+    memset(b, 0, sizeof *b);
+    int kind = cfg->backend;
+#ifdef DPSCALE_HAVE_CUDA
+    if (kind == BACKEND_AUTO) kind = backend_cuda_device_count() > 0 ? BACKEND_CUDA : BACKEND_CPU;
+    if (kind == BACKEND_CUDA) b->ops = &backend_cuda_ops;
+#else
+    if (kind == BACKEND_AUTO) kind = BACKEND_CPU;
+    if (kind == BACKEND_CUDA) {
+        snprintf(err, errlen, "run.backend = cuda, but this binary was built without CUDA; rebuild where nvcc is on PATH (make CUDA=1) or use --backend=cpu");
+        return -1;
+    }
+#endif
+    if (kind == BACKEND_CPU) b->ops = &backend_cpu_ops;
+    return b->ops->init(b, cfg, local_rank, local_size, err, errlen);
+}
+
+void backend_close(struct backend *b)
+{
+    if (b->ops != NULL) b->ops->shutdown(b);
+}

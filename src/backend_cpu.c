@@ -1,0 +1,179 @@
+/* backend_cpu.c — the CPU backend: GEMMs through OpenBLAS (cblas_sgemm), the
+ * element-wise operations through the loops of kernels/, host clocks for timing.
+ * fp32 only. Each rank gets cores / ranks-on-the-node threads unless run.threads
+ * says otherwise, so that ranks sharing a node do not oversubscribe it. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../kernels/kernels_cpu.h"
+#include "backend.h"
+#include "error.h"
+
+struct backend_event {
+    struct timespec when;
+};
+
+static int cpu_init(struct backend *b, const struct config *cfg, int local_rank, int local_size, char *err, size_t errlen)
+{
+    if (cfg->precision != PREC_FP32) {
+        snprintf(err, errlen, "the cpu backend runs fp32 only, not train.precision = %s; set --precision=fp32 or --backend=cuda",
+                 config_enum_name(config_find_key("train", "precision"), cfg->precision));
+        return -1;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cfg->threads > 0 ? cfg->threads : (int)(cores / (local_size > 0 ? local_size : 1));
+    if (threads < 1) threads = 1;
+    openblas_set_num_threads(threads);
+    omp_set_num_threads(threads);
+    b->info.threads = threads;
+    snprintf(b->info.library, sizeof b->info.library, "%s", openblas_get_config());
+    /* OpenBLAS 0.3.21 takes some virtualised AVX-512 CPUs for a Prescott and runs SSE3 kernels. */
+    if (local_rank == 0 && strstr(openblas_get_corename(), "rescott") != NULL && __builtin_cpu_supports("avx2"))
+        fprintf(stderr, "dpscale: warning: OpenBLAS chose its Prescott (SSE3) kernels on a CPU with AVX2; GEMMs will run "
+                        "several times slower\nhint: export OPENBLAS_CORETYPE=%s before starting dpscale\n",
+                __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell");
+    snprintf(b->info.device_name, sizeof b->info.device_name, "%s", "cpu");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f != NULL) {
+        char line[256];
+        while (fgets(line, sizeof line, f) != NULL)
+            if (strncmp(line, "model name", 10) == 0 && strchr(line, ':') != NULL) {
+                char *name = strchr(line, ':') + 2;
+                name[strcspn(name, "\n")] = '\0';
+                snprintf(b->info.device_name, sizeof b->info.device_name, "%s", name);
+                break;
+            }
+        fclose(f);
+    }
+    return 0;
+}
+
+static void cpu_shutdown(struct backend *b) { (void)b; }
+
+static size_t cpu_memory_available(struct backend *b, int local_size)
+{
+    (void)b;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f == NULL) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    fclose(f);
+    return (size_t)(kib * 1024ULL / (unsigned long long)(local_size > 0 ? local_size : 1));
+}
+
+static void *cpu_alloc(struct backend *b, size_t bytes)
+{
+    (void)b;
+    void *p = NULL;
+    if (bytes == 0) bytes = 64;
+    if (posix_memalign(&p, 64, bytes) != 0)
+        DP_FATAL("lower train.batch_per_gpu or the model size", "cannot allocate %zu bytes of host memory", bytes);
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void cpu_free(struct backend *b, void *p) { (void)b; free(p); }
+static void cpu_copy(struct backend *b, void *dst, const void *src, size_t bytes) { (void)b; memcpy(dst, src, bytes); }
+
+static void cpu_gemm(struct backend *b, int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc)
+{
+    (void)b;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda,
+                B, ldb, beta, C, ldc);
+}
+
+/* The element-wise operations: thin wrappers over kernels/ (which know no backend). */
+static void be_bias_act_forward(struct backend *b, float *out, float *pre, const float *bias, int rows, int cols, int act)
+{
+    (void)b;
+    cpu_bias_act_forward(out, pre, bias, rows, cols, act);
+}
+
+static void be_act_backward(struct backend *b, float *d, const float *pre, int rows, int cols, int act)
+{
+    (void)b;
+    cpu_act_backward(d, pre, rows, cols, act);
+}
+
+static void be_bias_grad(struct backend *b, float *dbias, const float *d, int rows, int cols)
+{
+    (void)b;
+    cpu_bias_grad(dbias, d, rows, cols);
+}
+
+static void be_softmax_xent(struct backend *b, float *dlogits, float *loss, const float *logits, const int *labels,
+                            int rows, int classes, float grad_scale)
+{
+    (void)b;
+    cpu_softmax_xent(dlogits, loss, logits, labels, rows, classes, grad_scale);
+}
+
+static void be_optimizer_step(struct backend *b, float *params, const float *grads, float *s1, float *s2, size_t n,
+                              const struct optim_hparams *h)
+{
+    (void)b;
+    cpu_optimizer_step(params, grads, s1, s2, n, h);
+}
+
+static void be_synth_batch(struct backend *b, float *x, int *labels, uint64_t first, int rows, int input_dim,
+                           int classes, uint64_t seed)
+{
+    (void)b;
+    cpu_synth_batch(x, labels, first, rows, input_dim, classes, seed);
+}
+
+/* Host clocks: the CPU backend is synchronous, so a timestamp marks a phase end. */
+static struct backend_event *cpu_event_create(struct backend *b)
+{
+    (void)b;
+    struct backend_event *e = calloc(1, sizeof *e);
+    CHECK_ALLOC(e);
+    return e;
+}
+
+static void cpu_event_destroy(struct backend *b, struct backend_event *e) { (void)b; free(e); }
+
+static void cpu_event_record(struct backend *b, struct backend_event *e)
+{
+    (void)b;
+    clock_gettime(CLOCK_MONOTONIC, &e->when);
+}
+
+static double cpu_event_elapsed_s(struct backend *b, struct backend_event *start, struct backend_event *end)
+{
+    (void)b;
+    return (double)(end->when.tv_sec - start->when.tv_sec) + 1e-9 * (double)(end->when.tv_nsec - start->when.tv_nsec);
+}
+
+static void cpu_synchronize(struct backend *b) { (void)b; }
+
+const struct backend_ops backend_cpu_ops = {
+    .name = "cpu",
+    .init = cpu_init,
+    .shutdown = cpu_shutdown,
+    .memory_available = cpu_memory_available,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .gemm = cpu_gemm,
+    .bias_act_forward = be_bias_act_forward,
+    .act_backward = be_act_backward,
+    .bias_grad = be_bias_grad,
+    .softmax_xent = be_softmax_xent,
+    .optimizer_step = be_optimizer_step,
+    .synth_batch = be_synth_batch,
+    .event_create = cpu_event_create,
+    .event_destroy = cpu_event_destroy,
+    .event_record = cpu_event_record,
+    .event_elapsed_s = cpu_event_elapsed_s,
+    .synchronize = cpu_synchronize,
+};

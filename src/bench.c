@@ -1,0 +1,89 @@
+/* bench.c — `dpscale bench`: how much of one rank's training step is GEMM.
+ *
+ * In one process it times (1) the real step, split by phase, and (2) the same
+ * GEMMs on the same shapes and buffers with nothing else, and prints the ratio.
+ * GEMM-only time over step time is the share of the step that the BLAS library
+ * (OpenBLAS or cuBLAS) sets; the rest is our element-wise kernels and overheads. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "commands.h"
+#include "error.h"
+#include "log.h"
+#include "session.h"
+#include "stats.h"
+#include "step.h"
+#include "train.h"
+
+#define BENCH_TARGET_GEMM_SHARE 0.85
+
+static double median_gemm_only_s(struct session *s, int B)
+{
+    struct backend *be = &s->backend;
+    const int iters = s->cfg.iters, warmup = s->cfg.warmup;
+    struct step_buffers rb;
+    step_buffers_alloc(be, &s->cfg, s->model, B, 1, &rb);
+    struct backend_event **ev = calloc((size_t)iters + 1, sizeof *ev);
+    CHECK_ALLOC(ev);
+    for (int i = 0; i <= iters; i++) ev[i] = be->ops->event_create(be);
+    for (int i = 0; i < warmup; i++) step_gemms_only(be, s->model, &rb, B);
+    be->ops->event_record(be, ev[0]);
+    for (int i = 0; i < iters; i++) {
+        step_gemms_only(be, s->model, &rb, B);
+        be->ops->event_record(be, ev[i + 1]);
+    }
+    be->ops->synchronize(be);
+    double *t = calloc((size_t)iters, sizeof *t);
+    CHECK_ALLOC(t);
+    for (int i = 0; i < iters; i++) t[i] = be->ops->event_elapsed_s(be, ev[i], ev[i + 1]);
+    double median = stats_percentile(t, (size_t)iters, 50.0);
+    free(t);
+    for (int i = 0; i <= iters; i++) be->ops->event_destroy(be, ev[i]);
+    free(ev);
+    step_buffers_free(be, s->model, &rb);
+    return median;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    struct session s;
+    int rc = session_start(argc, argv, &s);
+    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (s.launch.size != 1) {
+        if (s.launch.rank == 0)
+            fprintf(stderr, "dpscale: error: bench measures one rank, but %d were started; run it without mpirun or with -np 1\n",
+                    s.launch.size);
+        session_end(&s);
+        return EXIT_BAD_INPUT;
+    }
+    struct comm *c = comm_create(1, s.transport);
+    struct run_result r;
+    if (train_run(&s.cfg, s.model, &s.backend, c, 1, &r) != 0) {
+        comm_destroy(c);
+        session_end(&s);
+        return EXIT_FAILURE_RUN;
+    }
+    struct run_summary sum;
+    stats_summarize_run(&r, &sum);
+    const double gemm_s = median_gemm_only_s(&s, r.batch_per_rank);
+    const double step_s = sum.step_median_s, flops = r.gemm_flops_per_step;
+
+    say("dpscale bench: %s on %s (%s, %d threads), model %s, batch %d, %s, median of %d steps\n",
+        s.backend.ops->name, s.backend.info.device_name, s.backend.info.library, s.backend.info.threads,
+        s.cfg.model_name, r.batch_per_rank, config_enum_name(config_find_key("train", "precision"), s.cfg.precision),
+        s.cfg.iters);
+    say("%-22s %10s %8s\n", "phase", "ms", "share");
+    static const char *const labels[NPHASES] = {"forward + loss", "backward", "allreduce (1 rank)", "optimizer", "step"};
+    for (int p = 0; p < NPHASES; p++)
+        say("%-22s %10.3f %7.1f%%\n", labels[p], 1e3 * sum.phase_median_s[p], 100.0 * sum.phase_median_s[p] / step_s);
+    say("%-22s %10.3f %7.1f%%   (the same GEMMs alone, same shapes and buffers)\n", "GEMMs alone", 1e3 * gemm_s,
+        100.0 * gemm_s / step_s);
+    say("GEMM FLOP rate: step %.1f GFLOP/s, GEMMs alone %.1f GFLOP/s\n", flops / step_s / 1e9, flops / gemm_s / 1e9);
+    say("GEMM share of the step: %.3f (target >= %.2f: %s)\n", gemm_s / step_s, BENCH_TARGET_GEMM_SHARE,
+        gemm_s / step_s >= BENCH_TARGET_GEMM_SHARE ? "met" : "NOT met");
+
+    run_result_free(&r);
+    comm_destroy(c);
+    session_end(&s);
+    return EXIT_OK;
+}

@@ -1,0 +1,10 @@
+/* commands.h — the subcommands of the dpscale binary; main.c dispatches to them.
+ * Each takes the arguments after its own name (argv[0] is the subcommand). */
+#ifndef DPSCALE_COMMANDS_H
+#define DPSCALE_COMMANDS_H
+
+int cmd_run(int argc, char **argv);       /* the scaling sweep (cmd_run.c) */
+int cmd_gradcheck(int argc, char **argv); /* backward pass against finite differences (gradcheck.c) */
+int cmd_bench(int argc, char **argv);     /* the step against its GEMMs alone (bench.c) */
+
+#endif

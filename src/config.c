@@ -1,0 +1,426 @@
+/* config.c — parse the INI file (libinih) and the command line (getopt_long) into
+ * struct config, through the key table of config_keys.c, and validate it.
+ * Every error is one line naming where the value came from and what is accepted. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+const struct config_key *config_find_key(const char *section, const char *name)
+{
+    for (size_t i = 0; i < config_nkeys; i++)
+        if (strcmp(config_keys[i].section, section) == 0 && strcmp(config_keys[i].name, name) == 0)
+            return &config_keys[i];
+    return NULL;
+}
+
+const char *config_enum_name(const struct config_key *key, int value)
+{
+    for (int i = 0; key->choices[i] != NULL; i++)
+        if (i == value) return key->choices[i];
+    return "?";
+}
+
+static void join_choices(const struct config_key *key, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; key->choices[i] != NULL; i++) {
+        if (i > 0) strncat(buf, "|", len - strlen(buf) - 1);
+        strncat(buf, key->choices[i], len - strlen(buf) - 1);
+    }
+}
+
+/* "accepted: ..." text for a key, used in every value error. */
+static void describe_accepted(const struct config_key *key, char *buf, size_t len)
+{
+    char choices[256];
+    switch (key->type) {
+    case KEY_INT:
+    case KEY_INT64: snprintf(buf, len, "an integer in [%.0f, %.0f]", key->min, key->max); break;
+    case KEY_DOUBLE: snprintf(buf, len, "a number in [%g, %g]", key->min, key->max); break;
+    case KEY_ENUM:
+        join_choices(key, choices, sizeof choices);
+        snprintf(buf, len, "one of %s", choices);
+        break;
+    case KEY_BOOL: snprintf(buf, len, "on|off"); break;
+    case KEY_STRING: snprintf(buf, len, "text of at most %d characters", CONFIG_STR_LEN - 1); break;
+    case KEY_INTLIST:
+        snprintf(buf, len, "a comma-separated list of at most %d integers in [%.0f, %.0f]", CONFIG_MAX_SWEEP, key->min,
+                 key->max);
+        break;
+    }
+}
+
+static int parse_integer(const char *text, double min, double max, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (text[0] == '\0' || *end != '\0' || errno == ERANGE) return -1;
+    if ((double)v < min || (double)v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Store `text` into the field of `key`. Returns 0, or -1 when it is not accepted. */
+static int parse_value(struct config *cfg, const struct config_key *key, const char *text)
+{
+    char *field = (char *)cfg + key->offset;
+    long long iv;
+    switch (key->type) {
+    case KEY_INT:
+        if (parse_integer(text, key->min, key->max, &iv) != 0) return -1;
+        *(int *)field = (int)iv;
+        return 0;
+    case KEY_INT64:
+        if (parse_integer(text, key->min, key->max, &iv) != 0) return -1;
+        *(long long *)field = iv;
+        return 0;
+    case KEY_DOUBLE: {
+        char *end;
+        errno = 0;
+        double v = strtod(text, &end);
+        if (text[0] == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v) || v < key->min || v > key->max)
+            return -1;
+        *(double *)field = v;
+        return 0;
+    }
+    case KEY_ENUM:
+        for (int i = 0; key->choices[i] != NULL; i++)
+            if (strcasecmp(text, key->choices[i]) == 0) {
+                *(int *)field = i;
+                return 0;
+            }
+        return -1;
+    case KEY_BOOL: {
+        static const char *const yes[] = {"on", "true", "yes", "1"}, *const no[] = {"off", "false", "no", "0"};
+        for (int i = 0; i < 4; i++) {
+            if (strcasecmp(text, yes[i]) == 0) { *(int *)field = 1; return 0; }
+            if (strcasecmp(text, no[i]) == 0) { *(int *)field = 0; return 0; }
+        }
+        return -1;
+    }
+    case KEY_STRING:
+        if (strlen(text) >= CONFIG_STR_LEN) return -1;
+        snprintf(field, CONFIG_STR_LEN, "%s", text);
+        return 0;
+    case KEY_INTLIST: {
+        /* the count lives right after the array: sweep[] then nsweep */
+        int *list = (int *)field;
+        int *count = (int *)(field + sizeof(int) * CONFIG_MAX_SWEEP);
+        char buf[CONFIG_STR_LEN];
+        if (strlen(text) >= sizeof buf) return -1;
+        snprintf(buf, sizeof buf, "%s", text);
+        int n = 0;
+        char *save = NULL;
+        for (char *tok = strtok_r(buf, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
+            if (n == CONFIG_MAX_SWEEP || parse_integer(tok, key->min, key->max, &iv) != 0) return -1;
+            list[n++] = (int)iv;
+        }
+        *count = n;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+void config_format_value(const struct config *cfg, const struct config_key *key, char *buf, size_t len)
+{
+    const char *field = (const char *)cfg + key->offset;
+    switch (key->type) {
+    case KEY_INT: snprintf(buf, len, "%d", *(const int *)field); break;
+    case KEY_INT64: snprintf(buf, len, "%lld", *(const long long *)field); break;
+    case KEY_DOUBLE: snprintf(buf, len, "%.17g", *(const double *)field); break;
+    case KEY_ENUM: snprintf(buf, len, "%s", config_enum_name(key, *(const int *)field)); break;
+    case KEY_BOOL: snprintf(buf, len, "%s", *(const int *)field ? "on" : "off"); break;
+    case KEY_STRING: snprintf(buf, len, "%s", field); break;
+    case KEY_INTLIST: {
+        const int *list = (const int *)field;
+        int count = *(const int *)(field + sizeof(int) * CONFIG_MAX_SWEEP);
+        buf[0] = '\0';
+        for (int i = 0; i < count; i++) {
+            size_t used = strlen(buf);
+            snprintf(buf + used, len - used, "%s%d", i ? "," : "", list[i]);
+        }
+        break;
+    }
+    }
+}
+
+/* ---- the INI file, through libinih ---------------------------------------- */
+
+struct ini_state {
+    struct config *cfg;
+    const char *path;
+    FILE *file;
+    int line;                 /* line most recently read: the one the handler sees */
+    int *set_on_line;         /* per key: the line that set it, 0 = not yet */
+    char *err;
+    size_t errlen;
+    int failed;
+};
+
+/* inih's reader hook, so that the handler knows the line it is called for. */
+static char *ini_counting_reader(char *str, int num, void *stream)
+{
+    struct ini_state *st = stream;
+    char *r = fgets(str, num, st->file);
+    if (r != NULL) st->line++;
+    return r;
+}
+
+static void list_section_keys(const char *section, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < config_nkeys; i++) {
+        if (strcmp(config_keys[i].section, section) != 0) continue;
+        if (buf[0]) strncat(buf, ", ", len - strlen(buf) - 1);
+        strncat(buf, config_keys[i].name, len - strlen(buf) - 1);
+    }
+}
+
+static int section_exists(const char *section)
+{
+    for (size_t i = 0; i < config_nkeys; i++)
+        if (strcmp(config_keys[i].section, section) == 0) return 1;
+    return 0;
+}
+
+static int on_ini_entry(void *user, const char *section, const char *name, const char *value)
+{
+    struct ini_state *st = user;
+    char accepted[512];
+    if (st->failed) return 0;
+    st->failed = 1; /* cleared below on success */
+    if (section[0] == '\0') {
+        set_err(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run] or [comm]",
+                st->path, st->line, name);
+        return 0;
+    }
+    if (!section_exists(section)) {
+        set_err(st->err, st->errlen, "%s:%d: unknown section [%s]; accepted sections: model, train, run, comm", st->path,
+                st->line, section);
+        return 0;
+    }
+    const struct config_key *key = config_find_key(section, name);
+    if (key == NULL) {
+        list_section_keys(section, accepted, sizeof accepted);
+        set_err(st->err, st->errlen, "%s:%d: unknown key '%s' in [%s]; accepted keys: %s", st->path, st->line, name,
+                section, accepted);
+        return 0;
+    }
+    size_t index = (size_t)(key - config_keys);
+    if (st->set_on_line[index] != 0) {
+        set_err(st->err, st->errlen, "%s:%d: duplicate key [%s] %s, first set on line %d; keep one", st->path, st->line,
+                section, name, st->set_on_line[index]);
+        return 0;
+    }
+    if (parse_value(st->cfg, key, value) != 0) {
+        describe_accepted(key, accepted, sizeof accepted);
+        set_err(st->err, st->errlen, "%s:%d: [%s] %s = '%s' is not accepted; expected %s", st->path, st->line, section,
+                name, value, accepted);
+        return 0;
+    }
+    st->set_on_line[index] = st->line;
+    st->failed = 0;
+    return 1;
+}
+
+static int load_ini(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+    int set_on_line[256] = {0};
+    struct ini_state st = {cfg, path, NULL, 0, set_on_line, err, errlen, 0};
+    if (config_nkeys > sizeof set_on_line / sizeof set_on_line[0]) {
+        set_err(err, errlen, "internal: too many configuration keys");
+        return -1;
+    }
+    st.file = fopen(path, "r");
+    if (st.file == NULL) {
+        set_err(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = ini_parse_stream(ini_counting_reader, &st, on_ini_entry, &st);
+    fclose(st.file);
+    if (rc == 0) return 0;
+    if (!st.failed) /* inih found a line that is neither [section] nor key = value */
+        set_err(err, errlen, "%s:%d: syntax error; expected '[section]' or 'key = value'", path, rc);
+    return -1;
+}
+
+/* ---- the command line, through getopt_long -------------------------------- */
+
+enum { OPT_CONFIG = 'c', OPT_HELP = 'h', OPT_OUTPUT = 'o', OPT_KEY_BASE = 1000 };
+
+/* Short spellings for the keys people type most. */
+static const struct { const char *alias, *section, *name; } cli_aliases[] = {
+    {"backend", "run", "backend"}, {"sweep", "run", "sweep"}, {"output-dir", "run", "output_dir"},
+    {"precision", "train", "precision"}, {"transport", "comm", "transport"},
+};
+#define NALIASES (sizeof cli_aliases / sizeof cli_aliases[0])
+
+int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < config_nkeys; i++)
+        if (parse_value(cfg, &config_keys[i], config_keys[i].default_value) != 0) {
+            set_err(err, errlen, "internal: default of %s.%s does not parse", config_keys[i].section, config_keys[i].name);
+            return -1;
+        }
+
+    /* One long option per key ("model.layers"), plus the aliases. */
+    static char names[256][64];
+    struct option opts[256 + NALIASES + 4];
+    size_t n = 0;
+    for (size_t i = 0; i < config_nkeys; i++, n++) {
+        snprintf(names[i], sizeof names[i], "%s.%s", config_keys[i].section, config_keys[i].name);
+        opts[n] = (struct option){names[i], required_argument, NULL, OPT_KEY_BASE + (int)i};
+    }
+    for (size_t a = 0; a < NALIASES; a++, n++) {
+        const struct config_key *key = config_find_key(cli_aliases[a].section, cli_aliases[a].name);
+        opts[n] = (struct option){cli_aliases[a].alias, required_argument, NULL, OPT_KEY_BASE + (int)(key - config_keys)};
+    }
+    opts[n++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+    opts[n++] = (struct option){"output", required_argument, NULL, OPT_OUTPUT};
+    opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+    opts[n] = (struct option){NULL, 0, NULL, 0};
+
+    /* First pass: remember the overrides, find --config. Second: apply the file, then them. */
+    struct { int key; const char *value; const char *flag; } overrides[512];
+    int noverrides = 0;
+    const char *config_path = NULL;
+    optind = 0; /* glibc: restart scanning from argv[1] (also re-initialises between calls) */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+c:o:h", opts, NULL)) != -1) {
+        if (c == OPT_CONFIG) {
+            config_path = optarg;
+        } else if (c == OPT_HELP) {
+            set_err(err, errlen, "help");
+            return 1;
+        } else if (c == OPT_OUTPUT || c >= OPT_KEY_BASE) {
+            if (noverrides == (int)(sizeof overrides / sizeof overrides[0])) {
+                set_err(err, errlen, "too many command-line options");
+                return -1;
+            }
+            int key = c == OPT_OUTPUT ? (int)(config_find_key("run", "output") - config_keys) : c - OPT_KEY_BASE;
+            overrides[noverrides].key = key;
+            overrides[noverrides].value = optarg;
+            overrides[noverrides].flag = argv[optind - 1];
+            noverrides++;
+        } else if (c == ':' || (c == '?' && optopt != 0)) {
+            set_err(err, errlen, "option %s needs a value; see dpscale run --help", argv[optind - 1]);
+            return -1;
+        } else {
+            set_err(err, errlen, "unknown option '%s'; options are --config FILE and --section.key=value (see dpscale run --help)",
+                    argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        set_err(err, errlen, "unexpected argument '%s'; options are --config FILE and --section.key=value", argv[optind]);
+        return -1;
+    }
+    if (config_path != NULL) {
+        if (strlen(config_path) >= CONFIG_STR_LEN) {
+            set_err(err, errlen, "config path is too long: %s", config_path);
+            return -1;
+        }
+        snprintf(cfg->config_path, sizeof cfg->config_path, "%s", config_path);
+        if (load_ini(cfg, config_path, err, errlen) != 0) return -1;
+    }
+    for (int i = 0; i < noverrides; i++) {
+        const struct config_key *key = &config_keys[overrides[i].key];
+        if (parse_value(cfg, key, overrides[i].value) != 0) {
+            char accepted[512];
+            describe_accepted(key, accepted, sizeof accepted);
+            set_err(err, errlen, "command line %s: '%s' is not accepted for %s.%s; expected %s", overrides[i].flag,
+                    overrides[i].value, key->section, key->name, accepted);
+            return -1;
+        }
+    }
+
+    /* Rules between keys that need no knowledge of the launch. */
+    for (int i = 1; i < cfg->nsweep; i++)
+        if (cfg->sweep[i] <= cfg->sweep[i - 1]) {
+            set_err(err, errlen, "run.sweep must be strictly increasing (got %d after %d), e.g. 1,2,4,8", cfg->sweep[i],
+                    cfg->sweep[i - 1]);
+            return -1;
+        }
+    if (strchr(cfg->output, '/') != NULL) {
+        set_err(err, errlen, "run.output '%s' must be a file name; put the folder in run.output_dir", cfg->output);
+        return -1;
+    }
+    return 0;
+}
+
+int config_batch_per_rank(const struct config *cfg, int n)
+{
+    return cfg->scaling == SCALING_WEAK ? cfg->batch_per_gpu : cfg->global_batch / n;
+}
+
+int config_resolve_for_world(struct config *cfg, int world_size, char *err, size_t errlen)
+{
+    if (cfg->nsweep == 0) {
+        for (int n = 1; n <= world_size && cfg->nsweep < CONFIG_MAX_SWEEP; n *= 2) cfg->sweep[cfg->nsweep++] = n;
+    }
+    int largest = cfg->sweep[cfg->nsweep - 1];
+    if (largest > world_size) {
+        set_err(err, errlen, "run.sweep asks for %d ranks but the launch has %d; start with mpirun -np %d (or srun -n %d) or lower the sweep",
+                largest, world_size, largest, largest);
+        return -1;
+    }
+    if (cfg->scaling == SCALING_STRONG) {
+        if (cfg->global_batch == 0) {
+            long long g = (long long)cfg->batch_per_gpu * largest;
+            if (g > 1073741824LL) {
+                set_err(err, errlen, "train.global_batch = batch_per_gpu x %d = %lld is too large; set train.global_batch", largest, g);
+                return -1;
+            }
+            cfg->global_batch = (int)g;
+        }
+        for (int i = 0; i < cfg->nsweep; i++)
+            if (cfg->global_batch % cfg->sweep[i] != 0) {
+                set_err(err, errlen, "train.global_batch = %d cannot be split evenly over %d ranks; use a multiple of %d",
+                        cfg->global_batch, cfg->sweep[i], cfg->sweep[i]);
+                return -1;
+            }
+    } else if ((long long)cfg->batch_per_gpu * largest > 1073741824LL) {
+        set_err(err, errlen, "global batch %d x %d ranks is over 2^30 samples; lower train.batch_per_gpu", cfg->batch_per_gpu, largest);
+        return -1;
+    }
+    return 0;
+}
+
+void config_print_help(const char *prog)
+{
+    printf("usage: mpirun -np N %s run [--config FILE.ini] [--section.key=value ...]\n\n", prog);
+    printf("Every key can be set in the INI file under [section] or on the command line.\n");
+    printf("Aliases: --backend, --sweep, --precision, --transport, --output-dir, -o/--output.\n\n");
+    const char *section = "";
+    for (size_t i = 0; i < config_nkeys; i++) {
+        const struct config_key *k = &config_keys[i];
+        char accepted[256];
+        if (strcmp(section, k->section) != 0) {
+            section = k->section;
+            printf("[%s]\n", section);
+        }
+        describe_accepted(k, accepted, sizeof accepted);
+        printf("  %-14s %s (default '%s'; %s)\n", k->name, k->help, k->default_value, accepted);
+    }
+}

@@ -1,0 +1,103 @@
+/* config.h — the resolved configuration of one launch.
+ *
+ * Every key lives in one table (config_keys.c) that says its section, type, range,
+ * default and help text. The same table drives the INI parser (libinih), the
+ * command-line parser (getopt_long, one --section.key option per entry), the
+ * validation messages, `dpscale run --help`, and the /config group of the HDF5
+ * file, so a key added there is parsed, checked, documented and recorded at once.
+ *
+ * Precedence: built-in defaults < INI file (--config) < command line. */
+#ifndef DPSCALE_CONFIG_H
+#define DPSCALE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_SWEEP 32
+#define CONFIG_STR_LEN 256
+
+enum activation { ACT_GELU = 0, ACT_RELU = 1, ACT_NONE = 2 };
+enum scaling { SCALING_WEAK = 0, SCALING_STRONG = 1 };
+enum optimizer { OPT_SGD = 0, OPT_ADAMW = 1 };
+enum precision { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2, PREC_FP16 = 3 };
+enum backend_kind { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_CUDA = 2 };
+enum transport { TRANSPORT_AUTO = 0, TRANSPORT_MPI = 1 };
+
+struct config {
+    char config_path[CONFIG_STR_LEN]; /* "" when no file was given */
+
+    /* [model] */
+    char model_name[CONFIG_STR_LEN];
+    int layers;
+    int input_dim;
+    int hidden_dim;
+    int classes;
+    int activation; /* enum activation */
+
+    /* [train] */
+    int scaling; /* enum scaling */
+    int batch_per_gpu;
+    int global_batch; /* strong scaling; 0 = batch_per_gpu x largest N of the sweep */
+    int warmup;
+    int iters;
+    int optimizer; /* enum optimizer */
+    double lr;
+    double momentum;
+    double weight_decay;
+    double beta1;
+    double beta2;
+    double eps;
+    long long seed;
+    int precision; /* enum precision */
+
+    /* [run] */
+    int backend; /* enum backend_kind */
+    int sweep[CONFIG_MAX_SWEEP];
+    int nsweep; /* 0 = powers of two up to the world size */
+    char output_dir[CONFIG_STR_LEN];
+    char output[CONFIG_STR_LEN]; /* "" = dpscale-<utc>-<job>.h5 in output_dir */
+    int save_params;
+    int threads; /* BLAS threads per rank on the CPU backend; 0 = cores / local ranks */
+
+    /* [comm] */
+    int transport; /* enum transport */
+};
+
+enum key_type { KEY_INT, KEY_INT64, KEY_DOUBLE, KEY_ENUM, KEY_BOOL, KEY_STRING, KEY_INTLIST };
+
+struct config_key {
+    const char *section;
+    const char *name;
+    enum key_type type;
+    size_t offset;              /* into struct config */
+    double min, max;            /* inclusive range for numbers; list entries for KEY_INTLIST */
+    const char *const *choices; /* KEY_ENUM: NULL-terminated */
+    const char *default_value;  /* parsed like any other value */
+    const char *help;
+};
+
+extern const struct config_key config_keys[];
+extern const size_t config_nkeys;
+
+/* The accepted names of an enum value, for messages and the HDF5 file. */
+const char *config_enum_name(const struct config_key *key, int value);
+const struct config_key *config_find_key(const char *section, const char *name);
+
+/* Parse `argv` (without the subcommand) into `cfg`: defaults, then the file named by
+ * --config, then every --section.key=value. Returns 0, or -1 with a one-line message
+ * in `err` naming the file:line or the flag and the accepted values. */
+int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/* Checks that need the size of the launch: the sweep against the world size, the
+ * batch against every N. Fills cfg->sweep when it was left empty. */
+int config_resolve_for_world(struct config *cfg, int world_size, char *err, size_t errlen);
+
+/* Batch on each rank and across ranks for a run on `n` ranks. */
+int config_batch_per_rank(const struct config *cfg, int n);
+
+/* Write "section.key = value" of every key to `out` through `emit`. */
+void config_format_value(const struct config *cfg, const struct config_key *key, char *buf, size_t len);
+
+void config_print_help(const char *prog);
+
+#endif

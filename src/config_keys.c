@@ -1,0 +1,55 @@
+/* config_keys.c — the table of every configuration key: section, type, range,
+ * default and help. Parsing, validation, --help and the HDF5 /config group all
+ * read this one table (see config.h). */
+#include <stddef.h>
+
+#include "config.h"
+
+static const char *const activation_names[] = {"gelu", "relu", NULL};
+static const char *const scaling_names[] = {"weak", "strong", NULL};
+static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
+static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL};
+static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
+static const char *const transport_names[] = {"auto", "mpi", NULL};
+
+#define OFF(field) offsetof(struct config, field)
+#define BIG 1073741824.0 /* 2^30: no dimension or count is larger */
+
+const struct config_key config_keys[] = {
+    {"model", "name", KEY_STRING, OFF(model_name), 0, 0, NULL, "mlp", "label of the model preset"},
+    {"model", "layers", KEY_INT, OFF(layers), 1, 4096, NULL, "4", "number of dense layers"},
+    {"model", "input_dim", KEY_INT, OFF(input_dim), 1, 1048576, NULL, "512", "features of a sample"},
+    {"model", "hidden_dim", KEY_INT, OFF(hidden_dim), 1, 1048576, NULL, "1024", "width of the hidden layers"},
+    {"model", "classes", KEY_INT, OFF(classes), 2, 1048576, NULL, "16", "output classes"},
+    {"model", "activation", KEY_ENUM, OFF(activation), 0, 0, activation_names, "gelu", "activation after each hidden layer"},
+
+    {"train", "scaling", KEY_ENUM, OFF(scaling), 0, 0, scaling_names, "weak",
+     "weak: batch per GPU fixed; strong: global batch fixed"},
+    {"train", "batch_per_gpu", KEY_INT, OFF(batch_per_gpu), 1, BIG, NULL, "64", "samples per rank per step (weak scaling)"},
+    {"train", "global_batch", KEY_INT, OFF(global_batch), 0, BIG, NULL, "0",
+     "samples per step over all ranks (strong scaling); 0 = batch_per_gpu x largest N"},
+    {"train", "warmup", KEY_INT, OFF(warmup), 0, 1000000, NULL, "3", "untimed steps before the timed ones"},
+    {"train", "iters", KEY_INT, OFF(iters), 1, 1000000, NULL, "20", "timed steps"},
+    {"train", "optimizer", KEY_ENUM, OFF(optimizer), 0, 0, optimizer_names, "sgd", "sgd (with momentum) or adamw"},
+    {"train", "lr", KEY_DOUBLE, OFF(lr), 1e-12, 10, NULL, "0.05", "learning rate"},
+    {"train", "momentum", KEY_DOUBLE, OFF(momentum), 0, 0.999999, NULL, "0.9", "SGD momentum"},
+    {"train", "weight_decay", KEY_DOUBLE, OFF(weight_decay), 0, 1, NULL, "0", "decoupled weight decay"},
+    {"train", "beta1", KEY_DOUBLE, OFF(beta1), 0, 0.999999, NULL, "0.9", "AdamW beta1"},
+    {"train", "beta2", KEY_DOUBLE, OFF(beta2), 0, 0.999999999, NULL, "0.999", "AdamW beta2"},
+    {"train", "eps", KEY_DOUBLE, OFF(eps), 1e-30, 1, NULL, "1e-8", "AdamW epsilon"},
+    {"train", "seed", KEY_INT64, OFF(seed), 0, 4611686018427387904.0, NULL, "1234", "seed of weights and synthetic data"},
+    {"train", "precision", KEY_ENUM, OFF(precision), 0, 0, precision_names, "fp32",
+     "GEMM precision (the CPU backend runs fp32 only)"},
+
+    {"run", "backend", KEY_ENUM, OFF(backend), 0, 0, backend_names, "auto", "cpu, cuda, or auto (cuda when a GPU is visible)"},
+    {"run", "sweep", KEY_INTLIST, OFF(sweep), 1, 1048576, NULL, "",
+     "rank counts to run, e.g. 1,2,4; empty = powers of two up to the world size"},
+    {"run", "output_dir", KEY_STRING, OFF(output_dir), 0, 0, NULL, "out", "folder of the result file"},
+    {"run", "output", KEY_STRING, OFF(output), 0, 0, NULL, "", "result file name; empty = dpscale-<utc>-<job>.h5"},
+    {"run", "save_params", KEY_BOOL, OFF(save_params), 0, 0, NULL, "off", "store the final parameters of every run"},
+    {"run", "threads", KEY_INT, OFF(threads), 0, 4096, NULL, "0", "BLAS threads per rank (cpu); 0 = cores / ranks on the node"},
+
+    {"comm", "transport", KEY_ENUM, OFF(transport), 0, 0, transport_names, "auto", "how gradients travel: auto or mpi"},
+};
+
+const size_t config_nkeys = sizeof config_keys / sizeof config_keys[0];

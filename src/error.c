@@ -1,0 +1,81 @@
+/* error.c — the one place that prints errors and aborts (see error.h). */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char g_host[64] = "?";
+static int g_rank = -1;
+static void (*g_abort_hook)(int) = NULL;
+
+void dp_error_set_identity(const char *host, int rank)
+{
+    snprintf(g_host, sizeof g_host, "%s", host);
+    g_rank = rank;
+}
+
+void dp_error_set_abort_hook(void (*hook)(int)) { g_abort_hook = hook; }
+
+static void vprint(const char *file, int line, const char *hint, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (g_rank < 0) {
+        char host[64];
+        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
+        host[sizeof host - 1] = '\0';
+        fprintf(stderr, "dpscale: error: %s:pid%d %s:%d %s\n", host, (int)getpid(), file, line, msg);
+    } else {
+        fprintf(stderr, "dpscale: error: %s:%d %s:%d %s\n", g_host, g_rank, file, line, msg);
+    }
+    if (hint != NULL) fprintf(stderr, "hint: %s\n", hint);
+    fflush(stderr);
+}
+
+void dp_error_print(const char *file, int line, const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(file, line, hint, fmt, ap);
+    va_end(ap);
+}
+
+void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprint(file, line, hint, fmt, ap);
+    va_end(ap);
+    if (g_abort_hook != NULL) {
+        void (*hook)(int) = g_abort_hook;
+        g_abort_hook = NULL; /* a failure inside the hook must not recurse */
+        hook(1);
+    }
+    exit(1);
+}
+
+int dp_size_mul_checked(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a) return -1;
+    *out = a * b;
+    return 0;
+}
+
+int dp_size_add_checked(size_t a, size_t b, size_t *out)
+{
+    if (b > SIZE_MAX - a) return -1;
+    *out = a + b;
+    return 0;
+}
+
+size_t dp_size_mul(size_t a, size_t b, const char *what)
+{
+    size_t r;
+    if (dp_size_mul_checked(a, b, &r) != 0)
+        DP_FATAL(NULL, "size of %s overflows: %zu x %zu", what, a, b);
+    return r;
+}

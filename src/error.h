@@ -1,0 +1,62 @@
+/* error.h — how dpscale reports failures.
+ *
+ * Every failure prints one line, "dpscale: error: HOST:RANK FILE:LINE what failed",
+ * and a "hint:" line when the fix is knowable. Library calls are wrapped in one
+ * check macro per API (CHECK_MPI in mpi/, CHECK_H5 in h5out.c, CHECK_CUDA in the
+ * CUDA backend), all of which end in dp_fatal().
+ *
+ * dp_fatal() never returns: it runs the abort hook that the comm layer installed
+ * (MPI_Abort, and ncclCommAbort on the GPU path) so that a Slurm allocation never
+ * hangs waiting on a rank that has given up. Recoverable errors (bad config, a
+ * result file that cannot be written) travel up as return codes instead, and only
+ * main() decides to exit. */
+#ifndef DPSCALE_ERROR_H
+#define DPSCALE_ERROR_H
+
+#include <stddef.h>
+
+#if defined(__GNUC__)
+#define DP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define DP_NORETURN __attribute__((noreturn))
+#else
+#define DP_PRINTF(a, b)
+#define DP_NORETURN
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Identity used in every message; set once the rank is known. */
+void dp_error_set_identity(const char *host, int rank);
+
+/* Called by dp_fatal() before exiting, to take the other ranks down with us. */
+void dp_error_set_abort_hook(void (*hook)(int exit_code));
+
+/* Print "dpscale: error: host:rank file:line msg" (+ "hint: ..." when hint != NULL). */
+void dp_error_print(const char *file, int line, const char *hint, const char *fmt, ...)
+    DP_PRINTF(4, 5);
+
+/* Print as above, then abort every rank. */
+DP_NORETURN void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
+    DP_PRINTF(4, 5);
+
+#define DP_FATAL(hint, ...) dp_fatal(__FILE__, __LINE__, hint, __VA_ARGS__)
+#define DP_ERROR(hint, ...) dp_error_print(__FILE__, __LINE__, hint, __VA_ARGS__)
+
+/* For allocations on the host: a NULL result is fatal. */
+#define CHECK_ALLOC(ptr)                                                          \
+    do {                                                                          \
+        if ((ptr) == NULL) DP_FATAL("the host is out of memory", "allocation of %s failed", #ptr); \
+    } while (0)
+
+/* a * b, or fail with a message naming `what` when the product overflows size_t. */
+size_t dp_size_mul(size_t a, size_t b, const char *what);
+/* Returns 0 and stores a*b in *out, or -1 when it would overflow. */
+int dp_size_mul_checked(size_t a, size_t b, size_t *out);
+int dp_size_add_checked(size_t a, size_t b, size_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,400 @@
+/* h5out.c — write the result file (h5out.h) through the HDF5 C API.
+ *
+ * Writing uses a sticky error: the first failed HDF5 call records what failed and
+ * every later call is skipped, so the writer reads top to bottom without an error
+ * branch per line and still reports the first cause (a full disk shows up as
+ * in the message).  */
+#include "h5out.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+
+struct h5w {
+    int failed;
+    char err[512];
+};
+
+static herr_t first_error_cb(unsigned n, const H5E_error2_t *e, void *data)
+{
+    char *buf = data;
+    if (n == 0) snprintf(buf, 256, "%s", e->desc != NULL ? e->desc : "");
+    return 0;
+}
+
+/* Record a failed call once, with HDF5's own innermost reason and errno. */
+static void h5w_fail(struct h5w *w, const char *what, int line)
+{
+    if (w->failed) return;
+    int saved_errno = errno;
+    char reason[256] = "";
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_error_cb, reason);
+    H5Eclear2(H5E_DEFAULT);
+    w->failed = 1;
+    snprintf(w->err, sizeof w->err, "h5out.c:%d %s failed: %s%s%s", line, what, reason,
+             saved_errno ? "; " : "", saved_errno ? strerror(saved_errno) : "");
+}
+
+/* CHECK_H5: evaluate an HDF5 call unless an earlier one failed; negative = failure. */
+#define CHECK_H5(w, call) ((w)->failed ? (hid_t)-1 : h5w_check((w), (hid_t)(call), #call, __LINE__))
+static hid_t h5w_check(struct h5w *w, hid_t rc, const char *what, int line)
+{
+    if (rc < 0) h5w_fail(w, what, line);
+    return rc;
+}
+
+static void h5_close(hid_t id)
+{
+    if (id < 0) return;
+    switch (H5Iget_type(id)) {
+    case H5I_GROUP: H5Gclose(id); break;
+    case H5I_DATASET: H5Dclose(id); break;
+    case H5I_DATASPACE: H5Sclose(id); break;
+    case H5I_DATATYPE: H5Tclose(id); break;
+    case H5I_ATTR: H5Aclose(id); break;
+    default: break;
+    }
+}
+
+static void attr_write(struct h5w *w, hid_t obj, const char *name, hid_t type, const void *value)
+{
+    hid_t space = CHECK_H5(w, H5Screate(H5S_SCALAR));
+    hid_t attr = CHECK_H5(w, H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+    CHECK_H5(w, H5Awrite(attr, type, value));
+    h5_close(attr);
+    h5_close(space);
+}
+
+static void attr_str(struct h5w *w, hid_t obj, const char *name, const char *value)
+{
+    hid_t type = CHECK_H5(w, H5Tcopy(H5T_C_S1));
+    CHECK_H5(w, H5Tset_size(type, H5T_VARIABLE));
+    CHECK_H5(w, H5Tset_cset(type, H5T_CSET_UTF8));
+    const char *v = value != NULL ? value : "";
+    attr_write(w, obj, name, type, &v);
+    h5_close(type);
+}
+
+static void attr_i64(struct h5w *w, hid_t obj, const char *name, long long value)
+{
+    int64_t v = value;
+    attr_write(w, obj, name, H5T_NATIVE_INT64, &v);
+}
+
+static void attr_f64(struct h5w *w, hid_t obj, const char *name, double value)
+{
+    attr_write(w, obj, name, H5T_NATIVE_DOUBLE, &value);
+}
+
+static void dataset_write(struct h5w *w, hid_t parent, const char *name, hid_t type, int rank, const hsize_t *dims,
+                          const void *data, const char *units)
+{
+    hid_t space = CHECK_H5(w, H5Screate_simple(rank, dims, NULL));
+    hid_t dset = CHECK_H5(w, H5Dcreate2(parent, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    CHECK_H5(w, H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+    if (units != NULL) attr_str(w, dset, "units", units);
+    h5_close(dset);
+    h5_close(space);
+}
+
+static hid_t group_create(struct h5w *w, hid_t parent, const char *name)
+{
+    return CHECK_H5(w, H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+}
+
+static void write_root(struct h5w *w, hid_t file, const struct h5out_system *sys)
+{
+    attr_i64(w, file, "schema_version", H5OUT_SCHEMA_VERSION);
+    attr_str(w, file, "dpscale_version", sys->dpscale_version);
+    attr_str(w, file, "created_utc", sys->created_utc);
+    attr_str(w, file, "command_line", sys->command_line);
+    attr_str(w, file, "job_id", sys->job_id);
+    attr_str(w, file, "writer", "dpscale");
+}
+
+static void write_system(struct h5w *w, hid_t file, const struct h5out_system *sys)
+{
+    hid_t g = group_create(w, file, "system");
+    attr_str(w, g, "backend", sys->backend);
+    attr_str(w, g, "device_name", sys->device_name);
+    attr_str(w, g, "backend_library", sys->backend_library);
+    attr_str(w, g, "mpi_library", sys->mpi_library);
+    attr_i64(w, g, "threads_per_rank", sys->threads_per_rank);
+    attr_i64(w, g, "world_size", sys->world_size);
+    attr_i64(w, g, "nodes", sys->nnodes);
+    hid_t type = CHECK_H5(w, H5Tcopy(H5T_C_S1));
+    CHECK_H5(w, H5Tset_size(type, 64));
+    hsize_t dims[1] = {(hsize_t)sys->world_size};
+    dataset_write(w, g, "hosts", type, 1, dims, sys->hosts, NULL);
+    h5_close(type);
+    h5_close(g);
+}
+
+static void write_config(struct h5w *w, hid_t file, const struct config *cfg)
+{
+    hid_t g = group_create(w, file, "config");
+    attr_str(w, g, "config_file", cfg->config_path);
+    for (size_t i = 0; i < config_nkeys; i++) {
+        const struct config_key *k = &config_keys[i];
+        const char *field = (const char *)cfg + k->offset;
+        char name[80], text[CONFIG_STR_LEN];
+        snprintf(name, sizeof name, "%s.%s", k->section, k->name);
+        if (k->type == KEY_INT) attr_i64(w, g, name, *(const int *)field);
+        else if (k->type == KEY_INT64) attr_i64(w, g, name, *(const long long *)field);
+        else if (k->type == KEY_DOUBLE) attr_f64(w, g, name, *(const double *)field);
+        else {
+            config_format_value(cfg, k, text, sizeof text);
+            attr_str(w, g, name, text);
+        }
+    }
+    h5_close(g);
+}
+
+static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg, const struct run_result *r,
+                      const struct run_summary *s)
+{
+    char name[32];
+    hid_t tg = H5Lexists(runs_group, r->transport, H5P_DEFAULT) > 0
+                   ? CHECK_H5(w, H5Gopen2(runs_group, r->transport, H5P_DEFAULT))
+                   : group_create(w, runs_group, r->transport);
+    snprintf(name, sizeof name, "n%d", r->nranks);
+    hid_t g = group_create(w, tg, name);
+    attr_i64(w, g, "nranks", r->nranks);
+    attr_i64(w, g, "nodes", r->nnodes);
+    attr_str(w, g, "transport", r->transport);
+    attr_str(w, g, "scaling", config_enum_name(config_find_key("train", "scaling"), cfg->scaling));
+    attr_str(w, g, "precision", config_enum_name(config_find_key("train", "precision"), cfg->precision));
+    attr_str(w, g, "overlap", "off");
+    attr_i64(w, g, "batch_per_rank", r->batch_per_rank);
+    attr_i64(w, g, "global_batch", r->global_batch);
+    attr_i64(w, g, "warmup_steps", r->steps - r->iters);
+    attr_i64(w, g, "timed_steps", r->iters);
+    attr_i64(w, g, "parameters", (long long)r->nparams);
+    attr_f64(w, g, "gemm_flops_per_step", r->gemm_flops_per_step);
+    attr_f64(w, g, "allreduce_bytes", r->allreduce_bytes);
+    attr_f64(w, g, "step_median_s", s->step_median_s);
+    attr_f64(w, g, "step_p05_s", s->step_p05_s);
+    attr_f64(w, g, "step_p95_s", s->step_p95_s);
+    attr_f64(w, g, "samples_per_s", s->samples_per_s);
+    attr_f64(w, g, "speedup", s->speedup);
+    attr_f64(w, g, "efficiency", s->efficiency);
+    attr_f64(w, g, "final_loss", r->final_loss);
+    attr_f64(w, g, "params_abs_sum", r->params_abs_sum);
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->params_hash);
+    attr_str(w, g, "params_hash", hash);
+    attr_f64(w, g, "replica_max_abs_diff", r->replica_max_abs_diff);
+
+    hsize_t dims[2] = {(hsize_t)r->iters, (hsize_t)r->nranks};
+    for (int p = 0; p < NPHASES; p++) dataset_write(w, g, phase_names[p], H5T_NATIVE_DOUBLE, 2, dims, r->times[p], "s");
+    hsize_t steps[1] = {(hsize_t)r->steps};
+    dataset_write(w, g, "loss", H5T_NATIVE_DOUBLE, 1, steps, r->loss, "nats");
+    if (r->params != NULL) {
+        hsize_t np[1] = {(hsize_t)r->nparams};
+        dataset_write(w, g, "params", H5T_NATIVE_FLOAT, 1, np, r->params, NULL);
+    }
+    h5_close(g);
+    h5_close(tg);
+}
+
+/* One row of /summary, a compound table (one call in pandas or h5py). */
+struct summary_row {
+    char transport[16];
+    int32_t nranks, nodes, batch_per_rank, global_batch;
+    double step_median_s, step_p05_s, step_p95_s;
+    double forward_median_s, backward_median_s, allreduce_median_s, update_median_s;
+    double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
+    double gemm_tflops, allreduce_busbw_gbps, final_loss;
+};
+
+static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s, int n)
+{
+    struct summary_row *rows = calloc(n > 0 ? (size_t)n : 1, sizeof *rows);
+    CHECK_ALLOC(rows);
+    for (int i = 0; i < n; i++) {
+        struct summary_row *r = &rows[i];
+        snprintf(r->transport, sizeof r->transport, "%s", s[i].transport);
+        r->nranks = s[i].nranks;
+        r->nodes = s[i].nnodes;
+        r->batch_per_rank = s[i].batch_per_rank;
+        r->global_batch = s[i].global_batch;
+        r->step_median_s = s[i].step_median_s;
+        r->step_p05_s = s[i].step_p05_s;
+        r->step_p95_s = s[i].step_p95_s;
+        r->forward_median_s = s[i].phase_median_s[PHASE_FORWARD];
+        r->backward_median_s = s[i].phase_median_s[PHASE_BACKWARD];
+        r->allreduce_median_s = s[i].phase_median_s[PHASE_ALLREDUCE];
+        r->update_median_s = s[i].phase_median_s[PHASE_UPDATE];
+        r->samples_per_s = s[i].samples_per_s;
+        r->samples_per_s_per_rank = s[i].samples_per_s_per_rank;
+        r->speedup = s[i].speedup;
+        r->efficiency = s[i].efficiency;
+        r->gemm_tflops = s[i].gemm_tflops;
+        r->allreduce_busbw_gbps = s[i].allreduce_busbw_gbps;
+        r->final_loss = s[i].final_loss;
+    }
+    hid_t str = CHECK_H5(w, H5Tcopy(H5T_C_S1));
+    CHECK_H5(w, H5Tset_size(str, sizeof rows->transport));
+    hid_t t = CHECK_H5(w, H5Tcreate(H5T_COMPOUND, sizeof(struct summary_row)));
+#define FIELD(name, type) CHECK_H5(w, H5Tinsert(t, #name, HOFFSET(struct summary_row, name), type))
+    FIELD(transport, str);
+    FIELD(nranks, H5T_NATIVE_INT32);
+    FIELD(nodes, H5T_NATIVE_INT32);
+    FIELD(batch_per_rank, H5T_NATIVE_INT32);
+    FIELD(global_batch, H5T_NATIVE_INT32);
+    FIELD(step_median_s, H5T_NATIVE_DOUBLE);
+    FIELD(step_p05_s, H5T_NATIVE_DOUBLE);
+    FIELD(step_p95_s, H5T_NATIVE_DOUBLE);
+    FIELD(forward_median_s, H5T_NATIVE_DOUBLE);
+    FIELD(backward_median_s, H5T_NATIVE_DOUBLE);
+    FIELD(allreduce_median_s, H5T_NATIVE_DOUBLE);
+    FIELD(update_median_s, H5T_NATIVE_DOUBLE);
+    FIELD(samples_per_s, H5T_NATIVE_DOUBLE);
+    FIELD(samples_per_s_per_rank, H5T_NATIVE_DOUBLE);
+    FIELD(speedup, H5T_NATIVE_DOUBLE);
+    FIELD(efficiency, H5T_NATIVE_DOUBLE);
+    FIELD(gemm_tflops, H5T_NATIVE_DOUBLE);
+    FIELD(allreduce_busbw_gbps, H5T_NATIVE_DOUBLE);
+    FIELD(final_loss, H5T_NATIVE_DOUBLE);
+#undef FIELD
+    hsize_t dims[1] = {(hsize_t)n};
+    dataset_write(w, file, "summary", t, 1, dims, rows, NULL);
+    h5_close(t);
+    h5_close(str);
+    free(rows);
+}
+
+static int make_dirs(const char *dir)
+{
+    char buf[CONFIG_STR_LEN];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int h5out_choose_path(const struct config *cfg, const char *utc_stamp, const char *job_id, char *path, size_t len,
+                      char *err, size_t errlen)
+{
+    const char *dir = cfg->output_dir[0] ? cfg->output_dir : ".";
+    if (make_dirs(dir) != 0 || access(dir, W_OK) != 0) {
+        snprintf(err, errlen, "cannot write to output folder %s: %s; set run.output_dir to a writable folder", dir,
+                 strerror(errno));
+        return -1;
+    }
+    int n = cfg->output[0] ? snprintf(path, len, "%s/%s", dir, cfg->output)
+                           : snprintf(path, len, "%s/dpscale-%s-%s.h5", dir, utc_stamp, job_id);
+    if (n < 0 || (size_t)n + 5 >= len) {
+        snprintf(err, errlen, "output path is too long: %s", path);
+        return -1;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (access(path, F_OK) == 0) {
+        snprintf(err, errlen, "result file %s already exists and is never overwritten; choose another run.output or move it", path);
+        return -1;
+    }
+    if (access(tmp, F_OK) == 0) {
+        snprintf(err, errlen, "%s exists: another launch is writing %s, or one crashed; remove it if no launch is running", tmp, path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Write `bytes` to a new file `path` (never an existing one), fsync'ed; -1 on any failure. */
+static int write_new_file(const char *path, const void *data, size_t bytes)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return -1;
+    const char *p = data;
+    size_t left = bytes;
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int saved = errno ? errno : ENOSPC;
+            close(fd);
+            unlink(path);
+            errno = saved;
+            return -1;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        int saved = errno;
+        unlink(path);
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
+int h5out_write(const char *path, const struct config *cfg, const struct h5out_system *sys,
+                const struct run_result *runs, const struct run_summary *summaries, int nruns, char *err, size_t errlen)
+{
+    struct h5w w = {0};
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors come back to us; we print one line */
+
+    /* The file is built in memory (HDF5's core driver) and written out by us: HDF5
+     * never holds a half-written file on disk, and a full disk is one failed
+     * write() that we can clean up after, not a library left in an odd state. */
+    hid_t fapl = CHECK_H5(&w, H5Pcreate(H5P_FILE_ACCESS));
+    CHECK_H5(&w, H5Pset_fapl_core(fapl, 1 << 20, 0));
+    hid_t file = CHECK_H5(&w, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+    void *image = NULL;
+    ssize_t size = -1;
+    if (file >= 0) {
+        write_root(&w, file, sys);
+        write_system(&w, file, sys);
+        write_config(&w, file, cfg);
+        hid_t rg = group_create(&w, file, "runs");
+        for (int i = 0; i < nruns; i++) write_run(&w, rg, cfg, &runs[i], &summaries[i]);
+        h5_close(rg);
+        write_summary(&w, file, summaries, nruns);
+        CHECK_H5(&w, H5Fflush(file, H5F_SCOPE_GLOBAL));
+        size = w.failed ? -1 : H5Fget_file_image(file, NULL, 0);
+        if (size > 0) {
+            image = malloc((size_t)size);
+            CHECK_ALLOC(image);
+            if (H5Fget_file_image(file, image, (size_t)size) != size) h5w_fail(&w, "H5Fget_file_image", __LINE__);
+        } else {
+            h5w_fail(&w, "H5Fget_file_image", __LINE__);
+        }
+        H5Fclose(file);
+    }
+    if (fapl >= 0) H5Pclose(fapl);
+    if (w.failed) {
+        free(image);
+        snprintf(err, errlen, "building %s failed, nothing was written: %s", path, w.err);
+        return -1;
+    }
+    errno = 0;
+    int rc = write_new_file(tmp, image, (size_t)size);
+    free(image);
+    if (rc != 0) {
+        snprintf(err, errlen, "writing %s failed, nothing was kept: %s", tmp, strerror(errno));
+        return -1;
+    }
+    /* link() fails rather than replace: a result that appeared meanwhile survives */
+    if (link(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s; the complete result is kept in %s", path, strerror(errno), tmp);
+        return -1;
+    }
+    unlink(tmp);
+    return 0;
+}

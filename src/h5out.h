@@ -1,0 +1,40 @@
+/* h5out.h — the result file of one launch (HDF5, schema version 1; the README
+ * documents every field). Only rank 0 writes. The file is written to NAME.tmp and
+ * linked to NAME only when complete, so a crash or a full disk never leaves a
+ * half-written result, and an existing result is never overwritten. */
+#ifndef DPSCALE_H5OUT_H
+#define DPSCALE_H5OUT_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "stats.h"
+#include "train.h"
+
+#define H5OUT_SCHEMA_VERSION 1
+
+struct h5out_system {
+    const char *dpscale_version;
+    const char *created_utc;
+    const char *command_line;
+    const char *job_id;
+    const char *backend;
+    const char *device_name;
+    const char *backend_library;
+    const char *mpi_library;
+    int threads_per_rank;
+    int world_size, nnodes;
+    const char *hosts; /* world_size x 64 bytes, one host name per rank */
+};
+
+/* The path of a new result file: cfg->output or dpscale-<utc>-<job>.h5 in
+ * cfg->output_dir (created if missing). Fails when it already exists or cannot be
+ * written, before any work is done. */
+int h5out_choose_path(const struct config *cfg, const char *utc_stamp, const char *job_id, char *path, size_t len,
+                      char *err, size_t errlen);
+
+/* Write the whole file. Returns 0, or -1 with a message in err (nothing left behind). */
+int h5out_write(const char *path, const struct config *cfg, const struct h5out_system *sys,
+                const struct run_result *runs, const struct run_summary *summaries, int nruns, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,38 @@
+/* main.c — the dpscale command: picks the subcommand and hands it the rest of argv. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "session.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "dpscale %s — how much of N GPUs a data-parallel training step really gets\n\n"
+            "usage: mpirun -np N dpscale COMMAND [--config FILE.ini] [--section.key=value ...]\n\n"
+            "commands:\n"
+            "  run        sweep 1..N ranks, print the scaling table, write one HDF5 result file\n"
+            "  gradcheck  check the backward pass (and its allreduce) against finite differences\n"
+            "  bench      time the training step against its GEMMs alone on one rank\n"
+            "  version    print the version\n\n"
+            "dpscale run --help lists every configuration key.\n",
+            DPSCALE_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_BAD_INPUT : EXIT_OK;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("dpscale %s\n", DPSCALE_VERSION);
+        return EXIT_OK;
+    }
+    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, version\n", cmd);
+    return EXIT_BAD_INPUT;
+}

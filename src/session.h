@@ -1,0 +1,38 @@
+/* session.h — what every subcommand that trains (run, gradcheck, bench) sets up
+ * first, identically on every rank: MPI, the configuration, the backend and the
+ * model. A failure on any rank is agreed on by all, reported once by the rank that
+ * saw it, and turned into an exit code, before any training work starts. */
+#ifndef DPSCALE_SESSION_H
+#define DPSCALE_SESSION_H
+
+#include "../mpi/comm.h"
+#include "backend.h"
+#include "config.h"
+#include "model.h"
+
+#define DPSCALE_VERSION "0.1.0"
+
+enum exit_code { EXIT_OK = 0, EXIT_FAILURE_RUN = 1, EXIT_BAD_INPUT = 2 };
+#define SESSION_DONE (-1) /* session_start() answered the command itself (--help) */
+
+struct session {
+    struct launch launch;
+    struct config cfg;
+    struct backend backend;
+    struct model *model;
+    const struct comm_transport *transport;
+};
+
+/* Returns EXIT_OK with a live session; SESSION_DONE when nothing is left to do
+ * (exit 0); or the exit code to leave with. In the last two MPI is finalised. */
+int session_start(int argc, char **argv, struct session *s);
+void session_end(struct session *s);
+
+/* Every rank learns whether any failed; returns 1 if so. */
+int session_any_failed(int failed);
+
+/* Fault injection for the tests (DPSCALE_FAULT=rank:step:exit|kill|error): makes a
+ * rank die or fail at a given step, so that "no hung job" can be checked. */
+void session_maybe_inject_fault(int world_rank, int step);
+
+#endif

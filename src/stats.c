@@ -1,0 +1,90 @@
+/* stats.c — percentiles, max over ranks, and the scaling figures (stats.h). */
+#include "stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double stats_percentile_sorted(const double *sorted, size_t n, double p)
+{
+    if (n == 0) return NAN;
+    double pos = p / 100.0 * (double)(n - 1);
+    size_t lo = (size_t)floor(pos);
+    size_t hi = lo + 1 < n ? lo + 1 : lo;
+    double frac = pos - (double)lo;
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+double stats_percentile(const double *values, size_t n, double p)
+{
+    if (n == 0) return NAN;
+    double *copy = malloc(n * sizeof *copy);
+    CHECK_ALLOC(copy);
+    memcpy(copy, values, n * sizeof *copy);
+    qsort(copy, n, sizeof *copy, compare_doubles);
+    double v = stats_percentile_sorted(copy, n, p);
+    free(copy);
+    return v;
+}
+
+void stats_max_over_ranks(const double *m, int iters, int ranks, double *out)
+{
+    for (int i = 0; i < iters; i++) {
+        double best = m[(size_t)i * ranks];
+        for (int r = 1; r < ranks; r++)
+            if (m[(size_t)i * ranks + r] > best) best = m[(size_t)i * ranks + r];
+        out[i] = best;
+    }
+}
+
+void stats_summarize_run(const struct run_result *r, struct run_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    memcpy(s->transport, r->transport, sizeof s->transport);
+    s->nranks = r->nranks;
+    s->nnodes = r->nnodes;
+    s->batch_per_rank = r->batch_per_rank;
+    s->global_batch = r->global_batch;
+    double *slowest = malloc((size_t)r->iters * sizeof *slowest);
+    CHECK_ALLOC(slowest);
+    for (int p = 0; p < NPHASES; p++) {
+        stats_max_over_ranks(r->times[p], r->iters, r->nranks, slowest);
+        s->phase_median_s[p] = stats_percentile(slowest, (size_t)r->iters, 50.0);
+        if (p == PHASE_STEP) {
+            s->step_median_s = s->phase_median_s[p];
+            s->step_p05_s = stats_percentile(slowest, (size_t)r->iters, 5.0);
+            s->step_p95_s = stats_percentile(slowest, (size_t)r->iters, 95.0);
+        }
+    }
+    free(slowest);
+    s->samples_per_s = (double)r->global_batch / s->step_median_s;
+    s->samples_per_s_per_rank = s->samples_per_s / r->nranks;
+    s->gemm_tflops = r->gemm_flops_per_step / s->step_median_s / 1e12;
+    const double ar = s->phase_median_s[PHASE_ALLREDUCE];
+    s->allreduce_busbw_gbps = r->nranks > 1 && ar > 0 ? r->allreduce_bytes / ar * 2.0 * (r->nranks - 1) / r->nranks / 1e9 : NAN;
+    s->final_loss = r->final_loss;
+    s->params_abs_sum = r->params_abs_sum;
+    s->replica_max_abs_diff = r->replica_max_abs_diff;
+    s->speedup = NAN;
+    s->efficiency = NAN;
+}
+
+void stats_fill_scaling(struct run_summary *runs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const struct run_summary *base = NULL;
+        for (int j = 0; j < n; j++)
+            if (runs[j].nranks == 1 && strcmp(runs[j].transport, runs[i].transport) == 0) base = &runs[j];
+        if (base == NULL) continue;
+        runs[i].speedup = runs[i].samples_per_s / base->samples_per_s;
+        runs[i].efficiency = runs[i].speedup / runs[i].nranks;
+    }
+}

@@ -1,0 +1,41 @@
+/* train.h — one run of the sweep: N ranks train the model data-parallel for
+ * warmup + iters steps, and the timings of every timed step and rank come back. */
+#ifndef DPSCALE_TRAIN_H
+#define DPSCALE_TRAIN_H
+
+#include <stdint.h>
+
+#include "../mpi/comm.h"
+#include "backend.h"
+#include "config.h"
+#include "model.h"
+
+/* Phases of a step, in order; PHASE_STEP is the whole step. */
+enum phase { PHASE_FORWARD, PHASE_BACKWARD, PHASE_ALLREDUCE, PHASE_UPDATE, PHASE_STEP, NPHASES };
+extern const char *const phase_names[NPHASES]; /* "forward_s", ... as stored in HDF5 */
+
+struct run_result {
+    int nranks, nnodes;
+    int batch_per_rank, global_batch;
+    int iters, steps; /* timed steps; all steps (warm-up included) */
+    char transport[16];
+    /* Filled on rank 0 of the run only: */
+    double *times[NPHASES]; /* [iter x rank], seconds */
+    double *loss;           /* [steps]: mean loss over the global batch of each step */
+    double final_loss;
+    uint64_t params_hash;
+    double params_abs_sum;
+    double replica_max_abs_diff; /* largest |p - p(rank 0)| over ranks; 0 when the hashes agree */
+    double gemm_flops_per_step;  /* over all ranks */
+    double allreduce_bytes;      /* gradient bytes reduced per step */
+    float *params;               /* final parameters, when run.save_params is on */
+    size_t nparams;
+};
+
+/* Collective over the ranks of `c`. Returns 0, or -1 (on every rank of c) when the
+ * run cannot start, e.g. the memory plan does not fit. */
+int train_run(const struct config *cfg, const struct model *m, struct backend *be, struct comm *c, int local_size,
+              struct run_result *out);
+void run_result_free(struct run_result *r);
+
+#endif

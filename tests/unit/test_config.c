@@ -1,0 +1,200 @@
+/* test_config.c — the configuration parser: defaults, INI files, command-line
+ * overrides, and a clear one-line error for every kind of bad input. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../../src/config.h"
+#include "check.h"
+
+static char g_err[1024];
+
+/* Write `text` to a temporary INI file and return its path. */
+static const char *ini(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/dpscale-test-%d.ini", (int)getpid());
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static int load(struct config *cfg, int argc, char **argv)
+{
+    g_err[0] = '\0';
+    return config_load(cfg, argc, argv, g_err, sizeof g_err);
+}
+
+TEST(defaults_apply_without_any_input)
+{
+    struct config c;
+    char *argv[] = {"run", NULL};
+    CHECK(load(&c, 1, argv) == 0);
+    CHECK(c.layers == 4 && c.batch_per_gpu == 64 && c.iters == 20);
+    CHECK(c.activation == ACT_GELU && c.scaling == SCALING_WEAK && c.nsweep == 0);
+}
+
+TEST(ini_values_are_read_and_command_line_wins)
+{
+    struct config c;
+    const char *p = ini("[model]\nlayers = 6\nactivation = relu\n[train]\nlr = 0.5\n[run]\nsweep = 1, 2,4\n");
+    char *argv[] = {"run", "--config", (char *)p, "--model.layers=3", "--train.iters", "7", NULL};
+    CHECK(load(&c, 6, argv) == 0);
+    CHECK(c.layers == 3);
+    CHECK(c.iters == 7);
+    CHECK(c.activation == ACT_RELU);
+    CHECK_NEAR(c.lr, 0.5, 0);
+    CHECK(c.nsweep == 3 && c.sweep[0] == 1 && c.sweep[1] == 2 && c.sweep[2] == 4);
+}
+
+TEST(unknown_key_names_file_line_and_accepted_keys)
+{
+    struct config c;
+    const char *p = ini("[model]\nlayers = 2\nlayerz = 3\n");
+    char *argv[] = {"run", "--config", (char *)p, NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, ":3: unknown key 'layerz' in [model]");
+    CHECK_CONTAINS(g_err, "accepted keys: name, layers");
+}
+
+TEST(unknown_section_is_an_error)
+{
+    struct config c;
+    char *argv[] = {"run", "--config", (char *)ini("[modle]\nlayers = 2\n"), NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, ":2: unknown section [modle]");
+}
+
+TEST(duplicate_key_names_both_lines)
+{
+    struct config c;
+    char *argv[] = {"run", "--config", (char *)ini("[train]\niters = 3\nwarmup = 1\niters = 4\n"), NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, ":4: duplicate key [train] iters, first set on line 2");
+}
+
+TEST(out_of_range_value_names_the_range)
+{
+    struct config c;
+    char *argv[] = {"run", "--config", (char *)ini("[model]\nlayers = 0\n"), NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, ":2: [model] layers = '0' is not accepted; expected an integer in [1, 4096]");
+}
+
+TEST(unparsable_numbers_are_errors)
+{
+    struct config c;
+    char *a1[] = {"run", "--train.lr=fast", NULL};
+    CHECK(load(&c, 2, a1) != 0);
+    CHECK_CONTAINS(g_err, "command line --train.lr=fast: 'fast' is not accepted for train.lr; expected a number");
+    char *a2[] = {"run", "--model.layers=4x", NULL};
+    CHECK(load(&c, 2, a2) != 0);
+    char *a3[] = {"run", "--train.lr=nan", NULL};
+    CHECK(load(&c, 2, a3) != 0);
+}
+
+TEST(integers_that_overflow_are_errors)
+{
+    struct config c;
+    char *a1[] = {"run", "--train.batch_per_gpu=99999999999999999999", NULL};
+    CHECK(load(&c, 2, a1) != 0);
+    CHECK_CONTAINS(g_err, "expected an integer in [1, 1073741824]");
+    char *a2[] = {"run", "--train.seed=-1", NULL};
+    CHECK(load(&c, 2, a2) != 0);
+}
+
+TEST(enum_lists_accepted_values)
+{
+    struct config c;
+    char *argv[] = {"run", "--model.activation=tanh", NULL};
+    CHECK(load(&c, 2, argv) != 0);
+    CHECK_CONTAINS(g_err, "expected one of gelu|relu");
+}
+
+TEST(unknown_flag_and_missing_value_are_errors)
+{
+    struct config c;
+    char *a1[] = {"run", "--model.widht=3", NULL};
+    CHECK(load(&c, 2, a1) != 0);
+    CHECK_CONTAINS(g_err, "unknown option '--model.widht=3'");
+    char *a2[] = {"run", "--model.layers", NULL};
+    CHECK(load(&c, 2, a2) != 0);
+    CHECK_CONTAINS(g_err, "needs a value");
+}
+
+TEST(missing_config_file_is_an_error)
+{
+    struct config c;
+    char *argv[] = {"run", "--config", "/nonexistent/x.ini", NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, "cannot open config file /nonexistent/x.ini");
+}
+
+TEST(syntax_error_names_the_line)
+{
+    struct config c;
+    char *argv[] = {"run", "--config", (char *)ini("[model]\nlayers 3\n"), NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, ":2: syntax error");
+}
+
+TEST(sweep_must_increase_and_fit_the_world)
+{
+    struct config c;
+    char *a1[] = {"run", "--sweep=1,4,2", NULL};
+    CHECK(load(&c, 2, a1) != 0);
+    CHECK_CONTAINS(g_err, "strictly increasing");
+    char *a2[] = {"run", "--sweep=1,2,8", NULL};
+    CHECK(load(&c, 2, a2) == 0);
+    CHECK(config_resolve_for_world(&c, 4, g_err, sizeof g_err) != 0);
+    CHECK_CONTAINS(g_err, "asks for 8 ranks but the launch has 4");
+}
+
+TEST(empty_sweep_means_powers_of_two_up_to_the_world)
+{
+    struct config c;
+    char *argv[] = {"run", NULL};
+    CHECK(load(&c, 1, argv) == 0);
+    CHECK(config_resolve_for_world(&c, 6, g_err, sizeof g_err) == 0);
+    CHECK(c.nsweep == 3 && c.sweep[0] == 1 && c.sweep[1] == 2 && c.sweep[2] == 4);
+}
+
+TEST(strong_scaling_batch_must_split_evenly)
+{
+    struct config c;
+    char *argv[] = {"run", "--train.scaling=strong", "--train.global_batch=6", "--sweep=1,2,4", NULL};
+    CHECK(load(&c, 4, argv) == 0);
+    CHECK(config_resolve_for_world(&c, 4, g_err, sizeof g_err) != 0);
+    CHECK_CONTAINS(g_err, "train.global_batch = 6 cannot be split evenly over 4 ranks");
+    char *ok[] = {"run", "--train.scaling=strong", "--train.global_batch=8", "--sweep=1,2,4", NULL};
+    CHECK(load(&c, 4, ok) == 0);
+    CHECK(config_resolve_for_world(&c, 4, g_err, sizeof g_err) == 0);
+    CHECK(config_batch_per_rank(&c, 4) == 2 && config_batch_per_rank(&c, 1) == 8);
+}
+
+TEST(every_default_formats_back_to_itself)
+{
+    struct config c;
+    char *argv[] = {"run", NULL};
+    CHECK(load(&c, 1, argv) == 0);
+    for (size_t i = 0; i < config_nkeys; i++) {
+        char text[CONFIG_STR_LEN];
+        struct config again = c;
+        config_format_value(&c, &config_keys[i], text, sizeof text);
+        char flag[400];
+        snprintf(flag, sizeof flag, "--%s.%s=%s", config_keys[i].section, config_keys[i].name, text);
+        char *a[] = {"run", flag, NULL};
+        if (text[0] == '\0') continue; /* empty strings are the default already */
+        CHECK(load(&again, 2, a) == 0);
+    }
+}
+
+int main(void)
+{
+    int rc = test_main("config");
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/dpscale-test-%d.ini", (int)getpid());
+    unlink(path);
+    return rc;
+}

@@ -1,0 +1,108 @@
+/* test_model.c — layer shapes, arena layout, FLOPs, and the memory plan with its
+ * overflow checks. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../src/config.h"
+#include "../../src/error.h"
+#include "../../src/model.h"
+#include "check.h"
+
+static struct config small_config(void)
+{
+    struct config c;
+    char err[256], *argv[] = {"run", "--model.layers=3", "--model.input_dim=5", "--model.hidden_dim=7",
+                              "--model.classes=2", NULL};
+    config_load(&c, 5, argv, err, sizeof err);
+    return c;
+}
+
+TEST(shapes_chain_input_hidden_classes)
+{
+    struct config c = small_config();
+    static struct model m;
+    char err[256];
+    CHECK(model_describe(&c, &m, err, sizeof err) == 0);
+    CHECK(m.layers[0].in == 5 && m.layers[0].out == 7);
+    CHECK(m.layers[1].in == 7 && m.layers[1].out == 7);
+    CHECK(m.layers[2].in == 7 && m.layers[2].out == 2 && m.layers[2].act == ACT_NONE);
+    CHECK(m.nparams == (size_t)(5 * 7 + 7 + 7 * 7 + 7 + 7 * 2 + 2));
+}
+
+TEST(arena_is_in_backward_order_and_has_no_gaps)
+{
+    struct config c = small_config();
+    static struct model m;
+    char err[256];
+    model_describe(&c, &m, err, sizeof err);
+    CHECK(m.layers[2].b_offset == 0);             /* the last layer comes first */
+    CHECK(m.layers[2].w_offset == 2);
+    CHECK(m.layers[1].b_offset == 2 + 14);
+    CHECK(m.layers[0].w_offset + 35 == m.nparams); /* the first layer ends the arena */
+}
+
+TEST(flops_count_forward_and_both_backward_gemms)
+{
+    struct config c = small_config();
+    static struct model m;
+    char err[256];
+    model_describe(&c, &m, err, sizeof err);
+    /* layer 0 has no input gradient: 4 flops per MAC; the others 6 */
+    CHECK_NEAR(model_gemm_flops_per_sample(&m), 4.0 * 35 + 6.0 * 49 + 6.0 * 14, 0);
+}
+
+TEST(memory_plan_adds_up)
+{
+    struct config c = small_config();
+    static struct model m;
+    struct memory_plan p;
+    char err[256];
+    model_describe(&c, &m, err, sizeof err);
+    CHECK(model_plan_memory(&m, OPT_ADAMW, 10, 4, &p, err, sizeof err) == 0);
+    CHECK(p.params_bytes == m.nparams * 4 && p.optimizer_bytes == 2 * m.nparams * 4);
+    CHECK(p.total_bytes == p.params_bytes + p.grads_bytes + p.optimizer_bytes + p.activations_bytes + p.data_bytes);
+    CHECK(p.data_bytes == 10 * 5 * 4 + 10 * 4 + 4 * 4);
+}
+
+TEST(memory_plan_overflow_is_reported_not_wrapped)
+{
+    struct config c = small_config();
+    static struct model m;
+    struct memory_plan p;
+    char err[256];
+    c.hidden_dim = 1048576;
+    c.layers = 4096;
+    CHECK(model_describe(&c, &m, err, sizeof err) == 0); /* 4.5e15 parameters still fit a size_t */
+    CHECK(model_plan_memory(&m, OPT_SGD, 1073741824, 1, &p, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "overflows a 64-bit size");
+}
+
+TEST(size_helpers_detect_overflow)
+{
+    size_t out;
+    CHECK(dp_size_mul_checked(SIZE_MAX / 2, 3, &out) != 0);
+    CHECK(dp_size_mul_checked(1 << 20, 1 << 20, &out) == 0 && out == (size_t)1 << 40);
+    CHECK(dp_size_add_checked(SIZE_MAX, 1, &out) != 0);
+    CHECK(dp_size_mul_checked(0, SIZE_MAX, &out) == 0 && out == 0);
+}
+
+TEST(init_is_deterministic_and_scaled_by_fan_in)
+{
+    struct config c = small_config();
+    static struct model m;
+    char err[256];
+    model_describe(&c, &m, err, sizeof err);
+    float *a = calloc(m.nparams, sizeof(float)), *b = calloc(m.nparams, sizeof(float));
+    model_init_params(&m, 42, a);
+    model_init_params(&m, 42, b);
+    CHECK(model_params_hash(a, m.nparams) == model_params_hash(b, m.nparams));
+    float bound = sqrtf(3.0f / 5.0f);
+    for (size_t i = 0; i < 35; i++) CHECK(fabsf(a[m.layers[0].w_offset + i]) <= bound);
+    CHECK(a[m.layers[0].b_offset] == 0.0f);
+    model_init_params(&m, 43, b);
+    CHECK(model_params_hash(a, m.nparams) != model_params_hash(b, m.nparams));
+    free(a);
+    free(b);
+}
+
+int main(void) { return test_main("model"); }

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# deps.sh — what dpscale needs from Debian/Ubuntu packages, checked or installed.
+#   tools/deps.sh check     list what is missing (exit 1 if anything is)
+#   tools/deps.sh install   install what is missing (as root), or print the apt-get line to run
+# Build: Open MPI, HDF5 (C library, serial), libinih, OpenBLAS, pkg-config, a C compiler.
+# Tests: Python 3 with h5py, numpy and pytest (the integration tests read the HDF5 files back).
+set -euo pipefail
+
+BUILD_PKGS="build-essential pkg-config openmpi-bin libopenmpi-dev libhdf5-dev libinih-dev libopenblas-dev libopenblas-openmp-dev"
+TEST_PKGS="python3 python3-h5py python3-numpy python3-pytest hdf5-tools"
+
+missing() {
+    local m=()
+    command -v cc >/dev/null 2>&1 || m+=(build-essential)
+    command -v pkg-config >/dev/null 2>&1 || m+=(pkg-config)
+    command -v mpicc >/dev/null 2>&1 || m+=(libopenmpi-dev)
+    command -v mpirun >/dev/null 2>&1 || m+=(openmpi-bin)
+    if command -v pkg-config >/dev/null 2>&1; then
+        pkg-config --exists hdf5 || m+=(libhdf5-dev)
+        pkg-config --exists inih || m+=(libinih-dev)
+        pkg-config --exists openblas || m+=(libopenblas-dev)
+        [ -e "/usr/lib/$(gcc -dumpmachine 2>/dev/null)/openblas-openmp/pkgconfig/openblas.pc" ] || m+=(libopenblas-openmp-dev)
+    fi
+    if [ "${1:-}" = tests ]; then
+        local py=/usr/bin/python3
+        [ -x "$py" ] || m+=(python3)
+        [ -x "$py" ] && ! "$py" -c 'import h5py' 2>/dev/null && m+=(python3-h5py)
+        [ -x "$py" ] && ! "$py" -c 'import numpy' 2>/dev/null && m+=(python3-numpy)
+        [ -x "$py" ] && ! "$py" -c 'import pytest' 2>/dev/null && m+=(python3-pytest)
+        command -v h5dump >/dev/null 2>&1 || m+=(hdf5-tools)
+    fi
+    echo "${m[@]:-}"
+}
+
+case "${1:-check}" in
+check)
+    m=$(missing "${2:-}")
+    if [ -n "$m" ]; then
+        echo "dpscale: error: missing packages: $m" >&2
+        echo "hint: sudo apt-get install -y $m   (or: tools/deps.sh install)" >&2
+        exit 1
+    fi
+    ;;
+install)
+    m=$(missing tests)
+    [ -z "$m" ] && exit 0
+    if [ "$(id -u)" -eq 0 ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq $BUILD_PKGS $TEST_PKGS >/dev/null
+    else
+        echo "dpscale: missing packages: $m" >&2
+        echo "run: sudo apt-get install -y $BUILD_PKGS $TEST_PKGS" >&2
+        exit 1
+    fi
+    ;;
+*)
+    echo "usage: tools/deps.sh check|install" >&2
+    exit 2
+    ;;
+esac
