@@ -16,6 +16,8 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_120,code=[sm_120,compute_120]
 PYTHON ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3)
 MPIRUN ?= mpirun
+# Open MPI refuses root without being told, and 2 ranks on a 1-core machine without oversubscription.
+MPIRUN_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(filter 1,$(shell nproc)),--oversubscribe)
 
 CC := mpicc
 # OpenBLAS built on OpenMP shares one thread pool with our element-wise loops;
@@ -69,7 +71,7 @@ bin/tests/%: tests/unit/%.c tests/unit/check.h $(LIB_OBJ)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
 demo: all
-	$(MPIRUN) -np 2 bin/dpscale run --config configs/mlp-small.ini
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 bin/dpscale run --config configs/mlp-small.ini
 
 unit: all $(UNIT_TESTS)
 	@tests/unit/run_all.sh $(UNIT_TESTS)

@@ -14,7 +14,7 @@
 #include "session.h"
 #include "step.h"
 
-#define GRADCHECK_EPS 1e-2f      /* step of the central difference */
+#define GRADCHECK_EPS 1e-2f     /* step of the central difference: float32 noise grows below it */
 #define GRADCHECK_TOLERANCE 1e-2 /* on |a - n| / max(|a| + |n|, 1e-3) */
 #define COORDS_PER_TENSOR 8
 

@@ -1,0 +1,43 @@
+"""Shared helpers of the MPI integration tests: start bin/dpscale under mpirun with
+real ranks (oversubscribed on small machines) and read its HDF5 file back."""
+import os
+import subprocess
+from pathlib import Path
+
+import h5py
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = ROOT / "bin" / "dpscale"
+TINY = ROOT / "configs" / "mlp-tiny.ini"
+
+
+def mpi_env(extra=None):
+    env = dict(os.environ)
+    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"  # 4 ranks on a 2-core CI machine
+    env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"  # containers often forbid CMA
+    if os.geteuid() == 0:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def dpscale(np, *args, env=None, timeout=120):
+    """Run `mpirun -np NP bin/dpscale ARGS...`; returns the CompletedProcess."""
+    cmd = ["mpirun", "-np", str(np), str(BINARY), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(env), timeout=timeout)
+
+
+@pytest.fixture
+def outdir(tmp_path):
+    d = tmp_path / "out"
+    d.mkdir()
+    return d
+
+
+def run_tiny(np, outdir, *args, name="r.h5", env=None):
+    """A run of the tiny model into OUTDIR/NAME; fails the test on a non-zero exit."""
+    p = dpscale(np, "run", "--config", TINY, f"--run.output_dir={outdir}", f"--run.output={name}", *args, env=env)
+    assert p.returncode == 0, f"dpscale failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    return h5py.File(outdir / name, "r"), p

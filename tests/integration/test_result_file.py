@@ -1,0 +1,74 @@
+"""The HDF5 result file holds what the README's schema says, and its summary
+figures can be recomputed from its own timing datasets."""
+import numpy as np
+import pytest
+
+from conftest import run_tiny
+
+PHASES = ["forward_s", "backward_s", "allreduce_s", "update_s", "step_s"]
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("res")
+    f, p = run_tiny(2, out, "--sweep=1,2", "--train.iters=6", "--train.warmup=2")
+    return f, p
+
+
+def test_root_system_and_config_are_self_describing(result):
+    f, _ = result
+    assert f.attrs["schema_version"] == 1
+    assert f.attrs["writer"] == "dpscale"
+    for key in ["dpscale_version", "created_utc", "command_line", "job_id"]:
+        assert key in f.attrs
+    assert "run --config" in f.attrs["command_line"]
+    s = f["system"]
+    assert s.attrs["backend"] == "cpu" and s.attrs["world_size"] == 2
+    assert s["hosts"].shape == (2,)
+    c = f["config"]
+    assert c.attrs["model.layers"] == 3 and c.attrs["train.iters"] == 6
+    assert c.attrs["run.sweep"] == "1,2" and c.attrs["model.activation"] == "gelu"
+
+
+def test_every_run_has_iteration_by_rank_datasets(result):
+    f, _ = result
+    for n in (1, 2):
+        g = f[f"runs/mpi/n{n}"]
+        assert g.attrs["nranks"] == n and g.attrs["timed_steps"] == 6
+        for name in PHASES:
+            d = g[name]
+            assert d.shape == (6, n), (name, d.shape)
+            assert d.attrs["units"] == "s"
+            assert np.all(d[:] >= 0)
+        assert g["loss"].shape == (8,)
+        # the phases add up to the step on every rank and iteration
+        parts = sum(g[p][:] for p in PHASES[:-1])
+        assert np.allclose(parts, g["step_s"][:], rtol=1e-6, atol=1e-9)
+
+
+def test_summary_efficiency_agrees_with_the_timing_datasets(result):
+    f, _ = result
+    summary = f["summary"][:]
+    assert list(summary["nranks"]) == [1, 2]
+    thr = {}
+    for row in summary:
+        n = int(row["nranks"])
+        step = f[f"runs/mpi/n{n}/step_s"][:]
+        median_of_slowest = np.median(step.max(axis=1))
+        assert row["step_median_s"] == pytest.approx(median_of_slowest, rel=1e-12)
+        assert row["step_p95_s"] == pytest.approx(np.percentile(step.max(axis=1), 95), rel=1e-12)
+        thr[n] = row["global_batch"] / median_of_slowest
+        assert row["samples_per_s"] == pytest.approx(thr[n], rel=1e-12)
+    for row in summary:
+        n = int(row["nranks"])
+        assert row["efficiency"] == pytest.approx(thr[n] / (n * thr[1]), rel=1e-12)
+        assert f[f"runs/mpi/n{n}"].attrs["efficiency"] == pytest.approx(row["efficiency"], rel=1e-12)
+
+
+def test_stdout_table_shows_the_same_numbers(result):
+    f, p = result
+    rows = [line.split() for line in p.stdout.splitlines() if line.startswith("mpi ")]
+    assert len(rows) == 2
+    for row, s in zip(rows, f["summary"][:]):
+        assert float(row[4]) == pytest.approx(1e3 * s["step_median_s"], abs=5e-4)
+        assert float(row[9]) == pytest.approx(s["efficiency"], abs=5e-4)
