@@ -31,3 +31,5 @@ void backend_close(struct backend *b)
 {
     if (b->ops != NULL) b->ops->shutdown(b);
 }
+
+void *backend_stream(struct backend *b) { return b->ops->stream != NULL ? b->ops->stream(b) : NULL; }

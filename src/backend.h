@@ -13,10 +13,17 @@
 
 #include "config.h"
 
+/* Element types of the buffers the backend works on. Master weights, gradients and
+ * optimizer state are always fp32; activations and the compute copy of the weights
+ * are in the backend's compute dtype (backend.act_dtype). */
+enum dtype { DT_F32 = 0, DT_BF16 = 1, DT_F16 = 2 };
+
+static inline size_t dtype_size(int dt) { return dt == DT_F32 ? 4 : 2; }
+
 struct optim_hparams {
     int kind; /* enum optimizer */
     float lr, momentum, weight_decay, beta1, beta2, eps;
-    float grad_scale; /* multiplies every gradient first: 1/N turns the allreduce sum into a mean */
+    float grad_scale; /* multiplies every gradient first: 1/N (the allreduce sum to a mean) x 1/loss_scale */
     long long step;   /* 1-based, for AdamW's bias correction */
 };
 
@@ -35,31 +42,38 @@ struct backend_ops {
     void (*shutdown)(struct backend *b);
     /* Bytes this rank can still allocate (0 = unknown). */
     size_t (*memory_available)(struct backend *b, int local_size);
+    /* The compute stream (cudaStream_t) that collectives must order against; NULL on the CPU. */
+    void *(*stream)(struct backend *b);
 
     void *(*alloc)(struct backend *b, size_t bytes); /* zero-filled */
     void (*free)(struct backend *b, void *ptr);
     void (*upload)(struct backend *b, void *dst, const void *src, size_t bytes);
     void (*download)(struct backend *b, void *dst, const void *src, size_t bytes);
 
-    /* C[m x n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) = X^T when trans. */
-    void (*gemm)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *A,
-                 int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    /* C[m x n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) = X^T when trans.
+     * A and B are in the compute dtype; C is fp32 (c_is_f32) or the compute dtype.
+     * Accumulation is fp32 in every precision. */
+    void (*gemm)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, float alpha, const void *A,
+                 int lda, const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc);
 
-    /* pre += bias (per column); out = act(pre). out may equal pre when act is ACT_NONE. */
-    void (*bias_act_forward)(struct backend *b, float *out, float *pre, const float *bias, int rows, int cols, int act);
+    /* pre += bias (fp32, per column); out = act(pre). out may equal pre when act is ACT_NONE. */
+    void (*bias_act_forward)(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act);
     /* d *= act'(pre), in place: turns dL/d(out) into dL/d(pre). */
-    void (*act_backward)(struct backend *b, float *d, const float *pre, int rows, int cols, int act);
-    /* dbias[j] = sum over rows of d[i][j]. */
-    void (*bias_grad)(struct backend *b, float *dbias, const float *d, int rows, int cols);
-    /* Mean softmax cross-entropy of the rows into *loss (backend memory);
+    void (*act_backward)(struct backend *b, void *d, const void *pre, int rows, int cols, int act);
+    /* dbias[j] (fp32) = sum over rows of d[i][j]. */
+    void (*bias_grad)(struct backend *b, float *dbias, const void *d, int rows, int cols);
+    /* Mean softmax cross-entropy of the rows into *loss (fp32, backend memory);
      * dlogits = (softmax - onehot) * grad_scale. */
-    void (*softmax_xent)(struct backend *b, float *dlogits, float *loss, const float *logits, const int *labels,
+    void (*softmax_xent)(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
                          int rows, int classes, float grad_scale);
-    /* One optimizer step over the whole flat arena. */
-    void (*optimizer_step)(struct backend *b, float *params, const float *grads, float *state1, float *state2, size_t n,
-                           const struct optim_hparams *h);
+    /* One optimizer step over the whole flat arena; also refreshes the compute-dtype
+     * copy of the weights when params_lp is not NULL (a fused cast). */
+    void (*optimizer_step)(struct backend *b, float *params, const float *grads, float *state1, float *state2,
+                           void *params_lp, size_t n, const struct optim_hparams *h);
+    /* Cast n fp32 values into the compute dtype. */
+    void (*cast_from_f32)(struct backend *b, void *dst, const float *src, size_t n);
     /* Samples first_sample .. first_sample+rows-1 of the synthetic task. */
-    void (*synth_batch)(struct backend *b, float *x, int *labels, uint64_t first_sample, int rows, int input_dim,
+    void (*synth_batch)(struct backend *b, void *x, int *labels, uint64_t first_sample, int rows, int input_dim,
                         int classes, uint64_t seed);
 
     struct backend_event *(*event_create)(struct backend *b);
@@ -72,8 +86,12 @@ struct backend_ops {
 struct backend {
     const struct backend_ops *ops;
     struct backend_info info;
+    int act_dtype; /* enum dtype of activations and of the weights' compute copy */
     void *impl;
 };
+
+/* Where the comm layer finds the backend's compute stream (NULL on the CPU). */
+void *backend_stream(struct backend *b);
 
 extern const struct backend_ops backend_cpu_ops;
 

@@ -31,6 +31,7 @@ static int cpu_init(struct backend *b, const struct config *cfg, int local_rank,
     openblas_set_num_threads(threads);
     omp_set_num_threads(threads);
     b->info.threads = threads;
+    b->act_dtype = DT_F32;
     snprintf(b->info.library, sizeof b->info.library, "%s", openblas_get_config());
     /* OpenBLAS 0.3.21 takes some virtualised AVX-512 CPUs for a Prescott and runs SSE3 kernels. */
     if (local_rank == 0 && strstr(openblas_get_corename(), "rescott") != NULL && __builtin_cpu_supports("avx2"))
@@ -82,48 +83,56 @@ static void *cpu_alloc(struct backend *b, size_t bytes)
 static void cpu_free(struct backend *b, void *p) { (void)b; free(p); }
 static void cpu_copy(struct backend *b, void *dst, const void *src, size_t bytes) { (void)b; memcpy(dst, src, bytes); }
 
-static void cpu_gemm(struct backend *b, int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda,
-                     const float *B, int ldb, float beta, float *C, int ldc)
+static void cpu_gemm(struct backend *b, int ta, int tb, int m, int n, int k, float alpha, const void *A, int lda,
+                     const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc)
 {
     (void)b;
+    (void)c_is_f32; /* everything is fp32 here */
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda,
                 B, ldb, beta, C, ldc);
 }
 
 /* The element-wise operations: thin wrappers over kernels/ (which know no backend). */
-static void be_bias_act_forward(struct backend *b, float *out, float *pre, const float *bias, int rows, int cols, int act)
+static void be_bias_act_forward(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act)
 {
     (void)b;
     cpu_bias_act_forward(out, pre, bias, rows, cols, act);
 }
 
-static void be_act_backward(struct backend *b, float *d, const float *pre, int rows, int cols, int act)
+static void be_act_backward(struct backend *b, void *d, const void *pre, int rows, int cols, int act)
 {
     (void)b;
     cpu_act_backward(d, pre, rows, cols, act);
 }
 
-static void be_bias_grad(struct backend *b, float *dbias, const float *d, int rows, int cols)
+static void be_bias_grad(struct backend *b, float *dbias, const void *d, int rows, int cols)
 {
     (void)b;
     cpu_bias_grad(dbias, d, rows, cols);
 }
 
-static void be_softmax_xent(struct backend *b, float *dlogits, float *loss, const float *logits, const int *labels,
+static void be_softmax_xent(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
                             int rows, int classes, float grad_scale)
 {
     (void)b;
     cpu_softmax_xent(dlogits, loss, logits, labels, rows, classes, grad_scale);
 }
 
-static void be_optimizer_step(struct backend *b, float *params, const float *grads, float *s1, float *s2, size_t n,
-                              const struct optim_hparams *h)
+static void be_optimizer_step(struct backend *b, float *params, const float *grads, float *s1, float *s2,
+                              void *params_lp, size_t n, const struct optim_hparams *h)
 {
     (void)b;
+    (void)params_lp; /* fp32 only: the weights are their own compute copy */
     cpu_optimizer_step(params, grads, s1, s2, n, h);
 }
 
-static void be_synth_batch(struct backend *b, float *x, int *labels, uint64_t first, int rows, int input_dim,
+static void cpu_cast_from_f32(struct backend *b, void *dst, const float *src, size_t n)
+{
+    (void)b;
+    memcpy(dst, src, n * sizeof(float));
+}
+
+static void be_synth_batch(struct backend *b, void *x, int *labels, uint64_t first, int rows, int input_dim,
                            int classes, uint64_t seed)
 {
     (void)b;
@@ -160,6 +169,7 @@ const struct backend_ops backend_cpu_ops = {
     .init = cpu_init,
     .shutdown = cpu_shutdown,
     .memory_available = cpu_memory_available,
+    .stream = NULL,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,
@@ -170,6 +180,7 @@ const struct backend_ops backend_cpu_ops = {
     .bias_grad = be_bias_grad,
     .softmax_xent = be_softmax_xent,
     .optimizer_step = be_optimizer_step,
+    .cast_from_f32 = cpu_cast_from_f32,
     .synth_batch = be_synth_batch,
     .event_create = cpu_event_create,
     .event_destroy = cpu_event_destroy,

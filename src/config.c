@@ -369,6 +369,12 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
     return 0;
 }
 
+double config_loss_scale(const struct config *cfg)
+{
+    if (cfg->loss_scale > 0) return cfg->loss_scale;
+    return cfg->precision == PREC_FP16 ? 1024.0 : 1.0;
+}
+
 int config_batch_per_rank(const struct config *cfg, int n)
 {
     return cfg->scaling == SCALING_WEAK ? cfg->batch_per_gpu : cfg->global_batch / n;

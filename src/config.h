@@ -21,7 +21,7 @@ enum scaling { SCALING_WEAK = 0, SCALING_STRONG = 1 };
 enum optimizer { OPT_SGD = 0, OPT_ADAMW = 1 };
 enum precision { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2, PREC_FP16 = 3 };
 enum backend_kind { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_CUDA = 2 };
-enum transport { TRANSPORT_AUTO = 0, TRANSPORT_MPI = 1 };
+enum transport { TRANSPORT_AUTO = 0, TRANSPORT_MPI = 1, TRANSPORT_NCCL = 2 };
 
 struct config {
     char config_path[CONFIG_STR_LEN]; /* "" when no file was given */
@@ -49,6 +49,7 @@ struct config {
     double eps;
     long long seed;
     int precision; /* enum precision */
+    double loss_scale; /* fp16: static loss scale; 0 = 1024 in fp16, 1 otherwise */
 
     /* [run] */
     int backend; /* enum backend_kind */
@@ -58,6 +59,7 @@ struct config {
     char output[CONFIG_STR_LEN]; /* "" = dpscale-<utc>-<job>.h5 in output_dir */
     int save_params;
     int threads; /* BLAS threads per rank on the CPU backend; 0 = cores / local ranks */
+    double peak_tflops; /* peak of the GPU in the run's precision for MFU; 0 = from the table */
 
     /* [comm] */
     int transport; /* enum transport */
@@ -91,6 +93,9 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
 /* Checks that need the size of the launch: the sweep against the world size, the
  * batch against every N. Fills cfg->sweep when it was left empty. */
 int config_resolve_for_world(struct config *cfg, int world_size, char *err, size_t errlen);
+
+/* The loss scale in force: train.loss_scale, or its default for the precision. */
+double config_loss_scale(const struct config *cfg);
 
 /* Batch on each rank and across ranks for a run on `n` ranks. */
 int config_batch_per_rank(const struct config *cfg, int n);

@@ -10,7 +10,7 @@ static const char *const scaling_names[] = {"weak", "strong", NULL};
 static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL};
 static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
-static const char *const transport_names[] = {"auto", "mpi", NULL};
+static const char *const transport_names[] = {"auto", "mpi", "nccl", NULL};
 
 #define OFF(field) offsetof(struct config, field)
 #define BIG 1073741824.0 /* 2^30: no dimension or count is larger */
@@ -41,6 +41,9 @@ const struct config_key config_keys[] = {
     {"train", "precision", KEY_ENUM, OFF(precision), 0, 0, precision_names, "fp32",
      "GEMM precision (the CPU backend runs fp32 only)"},
 
+    {"train", "loss_scale", KEY_DOUBLE, OFF(loss_scale), 0, 16777216, NULL, "0",
+     "static loss scale of fp16 training; 0 = 1024 in fp16, 1 otherwise"},
+
     {"run", "backend", KEY_ENUM, OFF(backend), 0, 0, backend_names, "auto", "cpu, cuda, or auto (cuda when a GPU is visible)"},
     {"run", "sweep", KEY_INTLIST, OFF(sweep), 1, 1048576, NULL, "",
      "rank counts to run, e.g. 1,2,4; empty = powers of two up to the world size"},
@@ -49,7 +52,10 @@ const struct config_key config_keys[] = {
     {"run", "save_params", KEY_BOOL, OFF(save_params), 0, 0, NULL, "off", "store the final parameters of every run"},
     {"run", "threads", KEY_INT, OFF(threads), 0, 4096, NULL, "0", "BLAS threads per rank (cpu); 0 = cores / ranks on the node"},
 
-    {"comm", "transport", KEY_ENUM, OFF(transport), 0, 0, transport_names, "auto", "how gradients travel: auto or mpi"},
+    {"run", "peak_tflops", KEY_DOUBLE, OFF(peak_tflops), 0, 1e6, NULL, "0",
+     "GPU peak TFLOP/s in train.precision for MFU; 0 = the built-in table"},
+
+    {"comm", "transport", KEY_ENUM, OFF(transport), 0, 0, transport_names, "auto", "how gradients travel: mpi (host buffers), nccl (GPU buffers); auto = nccl on cuda, mpi on cpu"},
 };
 
 const size_t config_nkeys = sizeof config_keys / sizeof config_keys[0];

@@ -22,17 +22,22 @@
 static double global_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, struct comm *c)
 {
     float local;
-    step_forward_loss(be, m, rb, B, 0);
+    step_forward_loss(be, m, rb, B, 0, 1.0f);
     be->ops->download(be, &local, rb->loss, sizeof local);
     double sum = local;
     comm_sum_doubles(c, &sum, 1);
     return sum / comm_size(c);
 }
 
+static void set_param(struct backend *be, struct step_buffers *rb, size_t k, float value)
+{
+    be->ops->upload(be, rb->params + k, &value, sizeof value);
+}
+
 static double perturbed_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, struct comm *c,
                              size_t k, float value)
 {
-    be->ops->upload(be, rb->params + k, &value, sizeof value);
+    set_param(be, rb, k, value);
     return global_loss(be, m, rb, B, c);
 }
 
@@ -43,6 +48,13 @@ int cmd_gradcheck(int argc, char **argv)
     if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
     struct backend *be = &s.backend;
     const struct model *m = s.model;
+    if (s.cfg.precision != PREC_FP32) {
+        if (s.launch.rank == 0)
+            fprintf(stderr, "dpscale: error: gradcheck needs train.precision = fp32 (finite differences drown in "
+                            "tf32/bf16/fp16 rounding); add --precision=fp32\n");
+        session_end(&s);
+        return EXIT_BAD_INPUT;
+    }
     struct comm *c = comm_create(s.launch.size, s.transport);
     const int N = comm_size(c), B = config_batch_per_rank(&s.cfg, N);
 
@@ -52,12 +64,12 @@ int cmd_gradcheck(int argc, char **argv)
     CHECK_ALLOC(params);
     CHECK_ALLOC(grads);
     model_init_params(m, (uint64_t)s.cfg.seed, params);
-    be->ops->upload(be, rb.params, params, m->nparams * sizeof(float));
+    step_set_params(be, m, &rb, params);
     be->ops->synth_batch(be, rb.x, rb.labels, (uint64_t)comm_rank(c) * (uint64_t)B, B, m->input_dim, m->classes,
                          (uint64_t)s.cfg.seed);
 
     /* Analytic: local backward, allreduce sum, divide by N (what the optimizer sees). */
-    step_forward_loss(be, m, &rb, B, 0);
+    step_forward_loss(be, m, &rb, B, 0, 1.0f);
     step_backward(be, m, &rb, B);
     comm_allreduce_start(c, rb.grads, m->nparams);
     comm_allreduce_wait_all(c);
@@ -78,7 +90,7 @@ int cmd_gradcheck(int argc, char **argv)
             const float p = params[k];
             double plus = perturbed_loss(be, m, &rb, B, c, k, p + GRADCHECK_EPS);
             double minus = perturbed_loss(be, m, &rb, B, c, k, p - GRADCHECK_EPS);
-            be->ops->upload(be, rb.params + k, &p, sizeof p);
+            set_param(be, &rb, k, p);
             const double numeric = (plus - minus) / (2.0 * GRADCHECK_EPS);
             const double analytic = grads[k] / (double)N;
             const double denom = fmax(fabs(analytic) + fabs(numeric), 1e-3);

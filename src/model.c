@@ -52,23 +52,24 @@ static int add_product(size_t *total, size_t a, size_t b, size_t elem)
     return dp_size_add_checked(*total, p, total);
 }
 
-int model_plan_memory(const struct model *m, int optimizer, int batch, int steps, struct memory_plan *plan, char *err,
-                      size_t errlen)
+int model_plan_memory(const struct model *m, int optimizer, size_t act_elem, int batch, int steps,
+                      struct memory_plan *plan, char *err, size_t errlen)
 {
     memset(plan, 0, sizeof *plan);
-    const size_t B = (size_t)batch, F = sizeof(float);
+    const size_t B = (size_t)batch, F = sizeof(float), E = act_elem;
     int bad = 0;
     bad |= add_product(&plan->params_bytes, m->nparams, 1, F);
+    if (E != F) bad |= add_product(&plan->params_bytes, m->nparams, 1, E); /* compute copy */
     bad |= add_product(&plan->grads_bytes, m->nparams, 1, F);
     bad |= add_product(&plan->optimizer_bytes, m->nparams, optimizer == OPT_ADAMW ? 2 : 1, F);
     /* Per layer: the pre-activation (kept for backward) and the activation. The
      * output layer's pre-activation is the logits; its gradient is dlogits. */
     for (int l = 0; l < m->nlayers; l++) {
         const struct layer_shape *s = &m->layers[l];
-        bad |= add_product(&plan->activations_bytes, B, (size_t)s->out, 2 * F);
+        bad |= add_product(&plan->activations_bytes, B, (size_t)s->out, 2 * E);
     }
-    bad |= add_product(&plan->activations_bytes, B, (size_t)m->max_dim, 2 * F); /* two gradient scratch buffers */
-    bad |= add_product(&plan->data_bytes, B, (size_t)m->input_dim, F);
+    bad |= add_product(&plan->activations_bytes, B, (size_t)m->max_dim, 2 * E); /* two gradient scratch buffers */
+    bad |= add_product(&plan->data_bytes, B, (size_t)m->input_dim, E);
     bad |= add_product(&plan->data_bytes, B, 1, sizeof(int));
     bad |= add_product(&plan->data_bytes, (size_t)steps, 1, F); /* per-step loss */
     size_t total = 0;

@@ -37,9 +37,11 @@ struct memory_plan {
 /* Shapes and offsets from cfg. Returns 0, or -1 with a message when a size overflows. */
 int model_describe(const struct config *cfg, struct model *m, char *err, size_t errlen);
 
-/* Bytes one rank needs to train with `batch` samples. Returns -1 on overflow. */
-int model_plan_memory(const struct model *m, int optimizer, int batch, int steps, struct memory_plan *plan, char *err,
-                      size_t errlen);
+/* Bytes one rank needs to train with `batch` samples, activations of act_elem bytes
+ * (4 in fp32; 2 in bf16/fp16, plus a 2-byte compute copy of the weights). Returns -1
+ * on overflow. */
+int model_plan_memory(const struct model *m, int optimizer, size_t act_elem, int batch, int steps,
+                      struct memory_plan *plan, char *err, size_t errlen);
 
 /* GEMM FLOPs of one training step per sample: forward 2*in*out per layer, backward
  * twice that (the input gradient of layer 0 is not computed). */

@@ -1,7 +1,11 @@
 /* step.h — the pieces of one training step on one rank: the buffers it needs,
  * the forward pass, the backward pass, and the GEMMs alone (for the benchmark
  * that measures how much of the step is GEMM). The timed loop (train.c), the
- * gradient check (gradcheck.c) and the benchmark (bench.c) are built from these. */
+ * gradient check (gradcheck.c) and the benchmark (bench.c) are built from these.
+ *
+ * Master weights, gradients and optimizer state are fp32 arenas. Activations are
+ * in the backend's compute dtype (fp32, bf16 or fp16); so is `weights`, the copy of
+ * the master weights the GEMMs read (the master arena itself in fp32). */
 #ifndef DPSCALE_STEP_H
 #define DPSCALE_STEP_H
 
@@ -9,26 +13,32 @@
 #include "config.h"
 #include "model.h"
 
-/* Everything one rank allocates for a run, in backend memory unless noted. */
 struct step_buffers {
-    float *params, *grads, *state1, *state2;
-    float *x;        /* [B x input_dim] */
-    int *labels;     /* [B] */
-    float **pre;     /* per layer [B x out]: pre-activation (the logits for the last layer) */
-    float **act;     /* per layer [B x out]: activation (== pre for the last layer) */
-    float *dlogits;  /* [B x classes] */
-    float *scratch[2];
-    float *loss;     /* [steps] */
+    float *params, *grads, *state1, *state2; /* fp32 arenas of model->nparams */
+    void *params_lp;  /* compute-dtype copy of params, NULL in fp32 */
+    void *x;          /* [B x input_dim] */
+    int *labels;      /* [B] */
+    void **pre;       /* per layer [B x out]: pre-activation (the logits for the last layer) */
+    void **act;       /* per layer [B x out]: activation (== pre for the last layer) */
+    void *dlogits;    /* [B x classes] */
+    void *scratch[2]; /* [B x max_dim]: gradient of the current layer's input */
+    float *loss;      /* [steps] */
+    size_t elem;      /* bytes of one activation element */
 };
 
 void step_buffers_alloc(struct backend *be, const struct config *cfg, const struct model *m, int B, int steps,
                         struct step_buffers *rb);
 void step_buffers_free(struct backend *be, const struct model *m, struct step_buffers *rb);
 
+/* Copy host fp32 parameters in (and refresh the compute copy). */
+void step_set_params(struct backend *be, const struct model *m, struct step_buffers *rb, const float *host);
+
 /* Forward pass of B samples in rb->x; the logits end in rb->pre[last]. */
 void step_forward(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
-/* Forward, then the loss of step `slot` into rb->loss[slot] and its gradient into rb->dlogits. */
-void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot);
+/* Forward, then the loss of step `slot` into rb->loss[slot] and its gradient (times
+ * loss_scale) into rb->dlogits. */
+void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
+                       float loss_scale);
 /* Backward from rb->dlogits: fills the gradient arena, last layer first. */
 void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
 /* The GEMMs of one forward and backward pass, with nothing else: the step's GEMM floor. */

@@ -33,7 +33,7 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
     struct memory_plan plan;
     char err[512], need[32], have[32];
     int failed = 0;
-    if (model_plan_memory(m, cfg->optimizer, B, steps, &plan, err, sizeof err) != 0) {
+    if (model_plan_memory(m, cfg->optimizer, dtype_size(be->act_dtype), B, steps, &plan, err, sizeof err) != 0) {
         DP_ERROR(NULL, "%s", err);
         failed = 1;
     } else {
@@ -78,17 +78,18 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     float *host_params = malloc(dp_size_mul(m->nparams, sizeof(float), "the parameters"));
     CHECK_ALLOC(host_params);
     model_init_params(m, (uint64_t)cfg->seed, host_params);
-    be->ops->upload(be, rb.params, host_params, m->nparams * sizeof(float));
+    step_set_params(be, m, &rb, host_params);
 
     const size_t nevents = (size_t)cfg->iters * (NPHASES);
     struct backend_event **ev = calloc(nevents, sizeof *ev);
     CHECK_ALLOC(ev);
     for (size_t i = 0; i < nevents; i++) ev[i] = be->ops->event_create(be);
 
+    const double loss_scale = config_loss_scale(cfg);
     struct optim_hparams h = {
         .kind = cfg->optimizer, .lr = (float)cfg->lr, .momentum = (float)cfg->momentum,
         .weight_decay = (float)cfg->weight_decay, .beta1 = (float)cfg->beta1, .beta2 = (float)cfg->beta2,
-        .eps = (float)cfg->eps, .grad_scale = 1.0f / (float)N, .step = 0,
+        .eps = (float)cfg->eps, .grad_scale = (float)(1.0 / (N * loss_scale)), .step = 0,
     };
     comm_barrier(c); /* start together: the first step must not absorb start-up skew */
 
@@ -101,7 +102,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         be->ops->synth_batch(be, rb.x, rb.labels, first, B, m->input_dim, m->classes, (uint64_t)cfg->seed);
 
         if (timed) be->ops->event_record(be, e[PHASE_STEP]); /* slot STEP holds the step's start */
-        step_forward_loss(be, m, &rb, B, s);
+        step_forward_loss(be, m, &rb, B, s, (float)loss_scale);
         if (timed) be->ops->event_record(be, e[PHASE_FORWARD]);
         step_backward(be, m, &rb, B);
         if (timed) be->ops->event_record(be, e[PHASE_BACKWARD]);
@@ -109,7 +110,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         comm_allreduce_wait_all(c);
         if (timed) be->ops->event_record(be, e[PHASE_ALLREDUCE]);
         h.step = s + 1;
-        be->ops->optimizer_step(be, rb.params, rb.grads, rb.state1, rb.state2, m->nparams, &h);
+        be->ops->optimizer_step(be, rb.params, rb.grads, rb.state1, rb.state2, rb.params_lp, m->nparams, &h);
         if (timed) be->ops->event_record(be, e[PHASE_UPDATE]);
     }
     be->ops->synchronize(be);

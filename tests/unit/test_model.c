@@ -58,10 +58,23 @@ TEST(memory_plan_adds_up)
     struct memory_plan p;
     char err[256];
     model_describe(&c, &m, err, sizeof err);
-    CHECK(model_plan_memory(&m, OPT_ADAMW, 10, 4, &p, err, sizeof err) == 0);
+    CHECK(model_plan_memory(&m, OPT_ADAMW, 4, 10, 4, &p, err, sizeof err) == 0);
     CHECK(p.params_bytes == m.nparams * 4 && p.optimizer_bytes == 2 * m.nparams * 4);
     CHECK(p.total_bytes == p.params_bytes + p.grads_bytes + p.optimizer_bytes + p.activations_bytes + p.data_bytes);
     CHECK(p.data_bytes == 10 * 5 * 4 + 10 * 4 + 4 * 4);
+}
+
+TEST(memory_plan_in_bf16_halves_activations_and_adds_a_weight_copy)
+{
+    struct config c = small_config();
+    static struct model m;
+    struct memory_plan p32, p16;
+    char err[256];
+    model_describe(&c, &m, err, sizeof err);
+    CHECK(model_plan_memory(&m, OPT_SGD, 4, 10, 4, &p32, err, sizeof err) == 0);
+    CHECK(model_plan_memory(&m, OPT_SGD, 2, 10, 4, &p16, err, sizeof err) == 0);
+    CHECK(p16.activations_bytes * 2 == p32.activations_bytes);
+    CHECK(p16.params_bytes == m.nparams * 6);
 }
 
 TEST(memory_plan_overflow_is_reported_not_wrapped)
@@ -73,7 +86,7 @@ TEST(memory_plan_overflow_is_reported_not_wrapped)
     c.hidden_dim = 1048576;
     c.layers = 4096;
     CHECK(model_describe(&c, &m, err, sizeof err) == 0); /* 4.5e15 parameters still fit a size_t */
-    CHECK(model_plan_memory(&m, OPT_SGD, 1073741824, 1, &p, err, sizeof err) != 0);
+    CHECK(model_plan_memory(&m, OPT_SGD, 4, 1073741824, 1, &p, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "overflows a 64-bit size");
 }
 
