@@ -33,14 +33,15 @@ CFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS) inih 2>/dev/null)
 OPENBLAS_LIBDIR := $(shell $(PKG_CONFIG) --variable=libdir openblas 2>/dev/null)
 LDLIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -Wl,-rpath,$(OPENBLAS_LIBDIR) -Wl,-Bstatic -linih -Wl,-Bdynamic -lm
 
-SRC := $(wildcard src/*.c) $(wildcard mpi/*.c) $(filter-out %_cuda.c,$(wildcard kernels/*_cpu.c))
-CUDA_HOST_SRC := $(wildcard src/*_cuda.c)
+CUDA_HOST_SRC := $(wildcard src/*_cuda.c mpi/*_nccl.c)
+SRC := $(filter-out $(CUDA_HOST_SRC),$(wildcard src/*.c mpi/*.c)) $(wildcard kernels/*_cpu.c)
 CUDA_SRC := $(wildcard kernels/*.cu)
 ifeq ($(CUDA),1)
 ifneq ($(CUDA_HOST_SRC),)
 CFLAGS += -DDPSCALE_HAVE_CUDA -I$(CUDA_HOME)/include
 SRC += $(CUDA_HOST_SRC)
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart -ldl -lstdc++
+# the CUDA runtime is linked statically: the binary then needs only the driver, cuBLAS and NCCL where it runs
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -lrt -lpthread -ldl -lstdc++
 endif
 endif
 OBJ := $(patsubst %.c,build/%.o,$(SRC)) $(patsubst %.cu,build/%.o,$(if $(filter -DDPSCALE_HAVE_CUDA,$(CFLAGS)),$(CUDA_SRC)))

@@ -8,8 +8,13 @@
 
 #include "comm_internal.h"
 
+static void (*g_transport_abort)(void) = NULL;
+
+void comm_set_transport_abort(void (*hook)(void)) { g_transport_abort = hook; }
+
 static void abort_all_ranks(int code)
 {
+    if (g_transport_abort != NULL) g_transport_abort();
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -53,7 +58,7 @@ void comm_finalize(void)
     MPI_Finalize();
 }
 
-struct comm *comm_create(int n, const struct comm_transport *transport)
+struct comm *comm_create(int n, const struct comm_transport *transport, void *stream)
 {
     int rank;
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -64,6 +69,7 @@ struct comm *comm_create(int n, const struct comm_transport *transport)
     CHECK_ALLOC(c);
     c->mpi = sub;
     c->transport = transport;
+    c->stream = stream;
     CHECK_MPI(MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN));
     CHECK_MPI(MPI_Comm_rank(sub, &c->rank));
     CHECK_MPI(MPI_Comm_size(sub, &c->size));
@@ -146,6 +152,28 @@ int comm_world_first_rank_with(int flag)
     int mine = flag ? rank : INT_MAX;
     CHECK_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     return first == INT_MAX ? -1 : first;
+}
+
+int comm_world_node_duplicate(const char *key, int *other)
+{
+    MPI_Comm node;
+    int rank, size, dup = 0;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    CHECK_MPI(MPI_Comm_rank(node, &rank));
+    CHECK_MPI(MPI_Comm_size(node, &size));
+    char mine[64] = "";
+    snprintf(mine, sizeof mine, "%s", key);
+    char *all = calloc((size_t)size, sizeof mine);
+    CHECK_ALLOC(all);
+    CHECK_MPI(MPI_Allgather(mine, sizeof mine, MPI_CHAR, all, sizeof mine, MPI_CHAR, node));
+    for (int r = 0; r < rank && !dup; r++)
+        if (strcmp(all + (size_t)r * sizeof mine, mine) == 0) {
+            dup = 1;
+            *other = r;
+        }
+    free(all);
+    CHECK_MPI(MPI_Comm_free(&node));
+    return comm_world_max_int(dup);
 }
 
 char *comm_world_gather_hosts(const struct launch *l)

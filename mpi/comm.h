@@ -36,12 +36,17 @@ struct comm_transport {
 };
 
 extern const struct comm_transport comm_transport_mpi;
+#ifdef DPSCALE_HAVE_CUDA
+extern const struct comm_transport comm_transport_nccl; /* comm_nccl.c */
+#endif
 
 int comm_bootstrap(int *argc, char ***argv, struct launch *out);
 void comm_finalize(void);
 
-/* Collective over the world: the first n ranks get a comm, the others NULL. */
-struct comm *comm_create(int n, const struct comm_transport *transport);
+/* Collective over the world: the first n ranks get a comm, the others NULL.
+ * `stream` is the backend's compute stream (NULL on the CPU): GPU transports
+ * order their work after what was enqueued there, and the stream after theirs. */
+struct comm *comm_create(int n, const struct comm_transport *transport, void *stream);
 void comm_destroy(struct comm *c);
 
 int comm_rank(const struct comm *c);
@@ -60,6 +65,9 @@ void comm_sum_doubles(struct comm *c, double *values, size_t count);
 double comm_max_double(struct comm *c, double value);
 void comm_bcast_bytes(struct comm *c, void *buf, size_t bytes);
 
+/* Called first by the abort path (e.g. ncclCommAbort), so no collective stays blocked. */
+void comm_set_transport_abort(void (*hook)(void));
+
 /* World-wide helpers, used outside any run. */
 void comm_world_barrier(void);
 /* Largest of every rank's `value`: lets all ranks agree that one of them failed. */
@@ -67,6 +75,9 @@ int comm_world_max_int(int value);
 /* Lowest rank whose `flag` is non-zero, or -1. */
 int comm_world_first_rank_with(int flag);
 void comm_world_bcast_bytes(void *buf, size_t bytes);
+/* 1 on every rank when two ranks of one node hold the same `key` (e.g. a GPU's bus
+ * id); *other receives the lower of two such ranks on the higher one. */
+int comm_world_node_duplicate(const char *key, int *other);
 /* Every rank's host name, gathered on rank 0 (NULL elsewhere): size x 64 bytes. */
 char *comm_world_gather_hosts(const struct launch *l);
 

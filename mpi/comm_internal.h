@@ -15,7 +15,8 @@ struct comm {
     const struct comm_transport *transport;
     MPI_Request pending[COMM_MAX_PENDING]; /* MPI transport: started allreduces */
     int npending;
-    void *impl; /* transport's own state */
+    void *impl;   /* transport's own state */
+    void *stream; /* the backend's compute stream (cudaStream_t), or NULL */
 };
 
 /* One check macro per API: an MPI failure names the call and the MPI error text. */

@@ -33,3 +33,4 @@ void backend_close(struct backend *b)
 }
 
 void *backend_stream(struct backend *b) { return b->ops->stream != NULL ? b->ops->stream(b) : NULL; }
+double backend_energy_j(struct backend *b) { return b->ops->energy_j != NULL ? b->ops->energy_j(b) : -1.0; }

@@ -28,9 +28,13 @@ struct optim_hparams {
 };
 
 struct backend_info {
-    char device_name[128];
-    char library[128]; /* e.g. "OpenBLAS 0.3.21 ..." */
+    char device_name[256];
+    char library[160];  /* e.g. "OpenBLAS 0.3.21 ..." or "cuBLASLt 130100, CUDA runtime 13000" */
+    char driver[64];    /* GPU driver version, "" on the CPU */
+    char bus_id[32];    /* PCI bus id of this rank's GPU, "" on the CPU */
+    int device_index;   /* CUDA device ordinal, -1 on the CPU */
     int threads;
+    double peak_tflops; /* in the run's precision; 0 = unknown (no MFU) */
 };
 
 struct backend;
@@ -44,6 +48,10 @@ struct backend_ops {
     size_t (*memory_available)(struct backend *b, int local_size);
     /* The compute stream (cudaStream_t) that collectives must order against; NULL on the CPU. */
     void *(*stream)(struct backend *b);
+    /* Size the scratch the kernels need for `rows` x up to `max_cols`, before the timed loop. */
+    void (*reserve)(struct backend *b, int rows, int max_cols);
+    /* The GPU's energy counter in joules, or a negative value when there is none. */
+    double (*energy_j)(struct backend *b);
 
     void *(*alloc)(struct backend *b, size_t bytes); /* zero-filled */
     void (*free)(struct backend *b, void *ptr);
@@ -92,6 +100,8 @@ struct backend {
 
 /* Where the comm layer finds the backend's compute stream (NULL on the CPU). */
 void *backend_stream(struct backend *b);
+/* Energy counter in joules; negative when the backend has none. */
+double backend_energy_j(struct backend *b);
 
 extern const struct backend_ops backend_cpu_ops;
 

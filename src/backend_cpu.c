@@ -32,6 +32,7 @@ static int cpu_init(struct backend *b, const struct config *cfg, int local_rank,
     omp_set_num_threads(threads);
     b->info.threads = threads;
     b->act_dtype = DT_F32;
+    b->info.device_index = -1;
     snprintf(b->info.library, sizeof b->info.library, "%s", openblas_get_config());
     /* OpenBLAS 0.3.21 takes some virtualised AVX-512 CPUs for a Prescott and runs SSE3 kernels. */
     if (local_rank == 0 && strstr(openblas_get_corename(), "rescott") != NULL && __builtin_cpu_supports("avx2"))
@@ -170,6 +171,8 @@ const struct backend_ops backend_cpu_ops = {
     .shutdown = cpu_shutdown,
     .memory_available = cpu_memory_available,
     .stream = NULL,
+    .reserve = NULL,
+    .energy_j = NULL,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,

@@ -56,7 +56,7 @@ int cmd_bench(int argc, char **argv)
         session_end(&s);
         return EXIT_BAD_INPUT;
     }
-    struct comm *c = comm_create(1, s.transport);
+    struct comm *c = comm_create(1, s.transport, backend_stream(&s.backend));
     struct run_result r;
     if (train_run(&s.cfg, s.model, &s.backend, c, 1, &r) != 0) {
         comm_destroy(c);

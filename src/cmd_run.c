@@ -56,8 +56,13 @@ static void print_header(const struct session *s, const char *path)
         c->scaling == SCALING_WEAK ? "per rank" : "global", c->scaling == SCALING_WEAK ? c->batch_per_gpu : c->global_batch,
         config_enum_name(config_find_key("train", "precision"), c->precision),
         config_enum_name(config_find_key("train", "optimizer"), c->optimizer), c->warmup, c->iters, c->seed);
-    say("  backend   %s on %s, %s, %d thread(s) per rank\n", s->backend.ops->name, s->backend.info.device_name,
-        s->backend.info.library, s->backend.info.threads);
+    if (s->backend.info.device_index >= 0)
+        say("  backend   %s on %s (rank 0: GPU %d, %s), %s, driver %s, peak %s\n", s->backend.ops->name,
+            s->backend.info.device_name, s->backend.info.device_index, s->backend.info.bus_id, s->backend.info.library,
+            s->backend.info.driver, s->backend.info.peak_tflops > 0 ? "from table or run.peak_tflops" : "unknown: no MFU");
+    else
+        say("  backend   %s on %s, %s, %d thread(s) per rank\n", s->backend.ops->name, s->backend.info.device_name,
+            s->backend.info.library, s->backend.info.threads);
     say("  launch    %d ranks on %d node(s), sweep %s\n", s->launch.size, s->launch.nnodes, sweep);
     say("  output    %s\n\n", path);
 }
@@ -95,7 +100,7 @@ int cmd_run(int argc, char **argv)
     int failed = 0;
     for (int i = 0; i < nruns && !failed; i++) {
         const int n = s.cfg.sweep[i];
-        struct comm *c = comm_create(n, s.transport);
+        struct comm *c = comm_create(n, s.transport, backend_stream(&s.backend));
         int mine = 0;
         if (c != NULL) {
             mine = train_run(&s.cfg, s.model, &s.backend, c, s.launch.local_size, &runs[i]) != 0;
@@ -128,7 +133,7 @@ int cmd_run(int argc, char **argv)
             .dpscale_version = DPSCALE_VERSION, .created_utc = iso, .command_line = cmdline,
             .job_id = slurm_job != NULL ? slurm_job : "", .backend = s.backend.ops->name,
             .device_name = s.backend.info.device_name, .backend_library = s.backend.info.library,
-            .mpi_library = s.launch.mpi_library, .threads_per_rank = s.backend.info.threads,
+            .mpi_library = s.launch.mpi_library, .driver = s.backend.info.driver, .threads_per_rank = s.backend.info.threads,
             .world_size = s.launch.size, .nnodes = s.launch.nnodes, .hosts = hosts,
         };
         if (h5out_write(path, &s.cfg, &sys, runs, sums, nruns, err, sizeof err) != 0) {

@@ -55,7 +55,7 @@ int cmd_gradcheck(int argc, char **argv)
         session_end(&s);
         return EXIT_BAD_INPUT;
     }
-    struct comm *c = comm_create(s.launch.size, s.transport);
+    struct comm *c = comm_create(s.launch.size, s.transport, backend_stream(&s.backend));
     const int N = comm_size(c), B = config_batch_per_rank(&s.cfg, N);
 
     struct step_buffers rb;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,7 @@ static void write_system(struct h5w *w, hid_t file, const struct h5out_system *s
     attr_str(w, g, "device_name", sys->device_name);
     attr_str(w, g, "backend_library", sys->backend_library);
     attr_str(w, g, "mpi_library", sys->mpi_library);
+    attr_str(w, g, "driver", sys->driver);
     attr_i64(w, g, "threads_per_rank", sys->threads_per_rank);
     attr_i64(w, g, "world_size", sys->world_size);
     attr_i64(w, g, "nodes", sys->nnodes);
@@ -187,6 +189,13 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     attr_f64(w, g, "speedup", s->speedup);
     attr_f64(w, g, "efficiency", s->efficiency);
     attr_f64(w, g, "final_loss", r->final_loss);
+    attr_f64(w, g, "gemm_tflops", s->gemm_tflops);
+    attr_f64(w, g, "peak_tflops", r->peak_tflops > 0 ? r->peak_tflops : NAN);
+    attr_f64(w, g, "mfu", s->mfu);
+    attr_f64(w, g, "energy_j", r->energy_j);
+    attr_f64(w, g, "timed_wall_s", r->timed_wall_s);
+    attr_f64(w, g, "joules_per_sample", s->joules_per_sample);
+    attr_f64(w, g, "avg_power_w", s->avg_power_w);
     attr_f64(w, g, "params_abs_sum", r->params_abs_sum);
     char hash[24];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->params_hash);
@@ -212,7 +221,7 @@ struct summary_row {
     double step_median_s, step_p05_s, step_p95_s;
     double forward_median_s, backward_median_s, allreduce_median_s, update_median_s;
     double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
-    double gemm_tflops, allreduce_busbw_gbps, final_loss;
+    double gemm_tflops, mfu, allreduce_busbw_gbps, joules_per_sample, avg_power_w, final_loss;
 };
 
 static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s, int n)
@@ -238,6 +247,9 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
         r->speedup = s[i].speedup;
         r->efficiency = s[i].efficiency;
         r->gemm_tflops = s[i].gemm_tflops;
+        r->mfu = s[i].mfu;
+        r->joules_per_sample = s[i].joules_per_sample;
+        r->avg_power_w = s[i].avg_power_w;
         r->allreduce_busbw_gbps = s[i].allreduce_busbw_gbps;
         r->final_loss = s[i].final_loss;
     }
@@ -262,7 +274,10 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
     FIELD(speedup, H5T_NATIVE_DOUBLE);
     FIELD(efficiency, H5T_NATIVE_DOUBLE);
     FIELD(gemm_tflops, H5T_NATIVE_DOUBLE);
+    FIELD(mfu, H5T_NATIVE_DOUBLE);
     FIELD(allreduce_busbw_gbps, H5T_NATIVE_DOUBLE);
+    FIELD(joules_per_sample, H5T_NATIVE_DOUBLE);
+    FIELD(avg_power_w, H5T_NATIVE_DOUBLE);
     FIELD(final_loss, H5T_NATIVE_DOUBLE);
 #undef FIELD
     hsize_t dims[1] = {(hsize_t)n};

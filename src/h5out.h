@@ -22,6 +22,7 @@ struct h5out_system {
     const char *device_name;
     const char *backend_library;
     const char *mpi_library;
+    const char *driver;
     int threads_per_rank;
     int world_size, nnodes;
     const char *hosts; /* world_size x 64 bytes, one host name per rank */

@@ -25,6 +25,29 @@ static int agree_once(int rank, int failed, const char *err)
     return 1;
 }
 
+/* Gradients on the GPU travel through NCCL; host buffers through MPI. */
+static int choose_transport(struct session *s, char *err, size_t errlen)
+{
+    const int gpu = s->backend.ops->stream != NULL;
+    int t = s->cfg.transport;
+    if (t == TRANSPORT_AUTO) t = gpu ? TRANSPORT_NCCL : TRANSPORT_MPI;
+    if (t == TRANSPORT_MPI && gpu) {
+        snprintf(err, errlen, "comm.transport = mpi moves host buffers, but the cuda backend keeps gradients on the GPU; "
+                 "use comm.transport = nccl (or auto)");
+        return -1;
+    }
+    if (t == TRANSPORT_NCCL && !gpu) {
+        snprintf(err, errlen, "comm.transport = nccl needs the cuda backend; use comm.transport = mpi (or auto) on the cpu");
+        return -1;
+    }
+#ifdef DPSCALE_HAVE_CUDA
+    s->transport = t == TRANSPORT_NCCL ? &comm_transport_nccl : &comm_transport_mpi;
+#else
+    s->transport = &comm_transport_mpi;
+#endif
+    return 0;
+}
+
 int session_start(int argc, char **argv, struct session *s)
 {
     char err[1024] = "";
@@ -46,12 +69,20 @@ int session_start(int argc, char **argv, struct session *s)
     rc = model_describe(&s->cfg, s->model, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
 
-    s->transport = &comm_transport_mpi; /* the only transport of the cpu backend */
-
     /* The backend may fail on one rank only (no GPU on that node): each says why. */
     rc = backend_open(&s->backend, &s->cfg, s->launch.local_rank, s->launch.local_size, err, sizeof err);
+    if (rc == 0) rc = choose_transport(s, err, sizeof err);
     if (rc != 0) DP_ERROR(NULL, "%s", err);
     if (session_any_failed(rc != 0)) goto bad_input;
+
+    /* Two ranks driving one GPU would measure contention, not scaling. */
+    int other = -1;
+    comm_world_node_duplicate(s->backend.info.bus_id, &other);
+    const int shares_gpu = s->backend.info.bus_id[0] != '\0' && other >= 0;
+    if (shares_gpu)
+        DP_ERROR("start at most one rank per GPU, or give each task its own GPU (srun --gpus-per-task=1)",
+                 "this rank and node-local rank %d both use GPU %s", other, s->backend.info.bus_id);
+    if (session_any_failed(shares_gpu)) goto bad_input;
     return EXIT_OK;
 
 bad_input:

@@ -70,6 +70,9 @@ void stats_summarize_run(const struct run_result *r, struct run_summary *s)
     s->gemm_tflops = r->gemm_flops_per_step / s->step_median_s / 1e12;
     const double ar = s->phase_median_s[PHASE_ALLREDUCE];
     s->allreduce_busbw_gbps = r->nranks > 1 && ar > 0 ? r->allreduce_bytes / ar * 2.0 * (r->nranks - 1) / r->nranks / 1e9 : NAN;
+    s->mfu = r->peak_tflops > 0 ? s->gemm_tflops / r->nranks / r->peak_tflops : NAN;
+    s->joules_per_sample = r->energy_j / ((double)r->iters * r->global_batch);
+    s->avg_power_w = r->energy_j / r->timed_wall_s / r->nranks;
     s->final_loss = r->final_loss;
     s->params_abs_sum = r->params_abs_sum;
     s->replica_max_abs_diff = r->replica_max_abs_diff;

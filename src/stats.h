@@ -20,6 +20,9 @@ struct run_summary {
     double speedup, efficiency;     /* against the 1-rank run of the same launch; NaN without one */
     double gemm_tflops;             /* achieved GEMM FLOP/s over all ranks at the median step, in TFLOP/s */
     double allreduce_busbw_gbps;    /* nccl-tests busbw of the gradient allreduce at its median time */
+    double mfu;                     /* GEMM FLOP/s per GPU over the peak in this precision; NaN when unknown */
+    double joules_per_sample;       /* NaN without an energy counter */
+    double avg_power_w;             /* per GPU, over the timed steps */
     double final_loss;
     double params_abs_sum;
     double replica_max_abs_diff;

@@ -44,6 +44,7 @@ void step_buffers_alloc(struct backend *be, const struct config *cfg, const stru
     rb->scratch[0] = balloc(be, b * (size_t)m->max_dim, e);
     rb->scratch[1] = balloc(be, b * (size_t)m->max_dim, e);
     rb->loss = balloc(be, (size_t)steps, sizeof(float));
+    if (be->ops->reserve != NULL) be->ops->reserve(be, B, m->max_dim);
 }
 
 void step_buffers_free(struct backend *be, const struct model *m, struct step_buffers *rb)

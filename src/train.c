@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "error.h"
 #include "session.h"
 #include "step.h"
@@ -51,6 +53,13 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
         }
     }
     return comm_max_double(c, failed) > 0 ? -1 : 0;
+}
+
+static double wall_clock_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int train_run(const struct config *cfg, const struct model *m, struct backend *be, struct comm *c, int local_size,
@@ -92,10 +101,16 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         .eps = (float)cfg->eps, .grad_scale = (float)(1.0 / (N * loss_scale)), .step = 0,
     };
     comm_barrier(c); /* start together: the first step must not absorb start-up skew */
+    double energy0 = -1.0, wall0 = 0.0;
 
     for (int s = 0; s < steps; s++) {
         session_maybe_inject_fault(rank, s); /* tests only: a rank that dies mid-run */
         const int timed = s >= cfg->warmup;
+        if (s == cfg->warmup) { /* the energy counter and the clock bracket the timed steps */
+            be->ops->synchronize(be);
+            energy0 = backend_energy_j(be);
+            wall0 = wall_clock_s();
+        }
         struct backend_event **e = timed ? ev + (size_t)(s - cfg->warmup) * NPHASES : NULL;
         /* The samples of this rank: a slice of the global batch of step s. */
         const uint64_t first = (uint64_t)s * (uint64_t)out->global_batch + (uint64_t)rank * (uint64_t)B;
@@ -114,6 +129,13 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         if (timed) be->ops->event_record(be, e[PHASE_UPDATE]);
     }
     be->ops->synchronize(be);
+    const double wall = wall_clock_s() - wall0, energy1 = backend_energy_j(be);
+    /* energy of the run: the sum over ranks, NaN if any rank has no counter */
+    double energy = energy0 >= 0 && energy1 >= 0 ? energy1 - energy0 : NAN;
+    comm_sum_doubles(c, &energy, 1);
+    out->timed_wall_s = comm_max_double(c, wall);
+    out->energy_j = energy;
+    out->peak_tflops = be->info.peak_tflops;
 
     /* Phase durations of every timed step on this rank: [iter][phase]. */
     double *mine = calloc(nevents, sizeof(double));

@@ -28,6 +28,9 @@ struct run_result {
     double replica_max_abs_diff; /* largest |p - p(rank 0)| over ranks; 0 when the hashes agree */
     double gemm_flops_per_step;  /* over all ranks */
     double allreduce_bytes;      /* gradient bytes reduced per step */
+    double energy_j;             /* energy of all ranks' GPUs over the timed steps; NaN without a counter */
+    double timed_wall_s;         /* wall time of the timed steps (slowest rank) */
+    double peak_tflops;          /* per GPU in the run's precision; 0 = unknown */
     float *params;               /* final parameters, when run.save_params is on */
     size_t nparams;
 };

@@ -1,0 +1,37 @@
+/* kernels_cuda.h — C launchers of the CUDA kernels (one .cu file per operation
+ * group). Each takes the compute dtype (enum dtype of backend.h) of its activation
+ * buffers, enqueues on `stream`, and returns the launch's cudaError_t, which the
+ * CUDA backend checks. Semantics are those of the backend_ops of the same name. */
+#ifndef DPSCALE_KERNELS_CUDA_H
+#define DPSCALE_KERNELS_CUDA_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct optim_hparams;
+
+cudaError_t cuda_bias_act_forward(void *out, void *pre, const float *bias, int rows, int cols, int act, int dtype,
+                                  cudaStream_t stream);
+cudaError_t cuda_act_backward(void *d, const void *pre, int rows, int cols, int act, int dtype, cudaStream_t stream);
+/* partial: scratch of at least cuda_bias_grad_scratch_floats(rows, cols) floats */
+size_t cuda_bias_grad_scratch_floats(int rows, int cols);
+cudaError_t cuda_bias_grad(float *dbias, const void *d, int rows, int cols, int dtype, float *partial,
+                           cudaStream_t stream);
+/* row_loss: scratch of `rows` floats */
+cudaError_t cuda_softmax_xent(void *dlogits, float *loss, const void *logits, const int *labels, int rows, int classes,
+                              float grad_scale, int dtype, float *row_loss, cudaStream_t stream);
+cudaError_t cuda_optimizer_step(float *params, const float *grads, float *state1, float *state2, void *params_lp,
+                                size_t n, const struct optim_hparams *h, int dtype, cudaStream_t stream);
+cudaError_t cuda_cast_from_f32(void *dst, const float *src, size_t n, int dtype, cudaStream_t stream);
+cudaError_t cuda_synth_batch(void *x, int *labels, uint64_t first_sample, int rows, int input_dim, int classes,
+                             uint64_t seed, int dtype, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,356 @@
+/* backend_cuda.c — the CUDA backend: one GPU per rank, GEMMs through cuBLASLt,
+ * everything else through our kernels (the .cu files of kernels/), all on
+ * one non-blocking compute stream, timed with CUDA events.
+ *
+ * Precision: fp32 (pure fp32 GEMMs), tf32 (fp32 data, TF32 tensor cores), bf16 and
+ * fp16 (activations and the weights' compute copy in 16 bits; master weights,
+ * gradients, optimizer state and GEMM accumulation in fp32).
+ * cuBLASLt descriptors, layouts and the algorithm of every GEMM shape are made the
+ * first time the shape is seen and reused; nothing is rebuilt inside the step. */
+#include <cublasLt.h>
+#include <cublas_api.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/kernels_cuda.h"
+#include "backend.h"
+#include "error.h"
+#include "gpu_peaks.h"
+#include "nvml.h"
+
+#define CHECK_CUDA(call)                                                                                   \
+    do {                                                                                                   \
+        cudaError_t cuda_rc_ = (call);                                                                     \
+        if (cuda_rc_ != cudaSuccess)                                                                       \
+            DP_FATAL(NULL, "%s failed: %s (%s)", #call, cudaGetErrorString(cuda_rc_), cudaGetErrorName(cuda_rc_)); \
+    } while (0)
+
+#define CHECK_CUBLAS(call)                                                                                 \
+    do {                                                                                                   \
+        cublasStatus_t blas_rc_ = (call);                                                                  \
+        if (blas_rc_ != CUBLAS_STATUS_SUCCESS)                                                             \
+            DP_FATAL(NULL, "%s failed: %s", #call, cublasGetStatusString(blas_rc_));                       \
+    } while (0)
+
+#define GEMM_CACHE_SIZE 256
+#define WORKSPACE_BYTES ((size_t)64 << 20)
+#define MEMORY_RESERVE_BYTES ((size_t)1 << 30) /* CUDA context, NCCL buffers, cuBLAS: not in the plan */
+
+struct gemm_key {
+    int ta, tb, m, n, k, lda, ldb, ldc, c_is_f32;
+};
+
+struct gemm_plan {
+    struct gemm_key key;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+};
+
+struct cuda_state {
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    void *workspace;
+    struct gemm_plan plans[GEMM_CACHE_SIZE];
+    int nplans;
+    float *bias_partial;
+    size_t bias_partial_floats;
+    float *row_loss;
+    int row_loss_rows;
+    struct nvml_gpu nvml;
+    cublasComputeType_t compute;
+    cudaDataType_t ab_type;
+};
+
+struct backend_event {
+    cudaEvent_t ev;
+};
+
+static struct cuda_state *state(struct backend *b) { return b->impl; }
+
+int backend_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* no driver or no device: clear the sticky error, report none */
+        return 0;
+    }
+    return n;
+}
+
+static int cuda_init(struct backend *b, const struct config *cfg, int local_rank, int local_size, char *err, size_t errlen)
+{
+    int count = backend_cuda_device_count();
+    if (count == 0) {
+        snprintf(err, errlen, "run.backend = cuda but no GPU is visible (CUDA_VISIBLE_DEVICES=%s); check the driver with "
+                 "nvidia-smi, or use --backend=cpu", getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+        return -1;
+    }
+    /* Bind by node-local rank. A launcher that gives each task its own GPU through
+     * CUDA_VISIBLE_DEVICES leaves one visible device: use it. Two ranks on one GPU
+     * are caught after init by comparing bus ids across the node. */
+    int device = count == 1 ? 0 : local_rank;
+    if (device >= count) {
+        snprintf(err, errlen, "%d ranks on this node but only %d GPUs are visible; start at most %d ranks per node "
+                 "(mpirun --npernode %d, srun --ntasks-per-node=%d)", local_size, count, count, count, count);
+        return -1;
+    }
+    CHECK_CUDA(cudaSetDevice(device));
+    struct cuda_state *s = calloc(1, sizeof *s);
+    CHECK_ALLOC(s);
+    b->impl = s;
+    struct cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+    CHECK_CUDA(cudaDeviceGetPCIBusId(b->info.bus_id, sizeof b->info.bus_id, device));
+    snprintf(b->info.device_name, sizeof b->info.device_name, "%s", prop.name);
+    b->info.device_index = device;
+    b->info.threads = 1;
+
+    switch (cfg->precision) {
+    case PREC_FP32: b->act_dtype = DT_F32; s->ab_type = CUDA_R_32F; s->compute = CUBLAS_COMPUTE_32F; break;
+    case PREC_TF32: b->act_dtype = DT_F32; s->ab_type = CUDA_R_32F; s->compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
+    case PREC_BF16: b->act_dtype = DT_BF16; s->ab_type = CUDA_R_16BF; s->compute = CUBLAS_COMPUTE_32F; break;
+    default: b->act_dtype = DT_F16; s->ab_type = CUDA_R_16F; s->compute = CUBLAS_COMPUTE_32F; break;
+    }
+    b->info.peak_tflops = cfg->peak_tflops > 0 ? cfg->peak_tflops : gpu_peak_tflops(prop.name, cfg->precision);
+
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    CHECK_CUBLAS(cublasLtCreate(&s->lt));
+    CHECK_CUDA(cudaMalloc(&s->workspace, WORKSPACE_BYTES));
+    int runtime = 0;
+    CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+    snprintf(b->info.library, sizeof b->info.library, "cuBLASLt %zu, CUDA runtime %d", cublasLtGetVersion(), runtime);
+    nvml_open(&s->nvml, b->info.bus_id);
+    nvml_driver_version(b->info.driver, sizeof b->info.driver);
+    return 0;
+}
+
+static void cuda_shutdown(struct backend *b)
+{
+    struct cuda_state *s = state(b);
+    if (s == NULL) return;
+    cudaStreamSynchronize(s->stream);
+    for (int i = 0; i < s->nplans; i++) {
+        cublasLtMatmulDescDestroy(s->plans[i].desc);
+        cublasLtMatrixLayoutDestroy(s->plans[i].a);
+        cublasLtMatrixLayoutDestroy(s->plans[i].b);
+        cublasLtMatrixLayoutDestroy(s->plans[i].c);
+    }
+    cudaFree(s->bias_partial);
+    cudaFree(s->row_loss);
+    cudaFree(s->workspace);
+    cublasLtDestroy(s->lt);
+    cudaStreamDestroy(s->stream);
+    free(s);
+    b->impl = NULL;
+}
+
+static size_t cuda_memory_available(struct backend *b, int local_size)
+{
+    (void)b;
+    (void)local_size; /* one GPU per rank */
+    size_t free_bytes = 0, total = 0;
+    CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total));
+    return free_bytes > MEMORY_RESERVE_BYTES ? free_bytes - MEMORY_RESERVE_BYTES : 1;
+}
+
+static void *cuda_stream_of(struct backend *b) { return state(b)->stream; }
+
+static void *cuda_alloc(struct backend *b, size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t rc = cudaMalloc(&p, bytes ? bytes : 256);
+    if (rc != cudaSuccess)
+        DP_FATAL("lower train.batch_per_gpu or the model size", "cudaMalloc of %.2f GiB on %s failed: %s",
+                 bytes / 1073741824.0, b->info.device_name, cudaGetErrorString(rc));
+    CHECK_CUDA(cudaMemsetAsync(p, 0, bytes, state(b)->stream));
+    return p;
+}
+
+static void cuda_free(struct backend *b, void *p)
+{
+    CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
+    CHECK_CUDA(cudaFree(p));
+}
+
+static void cuda_upload(struct backend *b, void *dst, const void *src, size_t bytes)
+{
+    CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, state(b)->stream));
+    CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
+}
+
+static void cuda_download(struct backend *b, void *dst, const void *src, size_t bytes)
+{
+    CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, state(b)->stream));
+    CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
+}
+
+/* The cached cuBLASLt plan of one GEMM shape, made on first use.
+ * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B
+ * first, with the transposes swapped in meaning but not in flag (see README). */
+static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gemm_key *key)
+{
+    struct cuda_state *s = state(b);
+    for (int i = 0; i < s->nplans; i++)
+        if (memcmp(&s->plans[i].key, key, sizeof *key) == 0) return &s->plans[i];
+    if (s->nplans == GEMM_CACHE_SIZE) DP_FATAL(NULL, "more than %d GEMM shapes in one process", GEMM_CACHE_SIZE);
+    struct gemm_plan *p = &s->plans[s->nplans];
+    memset(p, 0, sizeof *p);
+    p->key = *key;
+    const cublasOperation_t op_first = key->tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_second = key->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cudaDataType_t c_type = key->c_is_f32 ? CUDA_R_32F : s->ab_type;
+    CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->desc, s->compute, CUDA_R_32F));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
+    /* first operand: B_rm, n x k after op; second: A_rm, k x m after op; C: n x m */
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, s->ab_type, key->tb ? key->k : key->n, key->tb ? key->n : key->k, key->ldb));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, s->ab_type, key->ta ? key->m : key->k, key->ta ? key->k : key->m, key->lda));
+    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, c_type, key->n, key->m, key->ldc));
+    cublasLtMatmulPreference_t pref;
+    size_t ws = WORKSPACE_BYTES;
+    CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t result;
+    int found = 0;
+    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(s->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found));
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found == 0)
+        DP_FATAL(NULL, "cuBLASLt has no algorithm for a %s GEMM %dx%dx%d (ta=%d tb=%d)", b->info.device_name, key->m,
+                 key->n, key->k, key->ta, key->tb);
+    p->algo = result.algo;
+    s->nplans++;
+    return p;
+}
+
+static void cuda_gemm(struct backend *b, int ta, int tb, int m, int n, int k, float alpha, const void *A, int lda,
+                      const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc)
+{
+    struct cuda_state *s = state(b);
+    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32};
+    const struct gemm_plan *p = gemm_plan_for(b, &key);
+    CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c, &p->algo,
+                                s->workspace, WORKSPACE_BYTES, s->stream));
+}
+
+static void cuda_reserve(struct backend *b, int rows, int max_cols)
+{
+    struct cuda_state *s = state(b);
+    size_t need = cuda_bias_grad_scratch_floats(rows, max_cols);
+    if (need > s->bias_partial_floats) {
+        if (s->bias_partial) cuda_free(b, s->bias_partial);
+        s->bias_partial = cuda_alloc(b, need * sizeof(float));
+        s->bias_partial_floats = need;
+    }
+    if (rows > s->row_loss_rows) {
+        if (s->row_loss) cuda_free(b, s->row_loss);
+        s->row_loss = cuda_alloc(b, (size_t)rows * sizeof(float));
+        s->row_loss_rows = rows;
+    }
+}
+
+static void cuda_bias_act_fwd(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act)
+{
+    CHECK_CUDA(cuda_bias_act_forward(out, pre, bias, rows, cols, act, b->act_dtype, state(b)->stream));
+}
+
+static void cuda_act_bwd(struct backend *b, void *d, const void *pre, int rows, int cols, int act)
+{
+    CHECK_CUDA(cuda_act_backward(d, pre, rows, cols, act, b->act_dtype, state(b)->stream));
+}
+
+static void cuda_bias_grad_op(struct backend *b, float *dbias, const void *d, int rows, int cols)
+{
+    struct cuda_state *s = state(b);
+    if (cuda_bias_grad_scratch_floats(rows, cols) > s->bias_partial_floats)
+        DP_FATAL(NULL, "bias gradient of %d x %d exceeds the reserved scratch", rows, cols);
+    CHECK_CUDA(cuda_bias_grad(dbias, d, rows, cols, b->act_dtype, s->bias_partial, s->stream));
+}
+
+static void cuda_softmax_xent_op(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
+                                 int rows, int classes, float grad_scale)
+{
+    struct cuda_state *s = state(b);
+    if (rows > s->row_loss_rows) DP_FATAL(NULL, "loss of %d rows exceeds the reserved scratch", rows);
+    CHECK_CUDA(cuda_softmax_xent(dlogits, loss, logits, labels, rows, classes, grad_scale, b->act_dtype, s->row_loss,
+                                 s->stream));
+}
+
+static void cuda_optimizer_op(struct backend *b, float *params, const float *grads, float *s1, float *s2,
+                              void *params_lp, size_t n, const struct optim_hparams *h)
+{
+    CHECK_CUDA(cuda_optimizer_step(params, grads, s1, s2, params_lp, n, h, b->act_dtype, state(b)->stream));
+}
+
+static void cuda_cast_op(struct backend *b, void *dst, const float *src, size_t n)
+{
+    CHECK_CUDA(cuda_cast_from_f32(dst, src, n, b->act_dtype, state(b)->stream));
+}
+
+static void cuda_synth_op(struct backend *b, void *x, int *labels, uint64_t first, int rows, int input_dim, int classes,
+                          uint64_t seed)
+{
+    CHECK_CUDA(cuda_synth_batch(x, labels, first, rows, input_dim, classes, seed, b->act_dtype, state(b)->stream));
+}
+
+static struct backend_event *cuda_event_create(struct backend *b)
+{
+    (void)b;
+    struct backend_event *e = calloc(1, sizeof *e);
+    CHECK_ALLOC(e);
+    CHECK_CUDA(cudaEventCreate(&e->ev));
+    return e;
+}
+
+static void cuda_event_destroy(struct backend *b, struct backend_event *e)
+{
+    (void)b;
+    cudaEventDestroy(e->ev);
+    free(e);
+}
+
+static void cuda_event_record(struct backend *b, struct backend_event *e)
+{
+    CHECK_CUDA(cudaEventRecord(e->ev, state(b)->stream));
+}
+
+static double cuda_event_elapsed_s(struct backend *b, struct backend_event *start, struct backend_event *end)
+{
+    (void)b;
+    float ms = 0.0f;
+    CHECK_CUDA(cudaEventSynchronize(end->ev));
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start->ev, end->ev));
+    return ms * 1e-3;
+}
+
+static void cuda_synchronize(struct backend *b) { CHECK_CUDA(cudaStreamSynchronize(state(b)->stream)); }
+
+static double cuda_energy(struct backend *b) { return nvml_energy_j(&state(b)->nvml); }
+
+const struct backend_ops backend_cuda_ops = {
+    .name = "cuda",
+    .init = cuda_init,
+    .shutdown = cuda_shutdown,
+    .memory_available = cuda_memory_available,
+    .stream = cuda_stream_of,
+    .reserve = cuda_reserve,
+    .energy_j = cuda_energy,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .gemm = cuda_gemm,
+    .bias_act_forward = cuda_bias_act_fwd,
+    .act_backward = cuda_act_bwd,
+    .bias_grad = cuda_bias_grad_op,
+    .softmax_xent = cuda_softmax_xent_op,
+    .optimizer_step = cuda_optimizer_op,
+    .cast_from_f32 = cuda_cast_op,
+    .synth_batch = cuda_synth_op,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .event_elapsed_s = cuda_event_elapsed_s,
+    .synchronize = cuda_synchronize,
+};

@@ -1,0 +1,57 @@
+"""check.py — assertions of the GPU test script on dpscale's HDF5 files.
+
+  check.py loss-close A.h5 B.h5 RTOL        loss curves of two runs agree within RTOL (relative, every step)
+  check.py params-close F.h5 RTOL           the saved parameters of every run in F agree with those of n1
+  check.py summary F.h5                     print the summary table of F
+Prints one line, and exits 1 when the check fails."""
+import sys
+
+import h5py
+import numpy as np
+
+
+def first_run(f):
+    t = list(f["runs"].keys())[0]
+    n = sorted(f["runs"][t].keys(), key=lambda k: int(k[1:]))[0]
+    return f["runs"][t][n]
+
+
+def loss_close(a, b, rtol):
+    la, lb = first_run(h5py.File(a))["loss"][:], first_run(h5py.File(b))["loss"][:]
+    rel = np.abs(la - lb) / np.abs(lb)
+    ok = rel.max() <= rtol
+    print(f"loss curves over {len(la)} steps: max relative difference {rel.max():.3e} (tolerance {rtol:g}); "
+          f"first {la[0]:.5f} vs {lb[0]:.5f}, last {la[-1]:.5f} vs {lb[-1]:.5f}: {'PASS' if ok else 'FAIL'}")
+    return ok
+
+
+def params_close(path, rtol):
+    f = h5py.File(path)
+    t = list(f["runs"].keys())[0]
+    ref = f["runs"][t]["n1"]["params"][:]
+    worst = 0.0
+    for name, g in f["runs"][t].items():
+        diff = np.abs(g["params"][:] - ref).max() / np.abs(ref).max()
+        worst = max(worst, diff)
+    ok = worst <= rtol
+    print(f"parameters of {sorted(f['runs'][t].keys())} vs n1: max |diff| / max|p| = {worst:.3e} "
+          f"(tolerance {rtol:g}): {'PASS' if ok else 'FAIL'}")
+    return ok
+
+
+def summary(path):
+    s = h5py.File(path)["summary"][:]
+    cols = ["nranks", "samples_per_s", "efficiency", "step_median_s", "backward_median_s", "allreduce_median_s",
+            "gemm_tflops", "mfu", "allreduce_busbw_gbps", "joules_per_sample", "avg_power_w"]
+    print(" ".join(f"{c:>14s}" for c in cols))
+    for row in s:
+        print(" ".join(f"{row[c]:14.4g}" for c in cols))
+    return True
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    ok = {"loss-close": lambda: loss_close(sys.argv[2], sys.argv[3], float(sys.argv[4])),
+          "params-close": lambda: params_close(sys.argv[2], float(sys.argv[3])),
+          "summary": lambda: summary(sys.argv[2])}[cmd]()
+    sys.exit(0 if ok else 1)

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# run.sh — the GPU tests and benchmark, on a machine with 1 or 2 NVIDIA GPUs.
+#   tests/gpu/run.sh [LOGDIR]
+# Uses a prebuilt bin/dpscale (built with CUDA on the development machine) or builds
+# one. Runs the correctness checks (CPU vs GPU loss curves in fp32 and bf16,
+# gradients against finite differences, data-parallel equivalence, out-of-memory
+# and binding errors), then the benchmarks (the GEMM-heavy step against cuBLAS
+# alone, and the 1-to-2-GPU sweep), and ends with a table of PASS/FAIL and figures.
+# Needs python3 with numpy and h5py for the checks of the result files.
+set -u
+cd "$(dirname "$0")/../.."
+LOG=${1:-out/gpu}
+mkdir -p "$LOG"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+[ -x bin/dpscale ] || make -j"$(nproc)" || exit 1
+NGPU=$(nvidia-smi -L | wc -l)
+MPIRUN="mpirun --bind-to none"
+PY=${PYTHON:-python3}
+results=()
+record() { results+=("$(printf '%-44s %s' "$1" "$2")"); echo "== $1: $2"; }
+check() { # name, command...: PASS when the command exits 0
+    local name=$1; shift
+    if "$@" >"$LOG/$name.log" 2>&1; then record "$name" PASS; else record "$name" "FAIL (see $name.log)"; fi
+    tail -3 "$LOG/$name.log"
+}
+fails() { # name, command...: PASS when the command exits non-zero with a dpscale error
+    local name=$1; shift
+    if "$@" >"$LOG/$name.log" 2>&1; then record "$name" "FAIL (it ran)"
+    elif grep -q "dpscale: error" "$LOG/$name.log"; then record "$name" "PASS: $(grep -m1 'dpscale: error' "$LOG/$name.log" | cut -c1-150)"
+    else record "$name" "FAIL (no dpscale error)"; fi
+}
+O="--run.output_dir=$LOG"
+
+nvidia-smi -L | tee "$LOG/gpus.txt"
+# 1. the CUDA step against the CPU step, same seed and config
+check cpu_fp32 bin/dpscale run --config configs/mlp-medium.ini --backend=cpu $O --run.output=cpu.h5
+check cuda_fp32 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda $O --run.output=cuda32.h5
+check cuda_bf16 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 $O --run.output=cuda16.h5
+check cuda_fp16 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=fp16 $O --run.output=cudah.h5
+check loss_fp32_vs_cpu_1e-4 $PY tests/gpu/check.py loss-close "$LOG/cuda32.h5" "$LOG/cpu.h5" 1e-4
+check loss_bf16_vs_cpu_3e-2 $PY tests/gpu/check.py loss-close "$LOG/cuda16.h5" "$LOG/cpu.h5" 3e-2
+check loss_fp16_vs_cpu_1e-2 $PY tests/gpu/check.py loss-close "$LOG/cudah.h5" "$LOG/cpu.h5" 1e-2
+# 2. gradients against finite differences, on 1 and N GPUs (the NCCL path)
+check gradcheck_1gpu $MPIRUN -np 1 bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
+check gradcheck_${NGPU}gpu $MPIRUN -np "$NGPU" bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
+# 3. data parallel: N GPUs x batch B end where 1 GPU x batch N*B does (strong scaling sweep)
+if [ "$NGPU" -ge 2 ]; then
+    check dp_sweep_fp32 $MPIRUN -np 2 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda \
+        --train.scaling=strong --train.global_batch=128 --sweep=1,2 --run.save_params=on $O --run.output=dp.h5
+    check dp_equivalence_1e-5 $PY tests/gpu/check.py params-close "$LOG/dp.h5" 1e-5
+    fails two_ranks_one_gpu env CUDA_VISIBLE_DEVICES=0 $MPIRUN -np 2 bin/dpscale run --config configs/mlp-tiny.ini --backend=cuda $O
+fi
+# 4. a model that does not fit: the memory plan in the error, before any allocation fails
+fails out_of_memory bin/dpscale run --config configs/mlp-gemm-heavy.ini --train.batch_per_gpu=1000000 $O
+# 5. benchmarks: the GEMM-heavy step against cuBLAS alone (1 GPU), then the sweep
+check bench_gemm_heavy bin/dpscale bench --config configs/mlp-gemm-heavy.ini
+cat "$LOG/bench_gemm_heavy.log"
+check sweep_gemm_heavy $MPIRUN -np "$NGPU" bin/dpscale run --config configs/mlp-gemm-heavy.ini $O --run.output=gemm-heavy.h5
+cat "$LOG/sweep_gemm_heavy.log"
+$PY tests/gpu/check.py summary "$LOG/gemm-heavy.h5" | tee "$LOG/summary.txt"
+
+echo; echo "== dpscale GPU tests on $(head -1 "$LOG/gpus.txt" | cut -d'(' -f1)x $NGPU"
+printf '%s\n' "${results[@]}" | tee "$LOG/results.txt"
+! grep -q FAIL "$LOG/results.txt"
