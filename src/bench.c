@@ -23,6 +23,17 @@ static double median_gemm_only_s(struct session *s, int B)
     const int iters = s->cfg.iters, warmup = s->cfg.warmup;
     struct step_buffers rb;
     step_buffers_alloc(be, &s->cfg, s->model, B, 1, &rb);
+    /* Real data in every operand: tensor cores on zeros run hotter clocks and would
+     * flatter the reference (DEVICE.md: 894 instead of 788 TFLOP/s). One real step
+     * fills the weights, the batch, the activations and the gradients. */
+    float *host = malloc(s->model->nparams * sizeof(float));
+    CHECK_ALLOC(host);
+    model_init_params(s->model, (uint64_t)s->cfg.seed, host);
+    step_set_params(be, s->model, &rb, host);
+    free(host);
+    be->ops->synth_batch(be, rb.x, rb.labels, 0, B, s->model->input_dim, s->model->classes, (uint64_t)s->cfg.seed);
+    step_forward_loss(be, s->model, &rb, B, 0, 1.0f);
+    step_backward(be, s->model, &rb, B);
     struct backend_event **ev = calloc((size_t)iters + 1, sizeof *ev);
     CHECK_ALLOC(ev);
     for (int i = 0; i <= iters; i++) ev[i] = be->ops->event_create(be);

@@ -206,6 +206,8 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     for (int p = 0; p < NPHASES; p++) dataset_write(w, g, phase_names[p], H5T_NATIVE_DOUBLE, 2, dims, r->times[p], "s");
     hsize_t steps[1] = {(hsize_t)r->steps};
     dataset_write(w, g, "loss", H5T_NATIVE_DOUBLE, 1, steps, r->loss, "nats");
+    hsize_t reps[2] = {(hsize_t)r->allreduce_reps, (hsize_t)r->nranks};
+    dataset_write(w, g, "allreduce_alone_s", H5T_NATIVE_DOUBLE, 2, reps, r->allreduce_alone, "s");
     if (r->params != NULL) {
         hsize_t np[1] = {(hsize_t)r->nparams};
         dataset_write(w, g, "params", H5T_NATIVE_FLOAT, 1, np, r->params, NULL);
@@ -219,7 +221,7 @@ struct summary_row {
     char transport[16];
     int32_t nranks, nodes, batch_per_rank, global_batch;
     double step_median_s, step_p05_s, step_p95_s;
-    double forward_median_s, backward_median_s, allreduce_median_s, update_median_s;
+    double forward_median_s, backward_median_s, allreduce_median_s, update_median_s, allreduce_alone_s;
     double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
     double gemm_tflops, mfu, allreduce_busbw_gbps, joules_per_sample, avg_power_w, final_loss;
 };
@@ -242,6 +244,7 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
         r->backward_median_s = s[i].phase_median_s[PHASE_BACKWARD];
         r->allreduce_median_s = s[i].phase_median_s[PHASE_ALLREDUCE];
         r->update_median_s = s[i].phase_median_s[PHASE_UPDATE];
+        r->allreduce_alone_s = s[i].allreduce_alone_s;
         r->samples_per_s = s[i].samples_per_s;
         r->samples_per_s_per_rank = s[i].samples_per_s_per_rank;
         r->speedup = s[i].speedup;
@@ -269,6 +272,7 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
     FIELD(backward_median_s, H5T_NATIVE_DOUBLE);
     FIELD(allreduce_median_s, H5T_NATIVE_DOUBLE);
     FIELD(update_median_s, H5T_NATIVE_DOUBLE);
+    FIELD(allreduce_alone_s, H5T_NATIVE_DOUBLE);
     FIELD(samples_per_s, H5T_NATIVE_DOUBLE);
     FIELD(samples_per_s_per_rank, H5T_NATIVE_DOUBLE);
     FIELD(speedup, H5T_NATIVE_DOUBLE);

@@ -68,7 +68,12 @@ void stats_summarize_run(const struct run_result *r, struct run_summary *s)
     s->samples_per_s = (double)r->global_batch / s->step_median_s;
     s->samples_per_s_per_rank = s->samples_per_s / r->nranks;
     s->gemm_tflops = r->gemm_flops_per_step / s->step_median_s / 1e12;
-    const double ar = s->phase_median_s[PHASE_ALLREDUCE];
+    double *slowest_ar = malloc((size_t)r->allreduce_reps * sizeof *slowest_ar);
+    CHECK_ALLOC(slowest_ar);
+    stats_max_over_ranks(r->allreduce_alone, r->allreduce_reps, r->nranks, slowest_ar);
+    s->allreduce_alone_s = stats_percentile(slowest_ar, (size_t)r->allreduce_reps, 50.0);
+    free(slowest_ar);
+    const double ar = s->allreduce_alone_s;
     s->allreduce_busbw_gbps = r->nranks > 1 && ar > 0 ? r->allreduce_bytes / ar * 2.0 * (r->nranks - 1) / r->nranks / 1e9 : NAN;
     s->mfu = r->peak_tflops > 0 ? s->gemm_tflops / r->nranks / r->peak_tflops : NAN;
     s->joules_per_sample = r->energy_j / ((double)r->iters * r->global_batch);

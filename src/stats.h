@@ -19,7 +19,8 @@ struct run_summary {
     double samples_per_s, samples_per_s_per_rank;
     double speedup, efficiency;     /* against the 1-rank run of the same launch; NaN without one */
     double gemm_tflops;             /* achieved GEMM FLOP/s over all ranks at the median step, in TFLOP/s */
-    double allreduce_busbw_gbps;    /* nccl-tests busbw of the gradient allreduce at its median time */
+    double allreduce_alone_s;       /* median over repetitions of the max over ranks: the allreduce by itself */
+    double allreduce_busbw_gbps;    /* nccl-tests busbw of the gradient allreduce by itself */
     double mfu;                     /* GEMM FLOP/s per GPU over the peak in this precision; NaN when unknown */
     double joules_per_sample;       /* NaN without an energy counter */
     double avg_power_w;             /* per GPU, over the timed steps */

@@ -55,6 +55,49 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
     return comm_max_double(c, failed) > 0 ? -1 : 0;
 }
 
+#define ALLREDUCE_ALONE_MAX_REPS 20
+
+/* The gradient allreduce by itself, `reps` times, the GPU idle and the ranks lined
+ * up by a barrier before each: the transport's own time, free of the skew between
+ * ranks that the step's allreduce phase also contains. Returns this rank's times. */
+static double *time_allreduce_alone(struct backend *be, struct comm *c, float *grads, size_t count, int reps)
+{
+    double *t = calloc((size_t)reps, sizeof(double));
+    CHECK_ALLOC(t);
+    struct backend_event *a = be->ops->event_create(be), *b = be->ops->event_create(be);
+    for (int i = 0; i < reps; i++) {
+        be->ops->synchronize(be);
+        comm_barrier(c);
+        be->ops->event_record(be, a);
+        comm_allreduce_start(c, grads, count);
+        comm_allreduce_wait_all(c);
+        be->ops->event_record(be, b);
+        t[i] = be->ops->event_elapsed_s(be, a, b);
+    }
+    be->ops->event_destroy(be, a);
+    be->ops->event_destroy(be, b);
+    return t;
+}
+
+/* Gather [reps] per rank into out[reps x N] on rank 0. */
+static double *gather_by_rank(struct comm *c, const double *mine, int reps)
+{
+    const int N = comm_size(c);
+    double *all = NULL, *out = NULL;
+    if (comm_rank(c) == 0) {
+        all = calloc((size_t)reps * N, sizeof(double));
+        out = calloc((size_t)reps * N, sizeof(double));
+        CHECK_ALLOC(all);
+        CHECK_ALLOC(out);
+    }
+    comm_gather_doubles(c, mine, (size_t)reps, all);
+    if (out != NULL)
+        for (int i = 0; i < reps; i++)
+            for (int r = 0; r < N; r++) out[(size_t)i * N + r] = all[(size_t)r * reps + i];
+    free(all);
+    return out;
+}
+
 static double wall_clock_s(void)
 {
     struct timespec t;
@@ -136,6 +179,11 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     out->timed_wall_s = comm_max_double(c, wall);
     out->energy_j = energy;
     out->peak_tflops = be->info.peak_tflops;
+
+    out->allreduce_reps = cfg->iters < ALLREDUCE_ALONE_MAX_REPS ? cfg->iters : ALLREDUCE_ALONE_MAX_REPS;
+    double *alone = time_allreduce_alone(be, c, rb.grads, m->nparams, out->allreduce_reps);
+    out->allreduce_alone = gather_by_rank(c, alone, out->allreduce_reps);
+    free(alone);
 
     /* Phase durations of every timed step on this rank: [iter][phase]. */
     double *mine = calloc(nevents, sizeof(double));
@@ -222,6 +270,7 @@ void run_result_free(struct run_result *r)
 {
     for (int p = 0; p < NPHASES; p++) free(r->times[p]);
     free(r->loss);
+    free(r->allreduce_alone);
     free(r->params);
     memset(r, 0, sizeof *r);
 }

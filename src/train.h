@@ -22,6 +22,8 @@ struct run_result {
     /* Filled on rank 0 of the run only: */
     double *times[NPHASES]; /* [iter x rank], seconds */
     double *loss;           /* [steps]: mean loss over the global batch of each step */
+    double *allreduce_alone; /* [reps x rank]: the gradient allreduce by itself, ranks lined up first */
+    int allreduce_reps;
     double final_loss;
     uint64_t params_hash;
     double params_abs_sum;

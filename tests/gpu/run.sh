@@ -36,10 +36,12 @@ nvidia-smi -L | tee "$LOG/gpus.txt"
 check cpu_fp32 bin/dpscale run --config configs/mlp-medium.ini --backend=cpu $O --run.output=cpu.h5
 check cuda_fp32 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda $O --run.output=cuda32.h5
 check cuda_bf16 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 $O --run.output=cuda16.h5
+check cuda_tf32 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=tf32 $O --run.output=cudatf.h5
 check cuda_fp16 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=fp16 $O --run.output=cudah.h5
 check loss_fp32_vs_cpu_1e-4 $PY tests/gpu/check.py loss-close "$LOG/cuda32.h5" "$LOG/cpu.h5" 1e-4
-check loss_bf16_vs_cpu_3e-2 $PY tests/gpu/check.py loss-close "$LOG/cuda16.h5" "$LOG/cpu.h5" 3e-2
-check loss_fp16_vs_cpu_1e-2 $PY tests/gpu/check.py loss-close "$LOG/cudah.h5" "$LOG/cpu.h5" 1e-2
+check loss_tf32_vs_cpu_1e-3 $PY tests/gpu/check.py loss-close "$LOG/cudatf.h5" "$LOG/cpu.h5" 9.8e-4
+check loss_bf16_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16.h5" "$LOG/cpu.h5" 3.9e-3
+check loss_fp16_vs_cpu_1e-3 $PY tests/gpu/check.py loss-close "$LOG/cudah.h5" "$LOG/cpu.h5" 9.8e-4
 # 2. gradients against finite differences, on 1 and N GPUs (the NCCL path)
 check gradcheck_1gpu $MPIRUN -np 1 bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
 check gradcheck_${NGPU}gpu $MPIRUN -np "$NGPU" bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda

@@ -30,6 +30,8 @@ static void fake_runs(struct run_result *runs, struct run_summary *sums, struct 
             r->times[p] = calloc((size_t)(3 * r->nranks), sizeof(double));
             for (int i = 0; i < 3 * r->nranks; i++) r->times[p][i] = 0.01 * (p + 1) + 0.001 * i;
         }
+        r->allreduce_reps = 3;
+        r->allreduce_alone = calloc((size_t)(3 * r->nranks), sizeof(double));
         r->loss = calloc(4, sizeof(double));
         for (int s = 0; s < 4; s++) r->loss[s] = 2.0 - 0.1 * s;
         r->final_loss = r->loss[3];

@@ -55,6 +55,9 @@ static struct run_result fake_run(int nranks, double step_s, int batch)
         for (int i = 0; i < 3 * nranks; i++) r.times[p][i] = p == PHASE_STEP ? step_s : step_s / 4;
     }
     r.times[PHASE_STEP][0] = step_s * 10; /* one slow iteration on rank 0: the median ignores it */
+    r.allreduce_reps = 3;
+    r.allreduce_alone = calloc((size_t)(3 * nranks), sizeof(double));
+    for (int i = 0; i < 3 * nranks; i++) r.allreduce_alone[i] = step_s / 8;
     return r;
 }
 
@@ -71,10 +74,13 @@ TEST(summary_uses_median_of_slowest_rank_and_efficiency_against_one_rank)
     CHECK_NEAR(s[1].speedup, 1024.0 / 320.0, 1e-12);
     CHECK_NEAR(s[1].efficiency, 1024.0 / 320.0 / 4.0, 1e-12);
     CHECK_NEAR(s[0].efficiency, 1.0, 1e-15);
-    /* busbw = bytes / time * 2(n-1)/n, time = the median allreduce phase */
-    CHECK_NEAR(s[1].allreduce_busbw_gbps, 1e9 / (0.125 / 4) * 2.0 * 3 / 4 / 1e9, 1e-9);
+    /* busbw = bytes / time * 2(n-1)/n, time = the median of the allreduce by itself */
+    CHECK_NEAR(s[1].allreduce_alone_s, 0.125 / 8, 1e-15);
+    CHECK_NEAR(s[1].allreduce_busbw_gbps, 1e9 / (0.125 / 8) * 2.0 * 3 / 4 / 1e9, 1e-9);
     CHECK(isnan(s[0].allreduce_busbw_gbps));
     for (int p = 0; p < NPHASES; p++) { free(r1.times[p]); free(r4.times[p]); }
+    free(r1.allreduce_alone);
+    free(r4.allreduce_alone);
 }
 
 TEST(efficiency_is_nan_without_a_one_rank_run)
@@ -85,6 +91,7 @@ TEST(efficiency_is_nan_without_a_one_rank_run)
     stats_fill_scaling(&s, 1);
     CHECK(isnan(s.efficiency) && isnan(s.speedup));
     for (int p = 0; p < NPHASES; p++) free(r2.times[p]);
+    free(r2.allreduce_alone);
 }
 
 int main(void) { return test_main("stats"); }
