@@ -75,7 +75,8 @@ void step_set_params(struct backend *be, const struct model *m, struct step_buff
     if (rb->params_lp != NULL) be->ops->cast_from_f32(be, rb->params_lp, rb->params, m->nparams);
 }
 
-void step_forward(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+/* The forward pass; with_elementwise = 0 leaves only its GEMMs (the benchmark's floor). */
+static void forward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int with_elementwise)
 {
     const void *input = rb->x;
     for (int l = 0; l < m->nlayers; l++) {
@@ -83,28 +84,24 @@ void step_forward(struct backend *be, const struct model *m, struct step_buffers
         /* pre[B x out] = input[B x in] * W^T */
         be->ops->gemm(be, 0, 1, B, s->out, s->in, 1.0f, input, s->in, at(weights(rb), s->w_offset, rb->elem), s->in,
                       0.0f, rb->pre[l], 0, s->out);
-        be->ops->bias_act_forward(be, rb->act[l], rb->pre[l], rb->params + s->b_offset, B, s->out, s->act);
+        if (with_elementwise)
+            be->ops->bias_act_forward(be, rb->act[l], rb->pre[l], rb->params + s->b_offset, B, s->out, s->act);
         input = rb->act[l];
     }
 }
 
-void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
-                       float loss_scale)
-{
-    step_forward(be, m, rb, B);
-    be->ops->softmax_xent(be, rb->dlogits, rb->loss + slot, rb->pre[m->nlayers - 1], rb->labels, B, m->classes,
-                          loss_scale / (float)B);
-}
-
-void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+/* The backward pass from rb->dlogits, last layer first; with_elementwise as above. */
+static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int with_elementwise)
 {
     void *d = rb->dlogits; /* dL/d(output of layer l) */
     int which = 0;
     for (int l = m->nlayers - 1; l >= 0; l--) {
         const struct layer_shape *s = &m->layers[l];
         const void *input = l == 0 ? rb->x : rb->act[l - 1];
-        be->ops->act_backward(be, d, rb->pre[l], B, s->out, s->act);
-        be->ops->bias_grad(be, rb->grads + s->b_offset, d, B, s->out);
+        if (with_elementwise) {
+            be->ops->act_backward(be, d, rb->pre[l], B, s->out, s->act);
+            be->ops->bias_grad(be, rb->grads + s->b_offset, d, B, s->out);
+        }
         /* dW[out x in] = d^T[out x B] * input[B x in], straight into the fp32 gradient arena */
         be->ops->gemm(be, 1, 0, s->out, s->in, B, 1.0f, d, s->out, input, s->in, 0.0f, rb->grads + s->w_offset, 1, s->in);
         if (l > 0) {
@@ -118,25 +115,26 @@ void step_backward(struct backend *be, const struct model *m, struct step_buffer
     }
 }
 
+void step_forward(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+{
+    forward_pass(be, m, rb, B, 1);
+}
+
+void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
+                       float loss_scale)
+{
+    step_forward(be, m, rb, B);
+    be->ops->softmax_xent(be, rb->dlogits, rb->loss + slot, rb->pre[m->nlayers - 1], rb->labels, B, m->classes,
+                          loss_scale / (float)B);
+}
+
+void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+{
+    backward_pass(be, m, rb, B, 1);
+}
+
 void step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
 {
-    const void *input = rb->x;
-    for (int l = 0; l < m->nlayers; l++) {
-        const struct layer_shape *s = &m->layers[l];
-        be->ops->gemm(be, 0, 1, B, s->out, s->in, 1.0f, input, s->in, at(weights(rb), s->w_offset, rb->elem), s->in,
-                      0.0f, rb->pre[l], 0, s->out);
-        input = rb->act[l];
-    }
-    void *d = rb->dlogits;
-    for (int l = m->nlayers - 1; l >= 0; l--) {
-        const struct layer_shape *s = &m->layers[l];
-        input = l == 0 ? rb->x : rb->act[l - 1];
-        be->ops->gemm(be, 1, 0, s->out, s->in, B, 1.0f, d, s->out, input, s->in, 0.0f, rb->grads + s->w_offset, 1, s->in);
-        if (l > 0) {
-            void *dx = rb->scratch[l & 1];
-            be->ops->gemm(be, 0, 0, B, s->in, s->out, 1.0f, d, s->out, at(weights(rb), s->w_offset, rb->elem), s->in,
-                          0.0f, dx, 0, s->in);
-            d = dx;
-        }
-    }
+    forward_pass(be, m, rb, B, 0);
+    backward_pass(be, m, rb, B, 0);
 }

@@ -45,7 +45,7 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
             format_bytes((double)available, have, sizeof have);
             DP_ERROR("lower train.batch_per_gpu (or train.global_batch), model.hidden_dim or model.layers",
                      "the run on %d ranks needs %s per rank (parameters %.2f, gradients %.2f, optimizer %.2f, "
-                     "activations %.2f, data %.2f GiB) but %s has %s free for each of its %d ranks",
+                     "activations %.2f, data %.2f GiB) but %s has %s free for this rank (%d on the node)",
                      comm_size(c), need, plan.params_bytes / 1073741824.0, plan.grads_bytes / 1073741824.0,
                      plan.optimizer_bytes / 1073741824.0, plan.activations_bytes / 1073741824.0,
                      plan.data_bytes / 1073741824.0, be->info.device_name, have, local_size);
