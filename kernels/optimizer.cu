@@ -1,6 +1,7 @@
 /* optimizer.cu — SGD with momentum and AdamW in one fused pass over the whole
  * flat parameter arena (fp32 master weights and state), which also writes the
- * compute-dtype copy of the weights that the next step's GEMMs read. */
+ * compute-dtype copy of the weights that the next step's GEMMs read; and the
+ * casts between fp32 and the compute dtype. */
 #include "../src/backend.h"
 #include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
@@ -72,4 +73,21 @@ template <typename T> static cudaError_t launch_cast(void *dst, const float *src
 extern "C" cudaError_t cuda_cast_from_f32(void *dst, const float *src, size_t n, int dtype, cudaStream_t stream)
 {
     return DISPATCH_DTYPE(dtype, launch_cast, dst, src, n, stream);
+}
+
+template <typename T> __global__ void cast_back_kernel(float *dst, const T *src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = to_f32(src[i]);
+}
+
+template <typename T> static cudaError_t launch_cast_back(float *dst, const void *src, size_t n, cudaStream_t s)
+{
+    cast_back_kernel<T><<<blocks_for(n, 256, 132 * 16), 256, 0, s>>>(dst, (const T *)src, n);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuda_cast_to_f32(float *dst, const void *src, size_t n, int dtype, cudaStream_t stream)
+{
+    return DISPATCH_DTYPE(dtype, launch_cast_back, dst, src, n, stream);
 }

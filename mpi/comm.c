@@ -99,8 +99,24 @@ int comm_size(const struct comm *c) { return c->size; }
 int comm_nnodes(const struct comm *c) { return c->nnodes; }
 const char *comm_transport_name(const struct comm *c) { return c->transport->name; }
 
-void comm_allreduce_start(struct comm *c, float *buf, size_t count) { c->transport->allreduce_start(c, buf, count); }
+void comm_allreduce_start(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op, int tag)
+{
+    c->transport->allreduce_start(c, send, recv, count, dtype, op, tag);
+}
+
+void comm_progress(struct comm *c)
+{
+    if (c->transport->progress != NULL) c->transport->progress(c);
+}
+
 void comm_allreduce_wait_all(struct comm *c) { c->transport->allreduce_wait_all(c); }
+int comm_has_avg(const struct comm *c) { return c->transport->has_avg; }
+
+void comm_set_marker(struct comm *c, comm_marker_fn fn, void *ctx)
+{
+    c->marker = fn;
+    c->marker_ctx = ctx;
+}
 
 void comm_barrier(struct comm *c) { CHECK_MPI(MPI_Barrier(c->mpi)); }
 

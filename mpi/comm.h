@@ -24,16 +24,25 @@ struct launch {
 
 struct comm;
 
-/* Transport of the gradient allreduce; implementations: comm_mpi.c. */
+/* Transport of the gradient allreduce; implementations: comm_mpi.c, comm_nccl.c. */
 struct comm_transport {
     const char *name;
+    int has_avg; /* performs ALLREDUCE_AVG itself; otherwise AVG is a sum and the caller scales */
     int (*init)(struct comm *c);
-    /* Start summing `count` floats of `buf` over the group, in place. */
-    void (*allreduce_start)(struct comm *c, float *buf, size_t count);
-    /* Block until every started allreduce is complete. */
+    /* Start reducing `count` elements of `dtype` (enum dtype) from send into recv over the
+     * group (send == recv: in place). `tag` names the allreduce for the marker hook. */
+    void (*allreduce_start)(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op, int tag);
+    /* Let started allreduces advance (MPI progresses only inside MPI calls); may be NULL. */
+    void (*progress)(struct comm *c);
+    /* Every started allreduce is complete (the host waits: MPI) or will be before
+     * anything enqueued later on the compute stream runs (GPU transports). */
     void (*allreduce_wait_all)(struct comm *c);
     void (*destroy)(struct comm *c);
 };
+
+/* Called by the transport when allreduce `tag` starts (is_end 0) and ends (1): on
+ * the host (stream NULL) at that moment, or to be enqueued on `stream` (GPU). */
+typedef void (*comm_marker_fn)(void *ctx, int tag, int is_end, void *stream);
 
 extern const struct comm_transport comm_transport_mpi;
 #ifdef DPSCALE_HAVE_CUDA
@@ -54,8 +63,12 @@ int comm_size(const struct comm *c);
 int comm_nnodes(const struct comm *c);
 const char *comm_transport_name(const struct comm *c);
 
-void comm_allreduce_start(struct comm *c, float *buf, size_t count);
+void comm_allreduce_start(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op, int tag);
+void comm_progress(struct comm *c);
 void comm_allreduce_wait_all(struct comm *c);
+/* Whether ALLREDUCE_AVG delivers the mean (else the sum: the caller divides by N). */
+int comm_has_avg(const struct comm *c);
+void comm_set_marker(struct comm *c, comm_marker_fn fn, void *ctx);
 
 void comm_barrier(struct comm *c);
 /* Rank 0 of the group receives size x count doubles, rank-major. */

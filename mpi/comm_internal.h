@@ -17,9 +17,18 @@ struct comm {
     int npending;
     void *impl;   /* transport's own state */
     void *stream; /* the backend's compute stream (cudaStream_t), or NULL */
+    comm_marker_fn marker;
+    void *marker_ctx;
+    int pending_tag[COMM_MAX_PENDING]; /* MPI transport: the tag of each started request */
 };
 
 /* One check macro per API: an MPI failure names the call and the MPI error text. */
+/* The marker hook, if any. */
+static inline void comm_mark(struct comm *c, int tag, int is_end, void *stream)
+{
+    if (c->marker != NULL) c->marker(c->marker_ctx, tag, is_end, stream);
+}
+
 #define CHECK_MPI(call)                                                                       \
     do {                                                                                      \
         int mpi_rc_ = (call);                                                                 \

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../src/backend.h"
 #include "comm_internal.h"
 
 #define CHECK_NCCL(call)                                                                              \
@@ -62,12 +63,20 @@ static int nccl_init(struct comm *c)
     return 0;
 }
 
-static void nccl_allreduce_start(struct comm *c, float *buf, size_t count)
+static ncclDataType_t nccl_type(int dtype)
+{
+    return dtype == DT_BF16 ? ncclBfloat16 : dtype == DT_F16 ? ncclFloat16 : ncclFloat32;
+}
+
+static void nccl_allreduce_start(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op, int tag)
 {
     struct nccl_state *s = c->impl;
     CHECK_CUDA_COMM(cudaEventRecord(s->grads_ready, (cudaStream_t)c->stream));
     CHECK_CUDA_COMM(cudaStreamWaitEvent(s->comm_stream, s->grads_ready, 0));
-    CHECK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, s->comm, s->comm_stream));
+    comm_mark(c, tag, 0, s->comm_stream);
+    CHECK_NCCL(ncclAllReduce(send, recv, count, nccl_type(dtype), op == ALLREDUCE_AVG ? ncclAvg : ncclSum, s->comm,
+                             s->comm_stream));
+    comm_mark(c, tag, 1, s->comm_stream);
 }
 
 static void nccl_allreduce_wait_all(struct comm *c)
@@ -93,8 +102,10 @@ static void nccl_destroy(struct comm *c)
 
 const struct comm_transport comm_transport_nccl = {
     .name = "nccl",
+    .has_avg = 1,
     .init = nccl_init,
     .allreduce_start = nccl_allreduce_start,
+    .progress = NULL,
     .allreduce_wait_all = nccl_allreduce_wait_all,
     .destroy = nccl_destroy,
 };

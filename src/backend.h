@@ -78,8 +78,10 @@ struct backend_ops {
      * copy of the weights when params_lp is not NULL (a fused cast). */
     void (*optimizer_step)(struct backend *b, float *params, const float *grads, float *state1, float *state2,
                            void *params_lp, size_t n, const struct optim_hparams *h);
-    /* Cast n fp32 values into the compute dtype. */
+    /* Cast n fp32 values into the compute dtype, and back. */
     void (*cast_from_f32)(struct backend *b, void *dst, const float *src, size_t n);
+    void (*cast_to_f32)(struct backend *b, float *dst, const void *src, size_t n);
+    void (*zero)(struct backend *b, void *ptr, size_t bytes);
     /* Samples first_sample .. first_sample+rows-1 of the synthetic task. */
     void (*synth_batch)(struct backend *b, void *x, int *labels, uint64_t first_sample, int rows, int input_dim,
                         int classes, uint64_t seed);
@@ -87,6 +89,8 @@ struct backend_ops {
     struct backend_event *(*event_create)(struct backend *b);
     void (*event_destroy)(struct backend *b, struct backend_event *e);
     void (*event_record)(struct backend *b, struct backend_event *e);
+    /* Record on another stream (a transport's); NULL stream = the compute stream. */
+    void (*event_record_on)(struct backend *b, struct backend_event *e, void *stream);
     double (*event_elapsed_s)(struct backend *b, struct backend_event *start, struct backend_event *end);
     void (*synchronize)(struct backend *b);
 };

@@ -133,6 +133,18 @@ static void cpu_cast_from_f32(struct backend *b, void *dst, const float *src, si
     memcpy(dst, src, n * sizeof(float));
 }
 
+static void cpu_cast_to_f32(struct backend *b, float *dst, const void *src, size_t n)
+{
+    (void)b;
+    memcpy(dst, src, n * sizeof(float));
+}
+
+static void cpu_zero(struct backend *b, void *ptr, size_t bytes)
+{
+    (void)b;
+    memset(ptr, 0, bytes);
+}
+
 static void be_synth_batch(struct backend *b, void *x, int *labels, uint64_t first, int rows, int input_dim,
                            int classes, uint64_t seed)
 {
@@ -155,6 +167,12 @@ static void cpu_event_record(struct backend *b, struct backend_event *e)
 {
     (void)b;
     clock_gettime(CLOCK_MONOTONIC, &e->when);
+}
+
+static void cpu_event_record_on(struct backend *b, struct backend_event *e, void *stream)
+{
+    (void)stream; /* one timeline on the host */
+    cpu_event_record(b, e);
 }
 
 static double cpu_event_elapsed_s(struct backend *b, struct backend_event *start, struct backend_event *end)
@@ -184,10 +202,13 @@ const struct backend_ops backend_cpu_ops = {
     .softmax_xent = be_softmax_xent,
     .optimizer_step = be_optimizer_step,
     .cast_from_f32 = cpu_cast_from_f32,
+    .cast_to_f32 = cpu_cast_to_f32,
+    .zero = cpu_zero,
     .synth_batch = be_synth_batch,
     .event_create = cpu_event_create,
     .event_destroy = cpu_event_destroy,
     .event_record = cpu_event_record,
+    .event_record_on = cpu_event_record_on,
     .event_elapsed_s = cpu_event_elapsed_s,
     .synchronize = cpu_synchronize,
 };

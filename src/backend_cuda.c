@@ -288,6 +288,16 @@ static void cuda_cast_op(struct backend *b, void *dst, const float *src, size_t 
     CHECK_CUDA(cuda_cast_from_f32(dst, src, n, b->act_dtype, state(b)->stream));
 }
 
+static void cuda_cast_back_op(struct backend *b, float *dst, const void *src, size_t n)
+{
+    CHECK_CUDA(cuda_cast_to_f32(dst, src, n, b->act_dtype, state(b)->stream));
+}
+
+static void cuda_zero(struct backend *b, void *ptr, size_t bytes)
+{
+    CHECK_CUDA(cudaMemsetAsync(ptr, 0, bytes, state(b)->stream));
+}
+
 static void cuda_synth_op(struct backend *b, void *x, int *labels, uint64_t first, int rows, int input_dim, int classes,
                           uint64_t seed)
 {
@@ -313,6 +323,11 @@ static void cuda_event_destroy(struct backend *b, struct backend_event *e)
 static void cuda_event_record(struct backend *b, struct backend_event *e)
 {
     CHECK_CUDA(cudaEventRecord(e->ev, state(b)->stream));
+}
+
+static void cuda_event_record_on(struct backend *b, struct backend_event *e, void *stream)
+{
+    CHECK_CUDA(cudaEventRecord(e->ev, stream != NULL ? (cudaStream_t)stream : state(b)->stream));
 }
 
 static double cuda_event_elapsed_s(struct backend *b, struct backend_event *start, struct backend_event *end)
@@ -347,10 +362,13 @@ const struct backend_ops backend_cuda_ops = {
     .softmax_xent = cuda_softmax_xent_op,
     .optimizer_step = cuda_optimizer_op,
     .cast_from_f32 = cuda_cast_op,
+    .cast_to_f32 = cuda_cast_back_op,
+    .zero = cuda_zero,
     .synth_batch = cuda_synth_op,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,
+    .event_record_on = cuda_event_record_on,
     .event_elapsed_s = cuda_event_elapsed_s,
     .synchronize = cuda_synchronize,
 };

@@ -33,7 +33,7 @@ static double median_gemm_only_s(struct session *s, int B)
     free(host);
     be->ops->synth_batch(be, rb.x, rb.labels, 0, B, s->model->input_dim, s->model->classes, (uint64_t)s->cfg.seed);
     step_forward_loss(be, s->model, &rb, B, 0, 1.0f);
-    step_backward(be, s->model, &rb, B);
+    step_backward(be, s->model, &rb, B, NULL);
     struct backend_event **ev = calloc((size_t)iters + 1, sizeof *ev);
     CHECK_ALLOC(ev);
     for (int i = 0; i <= iters; i++) ev[i] = be->ops->event_create(be);

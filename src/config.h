@@ -22,6 +22,8 @@ enum optimizer { OPT_SGD = 0, OPT_ADAMW = 1 };
 enum precision { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2, PREC_FP16 = 3 };
 enum backend_kind { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_CUDA = 2 };
 enum transport { TRANSPORT_AUTO = 0, TRANSPORT_MPI = 1, TRANSPORT_NCCL = 2 };
+enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
+enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 };
 
 struct config {
     char config_path[CONFIG_STR_LEN]; /* "" when no file was given */
@@ -62,7 +64,12 @@ struct config {
     double peak_tflops; /* peak of the GPU in the run's precision for MFU; 0 = from the table */
 
     /* [comm] */
-    int transport; /* enum transport */
+    int transport;       /* enum transport */
+    int overlap;         /* allreduce each bucket as backward produces it; off = one allreduce after backward */
+    double bucket_mb;    /* gradient bucket size (MB = 1e6 bytes of fp32 gradient) */
+    double first_bucket_mb;
+    int allreduce_dtype; /* enum allreduce_dtype */
+    int allreduce_op;    /* enum allreduce_op */
 };
 
 enum key_type { KEY_INT, KEY_INT64, KEY_DOUBLE, KEY_ENUM, KEY_BOOL, KEY_STRING, KEY_INTLIST };

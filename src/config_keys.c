@@ -11,6 +11,8 @@ static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL};
 static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const transport_names[] = {"auto", "mpi", "nccl", NULL};
+static const char *const allreduce_dtype_names[] = {"fp32", "compute", NULL};
+static const char *const allreduce_op_names[] = {"avg", "sum", NULL};
 
 #define OFF(field) offsetof(struct config, field)
 #define BIG 1073741824.0 /* 2^30: no dimension or count is larger */
@@ -56,6 +58,15 @@ const struct config_key config_keys[] = {
      "GPU peak TFLOP/s in train.precision for MFU; 0 = the built-in table"},
 
     {"comm", "transport", KEY_ENUM, OFF(transport), 0, 0, transport_names, "auto", "how gradients travel: mpi (host buffers), nccl (GPU buffers); auto = nccl on cuda, mpi on cpu"},
+    {"comm", "overlap", KEY_BOOL, OFF(overlap), 0, 0, NULL, "on",
+     "allreduce each gradient bucket as soon as backward produced it; off = one allreduce after backward"},
+    {"comm", "bucket_mb", KEY_DOUBLE, OFF(bucket_mb), 0.001, 1e6, NULL, "25", "gradient bucket size in MB (PyTorch DDP: 25)"},
+    {"comm", "first_bucket_mb", KEY_DOUBLE, OFF(first_bucket_mb), 0.001, 1e6, NULL, "1",
+     "size of the first bucket (the last layer's gradients), small so that communication starts early"},
+    {"comm", "allreduce_dtype", KEY_ENUM, OFF(allreduce_dtype), 0, 0, allreduce_dtype_names, "fp32",
+     "gradients travel in fp32, or in the compute precision (bf16/fp16 halve the bytes)"},
+    {"comm", "allreduce_op", KEY_ENUM, OFF(allreduce_op), 0, 0, allreduce_op_names, "avg",
+     "avg: NCCL's average (MPI: sum, then the optimizer scales); sum: sum, then the optimizer scales by 1/N"},
 };
 
 const size_t config_nkeys = sizeof config_keys / sizeof config_keys[0];

@@ -70,8 +70,8 @@ int cmd_gradcheck(int argc, char **argv)
 
     /* Analytic: local backward, allreduce sum, divide by N (what the optimizer sees). */
     step_forward_loss(be, m, &rb, B, 0, 1.0f);
-    step_backward(be, m, &rb, B);
-    comm_allreduce_start(c, rb.grads, m->nparams);
+    step_backward(be, m, &rb, B, NULL);
+    comm_allreduce_start(c, rb.grads, rb.grads, m->nparams, DT_F32, ALLREDUCE_SUM, 0);
     comm_allreduce_wait_all(c);
     be->ops->download(be, grads, rb.grads, m->nparams * sizeof(float));
 

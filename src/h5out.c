@@ -174,7 +174,12 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     attr_str(w, g, "transport", r->transport);
     attr_str(w, g, "scaling", config_enum_name(config_find_key("train", "scaling"), cfg->scaling));
     attr_str(w, g, "precision", config_enum_name(config_find_key("train", "precision"), cfg->precision));
-    attr_str(w, g, "overlap", "off");
+    attr_str(w, g, "overlap", cfg->overlap ? "on" : "off");
+    attr_f64(w, g, "bucket_mb", cfg->bucket_mb);
+    attr_f64(w, g, "first_bucket_mb", cfg->first_bucket_mb);
+    attr_i64(w, g, "nbuckets", r->nbuckets);
+    attr_str(w, g, "allreduce_dtype", r->allreduce_dtype);
+    attr_str(w, g, "allreduce_op", config_enum_name(config_find_key("comm", "allreduce_op"), cfg->allreduce_op));
     attr_i64(w, g, "batch_per_rank", r->batch_per_rank);
     attr_i64(w, g, "global_batch", r->global_batch);
     attr_i64(w, g, "warmup_steps", r->steps - r->iters);
@@ -182,20 +187,12 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     attr_i64(w, g, "parameters", (long long)r->nparams);
     attr_f64(w, g, "gemm_flops_per_step", r->gemm_flops_per_step);
     attr_f64(w, g, "allreduce_bytes", r->allreduce_bytes);
-    attr_f64(w, g, "step_median_s", s->step_median_s);
-    attr_f64(w, g, "step_p05_s", s->step_p05_s);
-    attr_f64(w, g, "step_p95_s", s->step_p95_s);
-    attr_f64(w, g, "samples_per_s", s->samples_per_s);
-    attr_f64(w, g, "speedup", s->speedup);
-    attr_f64(w, g, "efficiency", s->efficiency);
-    attr_f64(w, g, "final_loss", r->final_loss);
-    attr_f64(w, g, "gemm_tflops", s->gemm_tflops);
     attr_f64(w, g, "peak_tflops", r->peak_tflops > 0 ? r->peak_tflops : NAN);
-    attr_f64(w, g, "mfu", s->mfu);
     attr_f64(w, g, "energy_j", r->energy_j);
     attr_f64(w, g, "timed_wall_s", r->timed_wall_s);
-    attr_f64(w, g, "joules_per_sample", s->joules_per_sample);
-    attr_f64(w, g, "avg_power_w", s->avg_power_w);
+#define RUN_ATTR(name) attr_f64(w, g, #name, s->name);
+    RUN_SUMMARY_DOUBLES(RUN_ATTR)
+#undef RUN_ATTR
     attr_f64(w, g, "params_abs_sum", r->params_abs_sum);
     char hash[24];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->params_hash);
@@ -208,6 +205,11 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     dataset_write(w, g, "loss", H5T_NATIVE_DOUBLE, 1, steps, r->loss, "nats");
     hsize_t reps[2] = {(hsize_t)r->allreduce_reps, (hsize_t)r->nranks};
     dataset_write(w, g, "allreduce_alone_s", H5T_NATIVE_DOUBLE, 2, reps, r->allreduce_alone, "s");
+    dataset_write(w, g, "compute_only_s", H5T_NATIVE_DOUBLE, 2, dims, r->compute_only, "s");
+    hsize_t nb[1] = {(hsize_t)r->nbuckets}, ib[3] = {(hsize_t)r->iters, (hsize_t)r->nranks, (hsize_t)r->nbuckets};
+    dataset_write(w, g, "bucket_elements", H5T_NATIVE_DOUBLE, 1, nb, r->bucket_count, NULL);
+    dataset_write(w, g, "bucket_start_s", H5T_NATIVE_DOUBLE, 3, ib, r->bucket_start, "s");
+    dataset_write(w, g, "bucket_end_s", H5T_NATIVE_DOUBLE, 3, ib, r->bucket_end, "s");
     if (r->params != NULL) {
         hsize_t np[1] = {(hsize_t)r->nparams};
         dataset_write(w, g, "params", H5T_NATIVE_FLOAT, 1, np, r->params, NULL);
@@ -220,10 +222,9 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
 struct summary_row {
     char transport[16];
     int32_t nranks, nodes, batch_per_rank, global_batch;
-    double step_median_s, step_p05_s, step_p95_s;
-    double forward_median_s, backward_median_s, allreduce_median_s, update_median_s, allreduce_alone_s;
-    double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
-    double gemm_tflops, mfu, allreduce_busbw_gbps, joules_per_sample, avg_power_w, final_loss;
+#define ROW_DECLARE(name) double name;
+    RUN_SUMMARY_DOUBLES(ROW_DECLARE)
+#undef ROW_DECLARE
 };
 
 static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s, int n)
@@ -237,52 +238,22 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
         r->nodes = s[i].nnodes;
         r->batch_per_rank = s[i].batch_per_rank;
         r->global_batch = s[i].global_batch;
-        r->step_median_s = s[i].step_median_s;
-        r->step_p05_s = s[i].step_p05_s;
-        r->step_p95_s = s[i].step_p95_s;
-        r->forward_median_s = s[i].phase_median_s[PHASE_FORWARD];
-        r->backward_median_s = s[i].phase_median_s[PHASE_BACKWARD];
-        r->allreduce_median_s = s[i].phase_median_s[PHASE_ALLREDUCE];
-        r->update_median_s = s[i].phase_median_s[PHASE_UPDATE];
-        r->allreduce_alone_s = s[i].allreduce_alone_s;
-        r->samples_per_s = s[i].samples_per_s;
-        r->samples_per_s_per_rank = s[i].samples_per_s_per_rank;
-        r->speedup = s[i].speedup;
-        r->efficiency = s[i].efficiency;
-        r->gemm_tflops = s[i].gemm_tflops;
-        r->mfu = s[i].mfu;
-        r->joules_per_sample = s[i].joules_per_sample;
-        r->avg_power_w = s[i].avg_power_w;
-        r->allreduce_busbw_gbps = s[i].allreduce_busbw_gbps;
-        r->final_loss = s[i].final_loss;
+#define ROW_COPY(name) r->name = s[i].name;
+        RUN_SUMMARY_DOUBLES(ROW_COPY)
+#undef ROW_COPY
     }
     hid_t str = CHECK_H5(w, H5Tcopy(H5T_C_S1));
     CHECK_H5(w, H5Tset_size(str, sizeof rows->transport));
     hid_t t = CHECK_H5(w, H5Tcreate(H5T_COMPOUND, sizeof(struct summary_row)));
-#define FIELD(name, type) CHECK_H5(w, H5Tinsert(t, #name, HOFFSET(struct summary_row, name), type))
-    FIELD(transport, str);
-    FIELD(nranks, H5T_NATIVE_INT32);
-    FIELD(nodes, H5T_NATIVE_INT32);
-    FIELD(batch_per_rank, H5T_NATIVE_INT32);
-    FIELD(global_batch, H5T_NATIVE_INT32);
-    FIELD(step_median_s, H5T_NATIVE_DOUBLE);
-    FIELD(step_p05_s, H5T_NATIVE_DOUBLE);
-    FIELD(step_p95_s, H5T_NATIVE_DOUBLE);
-    FIELD(forward_median_s, H5T_NATIVE_DOUBLE);
-    FIELD(backward_median_s, H5T_NATIVE_DOUBLE);
-    FIELD(allreduce_median_s, H5T_NATIVE_DOUBLE);
-    FIELD(update_median_s, H5T_NATIVE_DOUBLE);
-    FIELD(allreduce_alone_s, H5T_NATIVE_DOUBLE);
-    FIELD(samples_per_s, H5T_NATIVE_DOUBLE);
-    FIELD(samples_per_s_per_rank, H5T_NATIVE_DOUBLE);
-    FIELD(speedup, H5T_NATIVE_DOUBLE);
-    FIELD(efficiency, H5T_NATIVE_DOUBLE);
-    FIELD(gemm_tflops, H5T_NATIVE_DOUBLE);
-    FIELD(mfu, H5T_NATIVE_DOUBLE);
-    FIELD(allreduce_busbw_gbps, H5T_NATIVE_DOUBLE);
-    FIELD(joules_per_sample, H5T_NATIVE_DOUBLE);
-    FIELD(avg_power_w, H5T_NATIVE_DOUBLE);
-    FIELD(final_loss, H5T_NATIVE_DOUBLE);
+#define FIELD(name, type) CHECK_H5(w, H5Tinsert(t, #name, HOFFSET(struct summary_row, name), type));
+#define DOUBLE_FIELD(name) FIELD(name, H5T_NATIVE_DOUBLE)
+    FIELD(transport, str)
+    FIELD(nranks, H5T_NATIVE_INT32)
+    FIELD(nodes, H5T_NATIVE_INT32)
+    FIELD(batch_per_rank, H5T_NATIVE_INT32)
+    FIELD(global_batch, H5T_NATIVE_INT32)
+    RUN_SUMMARY_DOUBLES(DOUBLE_FIELD)
+#undef DOUBLE_FIELD
 #undef FIELD
     hsize_t dims[1] = {(hsize_t)n};
     dataset_write(w, file, "summary", t, 1, dims, rows, NULL);

@@ -45,6 +45,27 @@ void stats_max_over_ranks(const double *m, int iters, int ranks, double *out)
     }
 }
 
+void stats_mean_over_ranks(const double *m, int iters, int ranks, double *out)
+{
+    for (int i = 0; i < iters; i++) {
+        double sum = 0.0;
+        for (int r = 0; r < ranks; r++) sum += m[(size_t)i * ranks + r];
+        out[i] = sum / ranks;
+    }
+}
+
+/* Median over iterations of the max (or mean) over ranks of m[iters x ranks]. */
+static double median_across(const double *m, int iters, int ranks, int use_mean)
+{
+    double *per_iter = malloc((size_t)iters * sizeof *per_iter);
+    CHECK_ALLOC(per_iter);
+    if (use_mean) stats_mean_over_ranks(m, iters, ranks, per_iter);
+    else stats_max_over_ranks(m, iters, ranks, per_iter);
+    double v = stats_percentile(per_iter, (size_t)iters, 50.0);
+    free(per_iter);
+    return v;
+}
+
 void stats_summarize_run(const struct run_result *r, struct run_summary *s)
 {
     memset(s, 0, sizeof *s);
@@ -65,14 +86,18 @@ void stats_summarize_run(const struct run_result *r, struct run_summary *s)
         }
     }
     free(slowest);
+    s->forward_median_s = s->phase_median_s[PHASE_FORWARD];
+    s->backward_median_s = s->phase_median_s[PHASE_BACKWARD];
+    s->comm_exposed_median_s = s->phase_median_s[PHASE_COMM_EXPOSED];
+    s->update_median_s = s->phase_median_s[PHASE_UPDATE];
     s->samples_per_s = (double)r->global_batch / s->step_median_s;
     s->samples_per_s_per_rank = s->samples_per_s / r->nranks;
     s->gemm_tflops = r->gemm_flops_per_step / s->step_median_s / 1e12;
-    double *slowest_ar = malloc((size_t)r->allreduce_reps * sizeof *slowest_ar);
-    CHECK_ALLOC(slowest_ar);
-    stats_max_over_ranks(r->allreduce_alone, r->allreduce_reps, r->nranks, slowest_ar);
-    s->allreduce_alone_s = stats_percentile(slowest_ar, (size_t)r->allreduce_reps, 50.0);
-    free(slowest_ar);
+    s->allreduce_alone_s = median_across(r->allreduce_alone, r->allreduce_reps, r->nranks, 0);
+    s->compute_only_s = median_across(r->compute_only, r->iters, r->nranks, 0);
+    s->compute_only_mean_s = median_across(r->compute_only, r->iters, r->nranks, 1);
+    s->overlap_efficiency = r->nranks > 1 ? 1.0 - s->phase_median_s[PHASE_COMM_EXPOSED] / s->allreduce_alone_s : NAN;
+    s->loss_compute = s->loss_imbalance = s->loss_comm = NAN;
     const double ar = s->allreduce_alone_s;
     s->allreduce_busbw_gbps = r->nranks > 1 && ar > 0 ? r->allreduce_bytes / ar * 2.0 * (r->nranks - 1) / r->nranks / 1e9 : NAN;
     s->mfu = r->peak_tflops > 0 ? s->gemm_tflops / r->nranks / r->peak_tflops : NAN;
@@ -94,5 +119,11 @@ void stats_fill_scaling(struct run_summary *runs, int n)
         if (base == NULL) continue;
         runs[i].speedup = runs[i].samples_per_s / base->samples_per_s;
         runs[i].efficiency = runs[i].speedup / runs[i].nranks;
+        /* the ideal step: the 1-rank step scaled to this run's batch per rank */
+        struct run_summary *r = &runs[i];
+        const double ideal = base->step_median_s * r->batch_per_rank / base->batch_per_rank, step = r->step_median_s;
+        r->loss_compute = (r->compute_only_mean_s - ideal) / step;
+        r->loss_imbalance = (r->compute_only_s - r->compute_only_mean_s) / step;
+        r->loss_comm = (step - r->compute_only_s) / step;
     }
 }

@@ -11,20 +11,34 @@
 
 #include "train.h"
 
+/* Every figure of a run's summary that is a real number, in the column order of the
+ * /summary table; h5out.c writes them all from this one list. Times in seconds. */
+#define RUN_SUMMARY_DOUBLES(X)                                                                       \
+    X(step_median_s)          /* median over timed steps of the max over ranks */                   \
+    X(step_p05_s) X(step_p95_s)                                                                      \
+    X(forward_median_s) X(backward_median_s) X(comm_exposed_median_s) X(update_median_s)             \
+    X(compute_only_s)         /* the step without the allreduce: median of the max over ranks */    \
+    X(compute_only_mean_s)    /* the same, of the mean over ranks (a typical rank) */               \
+    X(allreduce_alone_s)      /* every bucket's allreduce by itself, ranks lined up */              \
+    X(overlap_efficiency)     /* 1 - exposed communication / allreduce alone */                     \
+    X(samples_per_s) X(samples_per_s_per_rank)                                                       \
+    X(speedup) X(efficiency)  /* against the 1-rank run of the launch; NaN without one */           \
+    X(loss_compute)           /* (typical compute - ideal step) / step */                            \
+    X(loss_imbalance)         /* (slowest compute - typical compute) / step */                      \
+    X(loss_comm)              /* (step - slowest compute) / step; the three add up to 1 - efficiency */ \
+    X(gemm_tflops)            /* GEMM FLOP/s over all ranks at the median step */                   \
+    X(mfu)                    /* per GPU over the datasheet peak; NaN when unknown */               \
+    X(allreduce_busbw_gbps)   /* nccl-tests busbw of the allreduce alone */                         \
+    X(joules_per_sample) X(avg_power_w) /* NaN without an energy counter */                         \
+    X(final_loss)
+
 struct run_summary {
     char transport[16];
     int nranks, nnodes, batch_per_rank, global_batch;
-    double step_median_s, step_p05_s, step_p95_s;
+#define RUN_SUMMARY_DECLARE(name) double name;
+    RUN_SUMMARY_DOUBLES(RUN_SUMMARY_DECLARE)
+#undef RUN_SUMMARY_DECLARE
     double phase_median_s[NPHASES]; /* median over iterations of the max over ranks */
-    double samples_per_s, samples_per_s_per_rank;
-    double speedup, efficiency;     /* against the 1-rank run of the same launch; NaN without one */
-    double gemm_tflops;             /* achieved GEMM FLOP/s over all ranks at the median step, in TFLOP/s */
-    double allreduce_alone_s;       /* median over repetitions of the max over ranks: the allreduce by itself */
-    double allreduce_busbw_gbps;    /* nccl-tests busbw of the gradient allreduce by itself */
-    double mfu;                     /* GEMM FLOP/s per GPU over the peak in this precision; NaN when unknown */
-    double joules_per_sample;       /* NaN without an energy counter */
-    double avg_power_w;             /* per GPU, over the timed steps */
-    double final_loss;
     double params_abs_sum;
     double replica_max_abs_diff;
 };
@@ -35,6 +49,8 @@ double stats_percentile_sorted(const double *sorted, size_t n, double p);
 double stats_percentile(const double *values, size_t n, double p);
 /* out[i] = max over r of m[i * ranks + r]. */
 void stats_max_over_ranks(const double *m, int iters, int ranks, double *out);
+/* out[i] = mean over r of m[i * ranks + r]. */
+void stats_mean_over_ranks(const double *m, int iters, int ranks, double *out);
 
 void stats_summarize_run(const struct run_result *r, struct run_summary *s);
 /* Speedup and efficiency of every run against the run with one rank of the same transport. */

@@ -91,7 +91,8 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
 }
 
 /* The backward pass from rb->dlogits, last layer first; with_elementwise as above. */
-static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int with_elementwise)
+static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int with_elementwise,
+                          const struct step_hook *hook)
 {
     void *d = rb->dlogits; /* dL/d(output of layer l) */
     int which = 0;
@@ -112,6 +113,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
             d = dx;
             which ^= 1;
         }
+        if (hook != NULL) hook->layer_done(hook->ctx, l);
     }
 }
 
@@ -128,13 +130,14 @@ void step_forward_loss(struct backend *be, const struct model *m, struct step_bu
                           loss_scale / (float)B);
 }
 
-void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B,
+                   const struct step_hook *hook)
 {
-    backward_pass(be, m, rb, B, 1);
+    backward_pass(be, m, rb, B, 1, hook);
 }
 
 void step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
 {
     forward_pass(be, m, rb, B, 0);
-    backward_pass(be, m, rb, B, 0);
+    backward_pass(be, m, rb, B, 0, NULL);
 }

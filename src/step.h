@@ -39,8 +39,16 @@ void step_forward(struct backend *be, const struct model *m, struct step_buffers
  * loss_scale) into rb->dlogits. */
 void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
                        float loss_scale);
-/* Backward from rb->dlogits: fills the gradient arena, last layer first. */
-void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
+/* Called when backward has finished layer `layer` (its gradients are in the arena). */
+struct step_hook {
+    void (*layer_done)(void *ctx, int layer);
+    void *ctx;
+};
+
+/* Backward from rb->dlogits: fills the gradient arena, last layer first; `hook`
+ * (may be NULL) hears of every finished layer, to start gradient buckets. */
+void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B,
+                   const struct step_hook *hook);
 /* The GEMMs of one forward and backward pass, with nothing else: the step's GEMM floor. */
 void step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
 

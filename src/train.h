@@ -1,5 +1,6 @@
-/* train.h — one run of the sweep: N ranks train the model data-parallel for
- * warmup + iters steps, and the timings of every timed step and rank come back. */
+/* train.h — one run of the sweep: N ranks train the model data-parallel, and
+ * the timings of every timed step and rank come back, with what the step is made
+ * of: the same steps without the allreduce, and the allreduce by itself. */
 #ifndef DPSCALE_TRAIN_H
 #define DPSCALE_TRAIN_H
 
@@ -11,7 +12,7 @@
 #include "model.h"
 
 /* Phases of a step, in order; PHASE_STEP is the whole step. */
-enum phase { PHASE_FORWARD, PHASE_BACKWARD, PHASE_ALLREDUCE, PHASE_UPDATE, PHASE_STEP, NPHASES };
+enum phase { PHASE_FORWARD, PHASE_BACKWARD, PHASE_COMM_EXPOSED, PHASE_UPDATE, PHASE_STEP, NPHASES };
 extern const char *const phase_names[NPHASES]; /* "forward_s", ... as stored in HDF5 */
 
 struct run_result {
@@ -19,10 +20,15 @@ struct run_result {
     int batch_per_rank, global_batch;
     int iters, steps; /* timed steps; all steps (warm-up included) */
     char transport[16];
+    char allreduce_dtype[8]; /* the gradients' type on the wire: fp32, bf16 or fp16 */
     /* Filled on rank 0 of the run only: */
-    double *times[NPHASES]; /* [iter x rank], seconds */
+    double *times[NPHASES]; /* [iter x rank], seconds; COMM_EXPOSED: end of backward to allreduce done */
+    double *compute_only;   /* [iter x rank]: the same step without the allreduce */
+    int nbuckets;
+    double *bucket_count;   /* [bucket]: gradient elements in each bucket */
+    double *bucket_start, *bucket_end; /* [iter x rank x bucket]: from the step's start */
     double *loss;           /* [steps]: mean loss over the global batch of each step */
-    double *allreduce_alone; /* [reps x rank]: the gradient allreduce by itself, ranks lined up first */
+    double *allreduce_alone; /* [reps x rank]: every bucket's allreduce by itself, ranks lined up first */
     int allreduce_reps;
     double final_loss;
     uint64_t params_hash;

@@ -5,7 +5,7 @@ import pytest
 
 from conftest import run_tiny
 
-PHASES = ["forward_s", "backward_s", "allreduce_s", "update_s", "step_s"]
+PHASES = ["forward_s", "backward_s", "comm_exposed_s", "update_s", "step_s"]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,9 @@ def test_summary_efficiency_agrees_with_the_timing_datasets(result):
 def test_stdout_table_shows_the_same_numbers(result):
     f, p = result
     rows = [line.split() for line in p.stdout.splitlines() if line.startswith("mpi ")]
-    assert len(rows) == 2
-    for row, s in zip(rows, f["summary"][:]):
+    assert len(rows) == 4  # the scaling table, then where the time went
+    for row, where, s in zip(rows[:2], rows[2:], f["summary"][:]):
         assert float(row[4]) == pytest.approx(1e3 * s["step_median_s"], abs=5e-4)
         assert float(row[9]) == pytest.approx(s["efficiency"], abs=5e-4)
+        assert float(where[4]) == pytest.approx(1e3 * s["comm_exposed_median_s"], abs=5e-4)
+        assert float(where[6]) == pytest.approx(1e3 * s["compute_only_s"], abs=5e-4)

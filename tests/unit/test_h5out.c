@@ -8,6 +8,7 @@
 
 #include "../../src/h5out.h"
 #include "check.h"
+#include "fake_run.h"
 
 static char g_dir[64];
 
@@ -16,26 +17,12 @@ static void fake_runs(struct run_result *runs, struct run_summary *sums, struct 
     char err[256], *argv[] = {"run", "--model.layers=2", NULL};
     config_load(cfg, 2, argv, err, sizeof err);
     for (int k = 0; k < 2; k++) {
-        struct run_result *r = &runs[k];
-        memset(r, 0, sizeof *r);
-        r->nranks = k + 1;
-        r->nnodes = 1;
-        r->batch_per_rank = 4;
-        r->global_batch = 4 * (k + 1);
-        r->iters = 3;
-        r->steps = 4;
-        r->nparams = 10;
-        snprintf(r->transport, sizeof r->transport, "mpi");
-        for (int p = 0; p < NPHASES; p++) {
-            r->times[p] = calloc((size_t)(3 * r->nranks), sizeof(double));
-            for (int i = 0; i < 3 * r->nranks; i++) r->times[p][i] = 0.01 * (p + 1) + 0.001 * i;
-        }
-        r->allreduce_reps = 3;
-        r->allreduce_alone = calloc((size_t)(3 * r->nranks), sizeof(double));
-        r->loss = calloc(4, sizeof(double));
-        for (int s = 0; s < 4; s++) r->loss[s] = 2.0 - 0.1 * s;
-        r->final_loss = r->loss[3];
-        stats_summarize_run(r, &sums[k]);
+        runs[k] = fake_run(k + 1, 0.01 * (k + 1), 4);
+        for (int p = 0; p < NPHASES; p++)
+            for (int i = 0; i < 3 * runs[k].nranks; i++) runs[k].times[p][i] = 0.01 * (p + 1) + 0.001 * i;
+        for (int s = 0; s < 4; s++) runs[k].loss[s] = 2.0 - 0.1 * s;
+        runs[k].final_loss = runs[k].loss[3];
+        stats_summarize_run(&runs[k], &sums[k]);
     }
     stats_fill_scaling(sums, 2);
 }

@@ -3,6 +3,7 @@
 
 #include "../../src/stats.h"
 #include "check.h"
+#include "fake_run.h"
 
 TEST(percentile_interpolates_like_numpy)
 {
@@ -39,28 +40,6 @@ TEST(max_over_ranks_takes_the_slowest_rank_per_iteration)
     CHECK_NEAR(out[1], 7, 0);
 }
 
-static struct run_result fake_run(int nranks, double step_s, int batch)
-{
-    struct run_result r = {0};
-    r.nranks = nranks;
-    r.nnodes = 1;
-    r.batch_per_rank = batch;
-    r.global_batch = batch * nranks;
-    r.iters = 3;
-    r.allreduce_bytes = 1e9;
-    r.gemm_flops_per_step = 1e12;
-    snprintf(r.transport, sizeof r.transport, "mpi");
-    for (int p = 0; p < NPHASES; p++) {
-        r.times[p] = calloc((size_t)(3 * nranks), sizeof(double));
-        for (int i = 0; i < 3 * nranks; i++) r.times[p][i] = p == PHASE_STEP ? step_s : step_s / 4;
-    }
-    r.times[PHASE_STEP][0] = step_s * 10; /* one slow iteration on rank 0: the median ignores it */
-    r.allreduce_reps = 3;
-    r.allreduce_alone = calloc((size_t)(3 * nranks), sizeof(double));
-    for (int i = 0; i < 3 * nranks; i++) r.allreduce_alone[i] = step_s / 8;
-    return r;
-}
-
 TEST(summary_uses_median_of_slowest_rank_and_efficiency_against_one_rank)
 {
     struct run_result r1 = fake_run(1, 0.100, 32), r4 = fake_run(4, 0.125, 32);
@@ -78,9 +57,8 @@ TEST(summary_uses_median_of_slowest_rank_and_efficiency_against_one_rank)
     CHECK_NEAR(s[1].allreduce_alone_s, 0.125 / 8, 1e-15);
     CHECK_NEAR(s[1].allreduce_busbw_gbps, 1e9 / (0.125 / 8) * 2.0 * 3 / 4 / 1e9, 1e-9);
     CHECK(isnan(s[0].allreduce_busbw_gbps));
-    for (int p = 0; p < NPHASES; p++) { free(r1.times[p]); free(r4.times[p]); }
-    free(r1.allreduce_alone);
-    free(r4.allreduce_alone);
+    run_result_free(&r1);
+    run_result_free(&r4);
 }
 
 TEST(efficiency_is_nan_without_a_one_rank_run)
@@ -90,8 +68,28 @@ TEST(efficiency_is_nan_without_a_one_rank_run)
     stats_summarize_run(&r2, &s);
     stats_fill_scaling(&s, 1);
     CHECK(isnan(s.efficiency) && isnan(s.speedup));
-    for (int p = 0; p < NPHASES; p++) free(r2.times[p]);
-    free(r2.allreduce_alone);
+    run_result_free(&r2);
+}
+
+TEST(decomposition_adds_up_to_the_lost_efficiency)
+{
+    struct run_result r1 = fake_run(1, 0.100, 32), r2 = fake_run(2, 0.125, 32);
+    /* rank 1 computes slower than rank 0 in the compute-only pass: imbalance */
+    for (int i = 0; i < 3; i++) r2.compute_only[i * 2 + 1] = 0.115;
+    for (int i = 0; i < 3; i++) r2.compute_only[i * 2 + 0] = 0.105;
+    struct run_summary s[2];
+    stats_summarize_run(&r1, &s[0]);
+    stats_summarize_run(&r2, &s[1]);
+    stats_fill_scaling(s, 2);
+    /* ideal 0.100, typical compute 0.110, slowest 0.115, step 0.125 */
+    CHECK_NEAR(s[1].loss_compute, 0.010 / 0.125, 1e-12);
+    CHECK_NEAR(s[1].loss_imbalance, 0.005 / 0.125, 1e-12);
+    CHECK_NEAR(s[1].loss_comm, 0.010 / 0.125, 1e-12);
+    CHECK_NEAR(s[1].loss_compute + s[1].loss_imbalance + s[1].loss_comm, 1.0 - s[1].efficiency, 1e-12);
+    /* overlap efficiency: 1 - exposed (0.125/4 median) / alone (0.125/8) */
+    CHECK_NEAR(s[1].overlap_efficiency, 1.0 - (0.125 / 4) / (0.125 / 8), 1e-12);
+    run_result_free(&r1);
+    run_result_free(&r2);
 }
 
 int main(void) { return test_main("stats"); }

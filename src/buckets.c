@@ -1,0 +1,46 @@
+/* buckets.c — the bucket plan of the gradient arena (buckets.h). */
+#include "buckets.h"
+
+#include <stdlib.h>
+
+#include "error.h"
+
+int bucket_plan_make(const struct model *m, int overlap, double bucket_mb, double first_bucket_mb,
+                     struct bucket_plan *plan)
+{
+    /* at most two tensors per layer: that many buckets at the most */
+    plan->buckets = calloc((size_t)m->nlayers * 2 + 1, sizeof *plan->buckets);
+    CHECK_ALLOC(plan->buckets);
+    plan->nbuckets = 0;
+    if (!overlap) {
+        plan->buckets[0] = (struct bucket){0, m->nparams, 0};
+        plan->nbuckets = 1;
+        return 0;
+    }
+    struct bucket *cur = NULL;
+    double cap_bytes = first_bucket_mb * 1e6;
+    /* tensors in arena order: for l = last..0, bias then weight */
+    for (int l = m->nlayers - 1; l >= 0; l--) {
+        const struct layer_shape *s = &m->layers[l];
+        const size_t sizes[2] = {(size_t)s->out, (size_t)s->out * (size_t)s->in};
+        const size_t offsets[2] = {s->b_offset, s->w_offset};
+        for (int t = 0; t < 2; t++) {
+            if (cur == NULL || (double)cur->count * sizeof(float) >= cap_bytes) {
+                if (cur != NULL) cap_bytes = bucket_mb * 1e6;
+                cur = &plan->buckets[plan->nbuckets++];
+                cur->offset = offsets[t];
+                cur->count = 0;
+            }
+            cur->count += sizes[t];
+            cur->ready_after_layer = l;
+        }
+    }
+    return 0;
+}
+
+void bucket_plan_free(struct bucket_plan *plan)
+{
+    free(plan->buckets);
+    plan->buckets = NULL;
+    plan->nbuckets = 0;
+}

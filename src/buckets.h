@@ -1,0 +1,30 @@
+/* buckets.h — how the gradient arena is cut into allreduce buckets.
+ *
+ * The arena is in backward order (model.h), so buckets are contiguous slices cut
+ * at tensor boundaries: tensors are added to the current bucket until it holds
+ * bucket_mb (the first bucket: first_bucket_mb), as PyTorch DDP does; a tensor
+ * larger than a bucket gets a bucket of its own. A bucket can start as soon as the
+ * backward pass has finished the layer of its last tensor. */
+#ifndef DPSCALE_BUCKETS_H
+#define DPSCALE_BUCKETS_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+struct bucket {
+    size_t offset, count; /* floats of the arena */
+    int ready_after_layer; /* backward has produced it once this layer is done */
+};
+
+struct bucket_plan {
+    int nbuckets;
+    struct bucket *buckets;
+};
+
+/* overlap = 0: one bucket, the whole arena, after the last layer. */
+int bucket_plan_make(const struct model *m, int overlap, double bucket_mb, double first_bucket_mb,
+                     struct bucket_plan *plan);
+void bucket_plan_free(struct bucket_plan *plan);
+
+#endif

@@ -1,0 +1,72 @@
+"""Overlap of the gradient allreduce with backward on the CPU backend (MPI), and
+the decomposition of the step that every run records."""
+import numpy as np
+import pytest
+
+from conftest import run_tiny
+
+# wide enough that the gradient arena makes several 0.02 MB buckets
+WIDE = ["--model.hidden_dim=96", "--model.layers=4", "--comm.bucket_mb=0.02", "--comm.first_bucket_mb=0.005"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ov")
+    on, _ = run_tiny(2, out, *WIDE, "--comm.overlap=on", "--train.iters=6", name="on.h5")
+    off, _ = run_tiny(2, out, *WIDE, "--comm.overlap=off", "--train.iters=6", name="off.h5")
+    return on, off
+
+
+def test_overlap_cuts_the_arena_into_buckets_and_off_is_one(runs):
+    on, off = runs
+    g_on, g_off = on["runs/mpi/n2"], off["runs/mpi/n2"]
+    assert g_on.attrs["overlap"] == "on" and g_on.attrs["nbuckets"] > 2
+    assert g_off.attrs["overlap"] == "off" and g_off.attrs["nbuckets"] == 1
+    assert g_on["bucket_elements"][:].sum() == g_on.attrs["parameters"]
+    assert g_on["bucket_start_s"].shape == (6, 2, g_on.attrs["nbuckets"])
+
+
+def test_with_overlap_the_first_bucket_starts_during_backward(runs):
+    on, off = runs
+    for f, during in ((on, True), (off, False)):
+        g = f["runs/mpi/n2"]
+        backward_end = g["forward_s"][:] + g["backward_s"][:]  # from the step's start
+        first_start = g["bucket_start_s"][:, :, 0]
+        assert np.all((first_start < backward_end) == during), (first_start, backward_end)
+        # every bucket ends after it starts, and before the step's allreduce phase is over
+        assert np.all(g["bucket_end_s"][:] >= g["bucket_start_s"][:])
+        exposed_end = backward_end + g["comm_exposed_s"][:]
+        assert np.all(g["bucket_end_s"][:].max(axis=2) <= exposed_end + 1e-6)
+
+
+def test_overlap_does_not_change_the_training(runs):
+    on, off = runs
+    assert on["runs/mpi/n2"].attrs["params_hash"] == off["runs/mpi/n2"].attrs["params_hash"]
+    assert np.array_equal(on["runs/mpi/n2/loss"][:], off["runs/mpi/n2/loss"][:])
+
+
+def test_decomposition_adds_up_and_agrees_with_its_datasets(runs):
+    for f in runs:
+        s = f["summary"][:]
+        for row in s:
+            n = int(row["nranks"])
+            g = f[f"runs/mpi/n{n}"]
+            compute = g["compute_only_s"][:]
+            assert compute.shape == (6, n)
+            assert row["compute_only_s"] == pytest.approx(np.median(compute.max(axis=1)), rel=1e-12)
+            assert row["compute_only_mean_s"] == pytest.approx(np.median(compute.mean(axis=1)), rel=1e-12)
+            alone = g["allreduce_alone_s"][:]
+            assert row["allreduce_alone_s"] == pytest.approx(np.median(alone.max(axis=1)), rel=1e-12)
+            exposed = np.median(g["comm_exposed_s"][:].max(axis=1))
+            assert row["comm_exposed_median_s"] == pytest.approx(exposed, rel=1e-12)
+            if n > 1:
+                assert row["overlap_efficiency"] == pytest.approx(1 - exposed / row["allreduce_alone_s"], rel=1e-9)
+            parts = row["loss_compute"] + row["loss_imbalance"] + row["loss_comm"]
+            assert parts == pytest.approx(1 - row["efficiency"], abs=1e-9)
+
+
+def test_allreduce_op_sum_and_avg_train_the_same(tmp_path):
+    a, _ = run_tiny(2, tmp_path, "--comm.allreduce_op=avg", "--sweep=2", name="avg.h5")
+    b, _ = run_tiny(2, tmp_path, "--comm.allreduce_op=sum", "--sweep=2", name="sum.h5")
+    assert a["runs/mpi/n2"].attrs["params_hash"] == b["runs/mpi/n2"].attrs["params_hash"]
+    assert a["runs/mpi/n2"].attrs["allreduce_op"] == "avg"

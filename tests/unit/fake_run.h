@@ -1,0 +1,49 @@
+/* fake_run.h — a run_result filled with known timings, for the tests of the
+ * statistics and of the HDF5 writer: every phase step_s/4 (step_s for the step),
+ * one slow first iteration on rank 0, the allreduce alone step_s/8, the compute-only
+ * step 0.9 step_s, one bucket. */
+#ifndef DPSCALE_TEST_FAKE_RUN_H
+#define DPSCALE_TEST_FAKE_RUN_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../src/train.h"
+
+static double *filled(size_t n, double v)
+{
+    double *a = calloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) a[i] = v;
+    return a;
+}
+
+static struct run_result fake_run(int nranks, double step_s, int batch)
+{
+    struct run_result r = {0};
+    const size_t cells = (size_t)3 * nranks;
+    r.nranks = nranks;
+    r.nnodes = 1;
+    r.batch_per_rank = batch;
+    r.global_batch = batch * nranks;
+    r.iters = 3;
+    r.steps = 4;
+    r.nparams = 10;
+    r.allreduce_bytes = 1e9;
+    r.gemm_flops_per_step = 1e12;
+    snprintf(r.transport, sizeof r.transport, "mpi");
+    snprintf(r.allreduce_dtype, sizeof r.allreduce_dtype, "fp32");
+    for (int p = 0; p < NPHASES; p++) r.times[p] = filled(cells, p == PHASE_STEP ? step_s : step_s / 4);
+    r.times[PHASE_STEP][0] = step_s * 10; /* one slow iteration on rank 0: the median ignores it */
+    r.allreduce_reps = 3;
+    r.allreduce_alone = filled(cells, step_s / 8);
+    r.compute_only = filled(cells, 0.9 * step_s);
+    r.nbuckets = 1;
+    r.bucket_count = filled(1, 10);
+    r.bucket_start = filled(cells, step_s / 2);
+    r.bucket_end = filled(cells, step_s);
+    r.loss = filled(4, 2.0);
+    r.final_loss = 2.0;
+    return r;
+}
+
+#endif

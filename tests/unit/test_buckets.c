@@ -1,0 +1,78 @@
+/* test_buckets.c — the gradient arena cut into allreduce buckets. */
+#include <stdlib.h>
+
+#include "../../src/buckets.h"
+#include "../../src/config.h"
+#include "check.h"
+
+static struct model *model_of(int layers, int width)
+{
+    static struct model m;
+    struct config c;
+    char err[256], l[32], w[32], in[32], cl[32];
+    snprintf(l, sizeof l, "--model.layers=%d", layers);
+    snprintf(w, sizeof w, "--model.hidden_dim=%d", width);
+    snprintf(in, sizeof in, "--model.input_dim=%d", width);
+    snprintf(cl, sizeof cl, "--model.classes=%d", width);
+    char *argv[] = {"run", l, w, in, cl, NULL};
+    config_load(&c, 5, argv, err, sizeof err);
+    model_describe(&c, &m, err, sizeof err);
+    return &m;
+}
+
+static void check_tiles_the_arena(const struct model *m, const struct bucket_plan *p)
+{
+    size_t next = 0;
+    for (int i = 0; i < p->nbuckets; i++) {
+        CHECK(p->buckets[i].offset == next);
+        next += p->buckets[i].count;
+    }
+    CHECK(next == m->nparams);
+}
+
+TEST(overlap_off_is_one_bucket_after_the_last_layer)
+{
+    struct model *m = model_of(4, 64);
+    struct bucket_plan p;
+    bucket_plan_make(m, 0, 25, 1, &p);
+    CHECK(p.nbuckets == 1 && p.buckets[0].count == m->nparams && p.buckets[0].ready_after_layer == 0);
+    bucket_plan_free(&p);
+}
+
+TEST(buckets_tile_the_arena_in_backward_order)
+{
+    struct model *m = model_of(6, 512); /* 1 MB per weight */
+    struct bucket_plan p;
+    bucket_plan_make(m, 1, 2.5, 0.5, &p);
+    check_tiles_the_arena(m, &p);
+    for (int i = 1; i < p.nbuckets; i++) CHECK(p.buckets[i].ready_after_layer <= p.buckets[i - 1].ready_after_layer);
+    CHECK(p.buckets[p.nbuckets - 1].ready_after_layer == 0);
+    bucket_plan_free(&p);
+}
+
+TEST(first_bucket_is_small_and_later_ones_reach_the_cap)
+{
+    struct model *m = model_of(8, 512); /* weights of 1.05 MB, biases of 2 KB */
+    struct bucket_plan p;
+    bucket_plan_make(m, 1, 3.0, 1.0, &p);
+    /* first: last layer's bias + weight (1.05 MB >= 1 MB) */
+    CHECK(p.buckets[0].count == 512 + 512 * 512 && p.buckets[0].ready_after_layer == 7);
+    /* then three weights' worth (>= 3 MB) per bucket */
+    CHECK(p.buckets[1].count * 4 >= 3000000 && p.buckets[1].count * 4 < 4000000);
+    check_tiles_the_arena(m, &p);
+    bucket_plan_free(&p);
+}
+
+TEST(a_tensor_larger_than_the_cap_gets_its_own_bucket)
+{
+    struct model *m = model_of(3, 1024); /* 4.2 MB weights */
+    struct bucket_plan p;
+    bucket_plan_make(m, 1, 1.0, 1.0, &p);
+    /* bias+weight of the last layer, then each layer's bias+weight: one bucket per layer */
+    CHECK(p.nbuckets == 3);
+    for (int i = 0; i < 3; i++) CHECK(p.buckets[i].ready_after_layer == 2 - i);
+    check_tiles_the_arena(m, &p);
+    bucket_plan_free(&p);
+}
+
+int main(void) { return test_main("buckets"); }
