@@ -5,39 +5,18 @@
  * the others wait at a barrier; rank 0 keeps every run's timings, and at the end
  * summarises them, prints the table and writes one HDF5 file. */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "error.h"
-#include "h5out.h"
+#include "result_file.h"
 #include "log.h"
 #include "session.h"
 #include "stats.h"
 #include "table.h"
 #include "train.h"
-
-static void utc_now(char *stamp, size_t len, char *iso, size_t isolen)
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, len, "%Y%m%dT%H%M%SZ", &tm);
-    strftime(iso, isolen, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static void join_args(int argc, char **argv, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (int i = 0; i < argc; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", i ? " " : "", argv[i]);
-    }
-}
 
 static void print_header(const struct session *s, const char *path)
 {
@@ -72,25 +51,9 @@ int cmd_run(int argc, char **argv)
     struct session s;
     int rc = session_start(argc, argv, &s);
     if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
-    signal(SIGXFSZ, SIG_IGN); /* a file-size limit becomes a write error we report, not a crash */
-
-    /* Rank 0 names the result file and checks it can be written, before any work. */
-    char stamp[32], iso[32], job[64], path[4096] = "", err[1024] = "";
-    utc_now(stamp, sizeof stamp, iso, sizeof iso);
-    const char *slurm_job = getenv("SLURM_JOB_ID");
-    if (slurm_job != NULL && slurm_job[0]) snprintf(job, sizeof job, "job%s", slurm_job);
-    else snprintf(job, sizeof job, "pid%d", (int)getpid());
-    int bad = 0;
-    if (s.launch.rank == 0) {
-        bad = h5out_choose_path(&s.cfg, stamp, job, path, sizeof path, err, sizeof err) != 0;
-        if (bad) fprintf(stderr, "dpscale: error: %s\n", err);
-    }
-    if (session_any_failed(bad)) {
-        session_end(&s);
-        return EXIT_BAD_INPUT;
-    }
-    comm_world_bcast_bytes(path, sizeof path);
-    print_header(&s, path);
+    struct result_file out;
+    if ((rc = result_file_prepare(&s, &out)) != EXIT_OK) return rc;
+    print_header(&s, out.path);
 
     const int nruns = s.cfg.nsweep;
     struct run_result *runs = calloc((size_t)nruns, sizeof *runs);
@@ -121,33 +84,15 @@ int cmd_run(int argc, char **argv)
         }
     }
 
-    char *hosts = comm_world_gather_hosts(&s.launch);
-    int write_failed = 0;
     if (!failed && s.launch.rank == 0) {
         stats_fill_scaling(sums, nruns);
         say("\n");
         table_print_scaling(stdout, sums, nruns);
-        char cmdline[4096];
-        join_args(argc, argv, cmdline, sizeof cmdline);
-        struct h5out_system sys = {
-            .dpscale_version = DPSCALE_VERSION, .created_utc = iso, .command_line = cmdline,
-            .job_id = slurm_job != NULL ? slurm_job : "", .backend = s.backend.ops->name,
-            .device_name = s.backend.info.device_name, .backend_library = s.backend.info.library,
-            .mpi_library = s.launch.mpi_library, .driver = s.backend.info.driver, .threads_per_rank = s.backend.info.threads,
-            .world_size = s.launch.size, .nnodes = s.launch.nnodes, .hosts = hosts,
-        };
-        if (h5out_write(path, &s.cfg, &sys, runs, sums, nruns, err, sizeof err) != 0) {
-            DP_ERROR("free space in run.output_dir or choose another folder", "%s", err);
-            write_failed = 1;
-        } else {
-            say("\nwrote %s\n", path);
-        }
     }
-    free(hosts);
+    if (!failed) failed = result_file_write(&s, &out, argc, argv, runs, sums, nruns, NULL, 0) != 0;
     for (int i = 0; i < nruns; i++) run_result_free(&runs[i]);
     free(runs);
     free(sums);
-    failed |= session_any_failed(write_failed);
     session_end(&s);
     return failed ? EXIT_FAILURE_RUN : EXIT_OK;
 }

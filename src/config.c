@@ -209,12 +209,12 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
     if (st->failed) return 0;
     st->failed = 1; /* cleared below on success */
     if (section[0] == '\0') {
-        set_err(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run] or [comm]",
+        set_err(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run], [comm] or [collective]",
                 st->path, st->line, name);
         return 0;
     }
     if (!section_exists(section)) {
-        set_err(st->err, st->errlen, "%s:%d: unknown section [%s]; accepted sections: model, train, run, comm", st->path,
+        set_err(st->err, st->errlen, "%s:%d: unknown section [%s]; accepted sections: model, train, run, comm, collective", st->path,
                 st->line, section);
         return 0;
     }
@@ -362,6 +362,10 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
                     cfg->sweep[i - 1]);
             return -1;
         }
+    if (cfg->coll_min_mib > cfg->coll_max_mib) {
+        set_err(err, errlen, "collective.min_mib = %g is above collective.max_mib = %g", cfg->coll_min_mib, cfg->coll_max_mib);
+        return -1;
+    }
     if (strchr(cfg->output, '/') != NULL) {
         set_err(err, errlen, "run.output '%s' must be a file name; put the folder in run.output_dir", cfg->output);
         return -1;

@@ -70,6 +70,13 @@ struct config {
     double first_bucket_mb;
     int allreduce_dtype; /* enum allreduce_dtype */
     int allreduce_op;    /* enum allreduce_op */
+
+    /* [collective]: dpscale comm, the allreduce bandwidth sweep */
+    double coll_min_mib, coll_max_mib;
+    int coll_factor;
+    int coll_dtype; /* enum dtype */
+    int coll_iters, coll_warmup;
+    int coll_in_place;
 };
 
 enum key_type { KEY_INT, KEY_INT64, KEY_DOUBLE, KEY_ENUM, KEY_BOOL, KEY_STRING, KEY_INTLIST };

@@ -13,6 +13,7 @@ static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const transport_names[] = {"auto", "mpi", "nccl", NULL};
 static const char *const allreduce_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_op_names[] = {"avg", "sum", NULL};
+static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum dtype */
 
 #define OFF(field) offsetof(struct config, field)
 #define BIG 1073741824.0 /* 2^30: no dimension or count is larger */
@@ -67,6 +68,14 @@ const struct config_key config_keys[] = {
      "gradients travel in fp32, or in the compute precision (bf16/fp16 halve the bytes)"},
     {"comm", "allreduce_op", KEY_ENUM, OFF(allreduce_op), 0, 0, allreduce_op_names, "avg",
      "avg: NCCL's average (MPI: sum, then the optimizer scales); sum: sum, then the optimizer scales by 1/N"},
+
+    {"collective", "min_mib", KEY_DOUBLE, OFF(coll_min_mib), 0.000001, 65536, NULL, "1", "dpscale comm: smallest size, MiB"},
+    {"collective", "max_mib", KEY_DOUBLE, OFF(coll_max_mib), 0.000001, 65536, NULL, "1024", "dpscale comm: largest size, MiB"},
+    {"collective", "factor", KEY_INT, OFF(coll_factor), 2, 1024, NULL, "4", "dpscale comm: each size is this times the last"},
+    {"collective", "dtype", KEY_ENUM, OFF(coll_dtype), 0, 0, dtype_names, "fp32", "dpscale comm: element type"},
+    {"collective", "iters", KEY_INT, OFF(coll_iters), 1, 100000, NULL, "20", "dpscale comm: timed allreduces per size"},
+    {"collective", "warmup", KEY_INT, OFF(coll_warmup), 0, 100000, NULL, "5", "dpscale comm: untimed allreduces per size"},
+    {"collective", "in_place", KEY_BOOL, OFF(coll_in_place), 0, 0, NULL, "on", "dpscale comm: recv buffer = send buffer"},
 };
 
 const size_t config_nkeys = sizeof config_keys / sizeof config_keys[0];

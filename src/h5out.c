@@ -262,6 +262,32 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
     free(rows);
 }
 
+/* /collectives/<transport>/n<N>: one allreduce sweep of dpscale comm. */
+static void write_collective(struct h5w *w, hid_t parent, const struct collective_result *r)
+{
+    char name[32];
+    hid_t tg = H5Lexists(parent, r->transport, H5P_DEFAULT) > 0 ? CHECK_H5(w, H5Gopen2(parent, r->transport, H5P_DEFAULT))
+                                                                 : group_create(w, parent, r->transport);
+    snprintf(name, sizeof name, "n%d", r->nranks);
+    hid_t g = group_create(w, tg, name);
+    attr_str(w, g, "collective", "allreduce");
+    attr_str(w, g, "op", "sum");
+    attr_str(w, g, "dtype", r->dtype);
+    attr_i64(w, g, "nranks", r->nranks);
+    attr_i64(w, g, "nodes", r->nnodes);
+    attr_i64(w, g, "in_place", r->in_place);
+    attr_i64(w, g, "iters", r->iters);
+    attr_i64(w, g, "warmup", r->warmup);
+    hsize_t ns[1] = {(hsize_t)r->nsizes}, nr[2] = {(hsize_t)r->nsizes, (hsize_t)r->nranks};
+    dataset_write(w, g, "size_bytes", H5T_NATIVE_DOUBLE, 1, ns, r->size_bytes, "B");
+    dataset_write(w, g, "time_s", H5T_NATIVE_DOUBLE, 2, nr, r->time_s, "s");
+    dataset_write(w, g, "algbw_gbps", H5T_NATIVE_DOUBLE, 1, ns, r->algbw_gbps, "GB/s");
+    dataset_write(w, g, "busbw_gbps", H5T_NATIVE_DOUBLE, 1, ns, r->busbw_gbps, "GB/s");
+    dataset_write(w, g, "wrong_elements", H5T_NATIVE_DOUBLE, 1, ns, r->wrong, NULL);
+    h5_close(g);
+    h5_close(tg);
+}
+
 static int make_dirs(const char *dir)
 {
     char buf[CONFIG_STR_LEN];
@@ -333,7 +359,7 @@ static int write_new_file(const char *path, const void *data, size_t bytes)
 }
 
 int h5out_write(const char *path, const struct config *cfg, const struct h5out_system *sys,
-                const struct run_result *runs, const struct run_summary *summaries, int nruns, char *err, size_t errlen)
+                const struct h5out_contents *contents, char *err, size_t errlen)
 {
     struct h5w w = {0};
     char tmp[4096];
@@ -352,10 +378,18 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
         write_root(&w, file, sys);
         write_system(&w, file, sys);
         write_config(&w, file, cfg);
-        hid_t rg = group_create(&w, file, "runs");
-        for (int i = 0; i < nruns; i++) write_run(&w, rg, cfg, &runs[i], &summaries[i]);
-        h5_close(rg);
-        write_summary(&w, file, summaries, nruns);
+        if (contents->nruns > 0) {
+            hid_t rg = group_create(&w, file, "runs");
+            for (int i = 0; i < contents->nruns; i++)
+                write_run(&w, rg, cfg, &contents->runs[i], &contents->summaries[i]);
+            h5_close(rg);
+            write_summary(&w, file, contents->summaries, contents->nruns);
+        }
+        if (contents->ncollectives > 0) {
+            hid_t cg = group_create(&w, file, "collectives");
+            for (int i = 0; i < contents->ncollectives; i++) write_collective(&w, cg, &contents->collectives[i]);
+            h5_close(cg);
+        }
         CHECK_H5(&w, H5Fflush(file, H5F_SCOPE_GLOBAL));
         size = w.failed ? -1 : H5Fget_file_image(file, NULL, 0);
         if (size > 0) {

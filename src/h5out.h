@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "collectives.h"
 #include "config.h"
 #include "stats.h"
 #include "train.h"
@@ -34,8 +35,17 @@ struct h5out_system {
 int h5out_choose_path(const struct config *cfg, const char *utc_stamp, const char *job_id, char *path, size_t len,
                       char *err, size_t errlen);
 
+/* What a launch measured: training runs (/runs, /summary), allreduce sweeps (/collectives). */
+struct h5out_contents {
+    const struct run_result *runs;
+    const struct run_summary *summaries;
+    int nruns;
+    const struct collective_result *collectives;
+    int ncollectives;
+};
+
 /* Write the whole file. Returns 0, or -1 with a message in err (nothing left behind). */
 int h5out_write(const char *path, const struct config *cfg, const struct h5out_system *sys,
-                const struct run_result *runs, const struct run_summary *summaries, int nruns, char *err, size_t errlen);
+                const struct h5out_contents *contents, char *err, size_t errlen);
 
 #endif

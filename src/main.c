@@ -14,6 +14,7 @@ static void usage(FILE *out)
             "  run        sweep 1..N ranks, print the scaling table, write one HDF5 result file\n"
             "  gradcheck  check the backward pass (and its allreduce) against finite differences\n"
             "  bench      time the training step against its GEMMs alone on one rank\n"
+            "  comm       allreduce bandwidth over a range of sizes (nccl-tests definitions), checked\n"
             "  version    print the version\n\n"
             "dpscale run --help lists every configuration key.\n",
             DPSCALE_VERSION);
@@ -29,10 +30,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "comm") == 0) return cmd_comm(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("dpscale %s\n", DPSCALE_VERSION);
         return EXIT_OK;
     }
-    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, version\n", cmd);
+    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, comm, version\n", cmd);
     return EXIT_BAD_INPUT;
 }

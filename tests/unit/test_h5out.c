@@ -50,7 +50,7 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     char path[128], err[512];
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/a.h5", g_dir);
-    CHECK(h5out_write(path, &cfg, &g_sys, runs, sums, 2, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){runs, sums, 2, NULL, 0}, err, sizeof err) == 0);
 
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     CHECK(f >= 0);
@@ -105,7 +105,7 @@ TEST(existing_file_is_never_overwritten)
     struct run_result runs[2];
     struct run_summary sums[2];
     fake_runs(runs, sums, &cfg);
-    CHECK(h5out_write(path, &cfg, &g_sys, runs, sums, 2, err, sizeof err) != 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){runs, sums, 2, NULL, 0}, err, sizeof err) != 0);
     f = fopen(path, "r");
     char buf[16] = "";
     CHECK(fgets(buf, sizeof buf, f) != NULL && strcmp(buf, "precious") == 0);
@@ -128,7 +128,7 @@ TEST(full_disk_leaves_no_file_behind)
     signal(SIGXFSZ, SIG_IGN);
     small.rlim_max = old.rlim_max;
     setrlimit(RLIMIT_FSIZE, &small);
-    int rc = h5out_write(path, &cfg, &g_sys, runs, sums, 2, err, sizeof err);
+    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){runs, sums, 2, NULL, 0}, err, sizeof err);
     setrlimit(RLIMIT_FSIZE, &old);
     CHECK(rc != 0);
     CHECK_CONTAINS(err, "nothing was kept");

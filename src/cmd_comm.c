@@ -1,0 +1,78 @@
+/* cmd_comm.c — `dpscale comm`: the allreduce bandwidth sweep, printed like
+ * nccl-tests and written to the result file under /collectives. It runs on every
+ * N >= 2 of run.sweep (on one rank only when the launch has one), through the same
+ * transport as the training step. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "collectives.h"
+#include "commands.h"
+#include "error.h"
+#include "log.h"
+#include "result_file.h"
+#include "session.h"
+
+static void print_table(const struct collective_result *r)
+{
+    say("\nallreduce over %d ranks (%s, %s, %s, sum; %d warm-up + %d timed per size)\n", r->nranks, r->transport,
+        r->dtype, r->in_place ? "in place" : "out of place", r->warmup, r->iters);
+    say("%14s %14s %12s %10s %10s %8s\n", "size_bytes", "count", "time_us", "algbw", "busbw", "#wrong");
+    const double elem = r->dtype[0] == 'f' && r->dtype[2] == '3' ? 4.0 : 2.0;
+    for (int k = 0; k < r->nsizes; k++) {
+        double slowest = 0;
+        for (int i = 0; i < r->nranks; i++)
+            if (r->time_s[(size_t)k * r->nranks + i] > slowest) slowest = r->time_s[(size_t)k * r->nranks + i];
+        say("%14.0f %14.0f %12.2f %10.2f %10.2f %8.0f\n", r->size_bytes[k], r->size_bytes[k] / elem, slowest * 1e6,
+            r->algbw_gbps[k], r->busbw_gbps[k], r->wrong[k]);
+    }
+    say("time: mean of one allreduce on the slowest rank; algbw = size / time; busbw = algbw x 2(n-1)/n, in GB/s\n");
+}
+
+int cmd_comm(int argc, char **argv)
+{
+    struct session s;
+    int rc = session_start(argc, argv, &s);
+    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (s.cfg.coll_dtype != DT_F32 && s.transport == &comm_transport_mpi) {
+        if (s.launch.rank == 0)
+            fprintf(stderr, "dpscale: error: collective.dtype = %s needs the nccl transport (the cuda backend); MPI "
+                            "reduces fp32 only here\n", s.cfg.coll_dtype == DT_BF16 ? "bf16" : "fp16");
+        session_end(&s);
+        return EXIT_BAD_INPUT;
+    }
+    struct result_file out;
+    if ((rc = result_file_prepare(&s, &out)) != EXIT_OK) return rc;
+    say("dpscale %s — allreduce bandwidth, %d ranks on %d node(s), backend %s on %s, transport %s\n", DPSCALE_VERSION,
+        s.launch.size, s.launch.nnodes, s.backend.ops->name, s.backend.info.device_name, s.transport->name);
+
+    int counts[CONFIG_MAX_SWEEP], ncounts = 0;
+    for (int i = 0; i < s.cfg.nsweep; i++)
+        if (s.cfg.sweep[i] >= 2) counts[ncounts++] = s.cfg.sweep[i];
+    if (ncounts == 0) counts[ncounts++] = 1;
+    struct collective_result *results = calloc((size_t)ncounts, sizeof *results);
+    CHECK_ALLOC(results);
+    double wrong = 0;
+    for (int i = 0; i < ncounts; i++) {
+        struct comm *c = comm_create(counts[i], s.transport, backend_stream(&s.backend));
+        if (c != NULL) {
+            collective_measure(&s.backend, c, &s.cfg, &results[i]);
+            comm_destroy(c);
+        }
+        if (s.launch.rank == 0) {
+            print_table(&results[i]);
+            for (int k = 0; k < results[i].nsizes; k++) wrong += results[i].wrong[k];
+        }
+        comm_world_barrier();
+    }
+    int failed = result_file_write(&s, &out, argc, argv, NULL, NULL, 0, results, ncounts) != 0;
+    if (s.launch.rank == 0 && wrong > 0) {
+        DP_ERROR("the transport corrupted data: check the GPUs, the links and the NCCL/MPI installation",
+                 "%.0f elements of the allreduce results were wrong", wrong);
+        failed = 1;
+    }
+    failed = session_any_failed(failed);
+    for (int i = 0; i < ncounts; i++) collective_result_free(&results[i]);
+    free(results);
+    session_end(&s);
+    return failed ? EXIT_FAILURE_RUN : EXIT_OK;
+}

@@ -1,0 +1,26 @@
+/* result_file.h — the result file of a launch, as the subcommands see it: name it
+ * and check it can be written before any work (rank 0 decides, every rank agrees),
+ * then write it once at the end with the launch's identity and system. */
+#ifndef DPSCALE_RESULT_FILE_H
+#define DPSCALE_RESULT_FILE_H
+
+#include "collectives.h"
+#include "session.h"
+#include "stats.h"
+#include "train.h"
+
+struct result_file {
+    char path[4096];
+    char created_utc[32];
+};
+
+/* Returns EXIT_OK, or EXIT_BAD_INPUT on every rank (the session is then ended). */
+int result_file_prepare(struct session *s, struct result_file *f);
+
+/* Collective. Rank 0 writes runs and/or collectives; returns 0 on every rank when
+ * the file was written, -1 when it was not (nothing is left behind then). */
+int result_file_write(struct session *s, const struct result_file *f, int argc, char **argv,
+                      const struct run_result *runs, const struct run_summary *sums, int nruns,
+                      const struct collective_result *colls, int ncolls);
+
+#endif
