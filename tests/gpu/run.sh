@@ -54,12 +54,28 @@ if [ "$NGPU" -ge 2 ]; then
 fi
 # 4. a model that does not fit: the memory plan in the error, before any allocation fails
 fails out_of_memory bin/dpscale run --config configs/mlp-gemm-heavy.ini --train.batch_per_gpu=1000000 $O
-# 5. benchmarks: the GEMM-heavy step against cuBLAS alone (1 GPU), then the sweep
+# 5. benchmarks: the GEMM-heavy step against cuBLAS alone (1 GPU), then the sweeps
 check bench_gemm_heavy bin/dpscale bench --config configs/mlp-gemm-heavy.ini
 cat "$LOG/bench_gemm_heavy.log"
 check sweep_gemm_heavy $MPIRUN -np "$NGPU" bin/dpscale run --config configs/mlp-gemm-heavy.ini $O --run.output=gemm-heavy.h5
 cat "$LOG/sweep_gemm_heavy.log"
 $PY tests/gpu/check.py summary "$LOG/gemm-heavy.h5" | tee "$LOG/summary.txt"
+check sweep_gemm_heavy_overlap_off $MPIRUN -np "$NGPU" bin/dpscale run --config configs/mlp-gemm-heavy.ini \
+    --comm.overlap=off $O --run.output=gemm-heavy-off.h5
+sed -n '/^transport/,/^step:/p' "$LOG/sweep_gemm_heavy_overlap_off.log"
+if [ "$NGPU" -ge 2 ]; then
+    # 6. allreduce bandwidth, over NVLink and through host memory (P2P disabled)
+    check comm_nvlink $MPIRUN -np 2 bin/dpscale comm --backend=cuda $O --run.output=comm-nvlink.h5
+    cat "$LOG/comm_nvlink.log"
+    check comm_p2p_disabled $MPIRUN -np 2 -x NCCL_P2P_DISABLE=1 bin/dpscale comm --backend=cuda $O --run.output=comm-nop2p.h5
+    cat "$LOG/comm_p2p_disabled.log"
+    # 7. overlap: a model whose allreduce is about half its backward, through host memory
+    for ov in on off; do
+        check overlap_${ov}_p2p_disabled $MPIRUN -np 2 -x NCCL_P2P_DISABLE=1 bin/dpscale run \
+            --config configs/mlp-comm-bound.ini --comm.overlap=$ov $O --run.output=comm-bound-$ov.h5
+        sed -n '/^transport/,/^step:/p' "$LOG/overlap_${ov}_p2p_disabled.log"
+    done
+fi
 
 echo; echo "== dpscale GPU tests on $(head -1 "$LOG/gpus.txt" | cut -d'(' -f1)x $NGPU"
 printf '%s\n' "${results[@]}" | tee "$LOG/results.txt"
