@@ -58,6 +58,10 @@ void comm_finalize(void)
     MPI_Finalize();
 }
 
+static int g_max_ctas = 0;
+
+void comm_set_defaults(int nccl_max_ctas) { g_max_ctas = nccl_max_ctas; }
+
 struct comm *comm_create(int n, const struct comm_transport *transport, void *stream)
 {
     int rank;
@@ -70,6 +74,7 @@ struct comm *comm_create(int n, const struct comm_transport *transport, void *st
     c->mpi = sub;
     c->transport = transport;
     c->stream = stream;
+    c->max_ctas = g_max_ctas;
     CHECK_MPI(MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN));
     CHECK_MPI(MPI_Comm_rank(sub, &c->rank));
     CHECK_MPI(MPI_Comm_size(sub, &c->size));
@@ -170,25 +175,37 @@ int comm_world_first_rank_with(int flag)
     return first == INT_MAX ? -1 : first;
 }
 
-int comm_world_node_duplicate(const char *key, int *other)
+int comm_node_gather_keys(const char *key, char **all)
 {
     MPI_Comm node;
-    int rank, size, dup = 0;
+    int size;
+    char mine[64] = "";
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    CHECK_MPI(MPI_Comm_size(node, &size));
+    snprintf(mine, sizeof mine, "%s", key);
+    *all = calloc((size_t)size, sizeof mine);
+    CHECK_ALLOC(*all);
+    CHECK_MPI(MPI_Allgather(mine, sizeof mine, MPI_CHAR, *all, sizeof mine, MPI_CHAR, node));
+    CHECK_MPI(MPI_Comm_free(&node));
+    return size;
+}
+
+int comm_world_node_duplicate(const char *key, int *other)
+{
+    char *all;
+    int rank, dup = 0;
+    const int size = comm_node_gather_keys(key, &all);
+    /* this rank's node-local index: the first slot that holds its key, counted from its own */
+    MPI_Comm node;
     CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     CHECK_MPI(MPI_Comm_rank(node, &rank));
-    CHECK_MPI(MPI_Comm_size(node, &size));
-    char mine[64] = "";
-    snprintf(mine, sizeof mine, "%s", key);
-    char *all = calloc((size_t)size, sizeof mine);
-    CHECK_ALLOC(all);
-    CHECK_MPI(MPI_Allgather(mine, sizeof mine, MPI_CHAR, all, sizeof mine, MPI_CHAR, node));
-    for (int r = 0; r < rank && !dup; r++)
-        if (strcmp(all + (size_t)r * sizeof mine, mine) == 0) {
+    CHECK_MPI(MPI_Comm_free(&node));
+    for (int r = 0; r < rank && !dup && r < size; r++)
+        if (strcmp(all + (size_t)r * 64, all + (size_t)rank * 64) == 0) {
             dup = 1;
             *other = r;
         }
     free(all);
-    CHECK_MPI(MPI_Comm_free(&node));
     return comm_world_max_int(dup);
 }
 

@@ -56,6 +56,8 @@ void comm_finalize(void);
  * `stream` is the backend's compute stream (NULL on the CPU): GPU transports
  * order their work after what was enqueued there, and the stream after theirs. */
 struct comm *comm_create(int n, const struct comm_transport *transport, void *stream);
+/* Transport options that must be known before comm_create: NCCL's maxCTAs (0 = its default). */
+void comm_set_defaults(int nccl_max_ctas);
 void comm_destroy(struct comm *c);
 
 int comm_rank(const struct comm *c);
@@ -91,6 +93,9 @@ void comm_world_bcast_bytes(void *buf, size_t bytes);
 /* 1 on every rank when two ranks of one node hold the same `key` (e.g. a GPU's bus
  * id); *other receives the lower of two such ranks on the higher one. */
 int comm_world_node_duplicate(const char *key, int *other);
+/* The `key` of every rank on this node, 64 bytes each, in node-local rank order;
+ * returns how many (the caller frees *all). */
+int comm_node_gather_keys(const char *key, char **all);
 /* Every rank's host name, gathered on rank 0 (NULL elsewhere): size x 64 bytes. */
 char *comm_world_gather_hosts(const struct launch *l);
 

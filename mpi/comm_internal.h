@@ -17,6 +17,7 @@ struct comm {
     int npending;
     void *impl;   /* transport's own state */
     void *stream; /* the backend's compute stream (cudaStream_t), or NULL */
+    int max_ctas; /* NCCL maxCTAs, 0 = NCCL's default */
     comm_marker_fn marker;
     void *marker_ctx;
     int pending_tag[COMM_MAX_PENDING]; /* MPI transport: the tag of each started request */

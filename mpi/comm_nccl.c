@@ -56,7 +56,9 @@ static int nccl_init(struct comm *c)
     CHECK_CUDA_COMM(cudaStreamCreateWithFlags(&s->comm_stream, cudaStreamNonBlocking));
     CHECK_CUDA_COMM(cudaEventCreateWithFlags(&s->grads_ready, cudaEventDisableTiming));
     CHECK_CUDA_COMM(cudaEventCreateWithFlags(&s->sums_done, cudaEventDisableTiming));
-    CHECK_NCCL(ncclCommInitRank(&s->comm, c->size, id, c->rank));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    if (c->max_ctas > 0) config.maxCTAs = c->max_ctas;
+    CHECK_NCCL(ncclCommInitRankConfig(&s->comm, c->size, id, c->rank, &config));
     c->impl = s;
     g_active = s->comm;
     comm_set_transport_abort(abort_active);

@@ -34,3 +34,7 @@ void backend_close(struct backend *b)
 
 void *backend_stream(struct backend *b) { return b->ops->stream != NULL ? b->ops->stream(b) : NULL; }
 double backend_energy_j(struct backend *b) { return b->ops->energy_j != NULL ? b->ops->energy_j(b) : -1.0; }
+double backend_nvlink_tx_bytes(struct backend *b)
+{
+    return b->ops->nvlink_tx_bytes != NULL ? b->ops->nvlink_tx_bytes(b) : -1.0;
+}

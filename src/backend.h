@@ -52,6 +52,8 @@ struct backend_ops {
     void (*reserve)(struct backend *b, int rows, int max_cols);
     /* The GPU's energy counter in joules, or a negative value when there is none. */
     double (*energy_j)(struct backend *b);
+    /* Bytes this GPU has sent over NVLink (a counter), or a negative value when unknown. */
+    double (*nvlink_tx_bytes)(struct backend *b);
 
     void *(*alloc)(struct backend *b, size_t bytes); /* zero-filled */
     void (*free)(struct backend *b, void *ptr);
@@ -106,6 +108,7 @@ struct backend {
 void *backend_stream(struct backend *b);
 /* Energy counter in joules; negative when the backend has none. */
 double backend_energy_j(struct backend *b);
+double backend_nvlink_tx_bytes(struct backend *b);
 
 extern const struct backend_ops backend_cpu_ops;
 

@@ -191,6 +191,7 @@ const struct backend_ops backend_cpu_ops = {
     .stream = NULL,
     .reserve = NULL,
     .energy_j = NULL,
+    .nvlink_tx_bytes = NULL,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,

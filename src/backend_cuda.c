@@ -342,6 +342,7 @@ static double cuda_event_elapsed_s(struct backend *b, struct backend_event *star
 static void cuda_synchronize(struct backend *b) { CHECK_CUDA(cudaStreamSynchronize(state(b)->stream)); }
 
 static double cuda_energy(struct backend *b) { return nvml_energy_j(&state(b)->nvml); }
+static double cuda_nvlink_tx(struct backend *b) { return nvml_nvlink_tx_bytes(&state(b)->nvml); }
 
 const struct backend_ops backend_cuda_ops = {
     .name = "cuda",
@@ -351,6 +352,7 @@ const struct backend_ops backend_cuda_ops = {
     .stream = cuda_stream_of,
     .reserve = cuda_reserve,
     .energy_j = cuda_energy,
+    .nvlink_tx_bytes = cuda_nvlink_tx,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .upload = cuda_upload,

@@ -17,6 +17,7 @@
 #include "stats.h"
 #include "table.h"
 #include "train.h"
+#include "transport.h"
 
 static void print_header(const struct session *s, const char *path)
 {
@@ -46,6 +47,39 @@ static void print_header(const struct session *s, const char *path)
     say("  output    %s\n\n", path);
 }
 
+/* A run's figures are only worth its correctness: replicas must be equal, and the
+ * gradient traffic must have taken the path the run is labelled with (NVLink
+ * counters, read around the real steps). Rank 0; returns -1 after saying why. */
+static int verify_run(const struct config *cfg, struct run_result *r)
+{
+    if (r->replica_max_abs_diff != 0.0) {
+        DP_ERROR("the allreduce did not give every rank the same gradient; check the MPI/NCCL installation",
+                 "replicas drifted on %d ranks: parameters differ from rank 0 by up to %g", r->nranks,
+                 r->replica_max_abs_diff);
+        return -1;
+    }
+    const double tx = r->nvlink_tx_bytes, expected = r->nvlink_expected_bytes;
+    const char *label = r->transport;
+    if (cfg->transport == TRANSPORT_AUTO || r->nranks < 2) {
+        snprintf(r->path_proof, sizeof r->path_proof, "not asked (transport %s)", label);
+    } else if (isnan(tx)) {
+        snprintf(r->path_proof, sizeof r->path_proof, "unverified: no NVLink counter on this system");
+    } else if (cfg->transport == TRANSPORT_NVLINK && tx < 0.5 * expected) {
+        DP_ERROR("NCCL did not use NVLink: check `dpscale topo` and NCCL_DEBUG=INFO's transport lines",
+                 "the run on %d ranks is labelled nvlink, but only %.3g of the %.3g gradient bytes crossed NVLink",
+                 r->nranks, tx, expected);
+        return -1;
+    } else if (cfg->transport != TRANSPORT_NVLINK && tx > 0.01 * expected) {
+        DP_ERROR("another NCCL setting (NCCL_P2P_LEVEL, NCCL_NET...) overrode comm.transport; see nccl_env in the file",
+                 "the run on %d ranks is labelled %s, but %.3g bytes crossed NVLink (its gradients: %.3g)", r->nranks,
+                 label, tx, expected);
+        return -1;
+    } else {
+        snprintf(r->path_proof, sizeof r->path_proof, "verified: %.3g of %.3g gradient bytes over NVLink", tx, expected);
+    }
+    return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct session s;
@@ -67,12 +101,7 @@ int cmd_run(int argc, char **argv)
         int mine = 0;
         if (c != NULL) {
             mine = train_run(&s.cfg, s.model, &s.backend, c, s.launch.local_size, &runs[i]) != 0;
-            if (!mine && s.launch.rank == 0 && runs[i].replica_max_abs_diff != 0.0) {
-                DP_ERROR("the allreduce did not give every rank the same gradient; check the MPI/NCCL installation",
-                         "replicas drifted on %d ranks: parameters differ from rank 0 by up to %g", n,
-                         runs[i].replica_max_abs_diff);
-                mine = 1;
-            }
+            if (!mine && s.launch.rank == 0) mine = verify_run(&s.cfg, &runs[i]) != 0;
             comm_destroy(c);
         }
         failed = session_any_failed(mine); /* also the barrier where ranks >= n waited */

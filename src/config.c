@@ -209,12 +209,12 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
     if (st->failed) return 0;
     st->failed = 1; /* cleared below on success */
     if (section[0] == '\0') {
-        set_err(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run], [comm] or [collective]",
+        set_err(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run], [comm], [topo] or [collective]",
                 st->path, st->line, name);
         return 0;
     }
     if (!section_exists(section)) {
-        set_err(st->err, st->errlen, "%s:%d: unknown section [%s]; accepted sections: model, train, run, comm, collective", st->path,
+        set_err(st->err, st->errlen, "%s:%d: unknown section [%s]; accepted sections: model, train, run, comm, topo, collective", st->path,
                 st->line, section);
         return 0;
     }
@@ -270,7 +270,7 @@ enum { OPT_CONFIG = 'c', OPT_HELP = 'h', OPT_OUTPUT = 'o', OPT_KEY_BASE = 1000 }
 /* Short spellings for the keys people type most. */
 static const struct { const char *alias, *section, *name; } cli_aliases[] = {
     {"backend", "run", "backend"}, {"sweep", "run", "sweep"}, {"output-dir", "run", "output_dir"},
-    {"precision", "train", "precision"}, {"transport", "comm", "transport"},
+    {"precision", "train", "precision"}, {"transport", "comm", "transport"}, {"library", "comm", "library"},
 };
 #define NALIASES (sizeof cli_aliases / sizeof cli_aliases[0])
 

@@ -21,7 +21,8 @@ enum scaling { SCALING_WEAK = 0, SCALING_STRONG = 1 };
 enum optimizer { OPT_SGD = 0, OPT_ADAMW = 1 };
 enum precision { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2, PREC_FP16 = 3 };
 enum backend_kind { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_CUDA = 2 };
-enum transport { TRANSPORT_AUTO = 0, TRANSPORT_MPI = 1, TRANSPORT_NCCL = 2 };
+enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
+enum transport { TRANSPORT_AUTO = 0, TRANSPORT_NVLINK = 1, TRANSPORT_PCIE = 2, TRANSPORT_NET = 3 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
 enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 };
 
@@ -64,12 +65,18 @@ struct config {
     double peak_tflops; /* peak of the GPU in the run's precision for MFU; 0 = from the table */
 
     /* [comm] */
-    int transport;       /* enum transport */
+    int library;         /* enum comm_library: who reduces the gradients */
+    int transport;       /* enum transport: the path NCCL must take */
     int overlap;         /* allreduce each bucket as backward produces it; off = one allreduce after backward */
     double bucket_mb;    /* gradient bucket size (MB = 1e6 bytes of fp32 gradient) */
     double first_bucket_mb;
     int allreduce_dtype; /* enum allreduce_dtype */
     int allreduce_op;    /* enum allreduce_op */
+    int nccl_max_ctas;   /* NCCL's maxCTAs: SMs its kernels may take from the overlapped backward; 0 = NCCL's choice */
+
+    /* [topo] */
+    char topo_fixture[CONFIG_STR_LEN]; /* a recorded `nvidia-smi topo -m` instead of detection */
+    int topo_peer_bandwidth;           /* dpscale topo: measure the GPU-to-GPU copy matrix */
 
     /* [collective]: dpscale comm, the allreduce bandwidth sweep */
     double coll_min_mib, coll_max_mib;

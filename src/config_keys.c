@@ -10,7 +10,8 @@ static const char *const scaling_names[] = {"weak", "strong", NULL};
 static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL};
 static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
-static const char *const transport_names[] = {"auto", "mpi", "nccl", NULL};
+static const char *const library_names[] = {"auto", "mpi", "nccl", NULL};
+static const char *const transport_names[] = {"auto", "nvlink", "pcie", "net", NULL};
 static const char *const allreduce_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_op_names[] = {"avg", "sum", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum dtype */
@@ -58,7 +59,11 @@ const struct config_key config_keys[] = {
     {"run", "peak_tflops", KEY_DOUBLE, OFF(peak_tflops), 0, 1e6, NULL, "0",
      "GPU peak TFLOP/s in train.precision for MFU; 0 = the built-in table"},
 
-    {"comm", "transport", KEY_ENUM, OFF(transport), 0, 0, transport_names, "auto", "how gradients travel: mpi (host buffers), nccl (GPU buffers); auto = nccl on cuda, mpi on cpu"},
+    {"comm", "library", KEY_ENUM, OFF(library), 0, 0, library_names, "auto",
+     "who reduces the gradients: mpi (host buffers), nccl (GPU buffers); auto = nccl on cuda, mpi on cpu"},
+    {"comm", "transport", KEY_ENUM, OFF(transport), 0, 0, transport_names, "auto",
+     "the path NCCL must take: nvlink (NVLink only, an error without it), pcie (no peer access: through host "
+     "memory), net (the network transport even inside a node: InfiniBand/RoCE if present, else sockets)"},
     {"comm", "overlap", KEY_BOOL, OFF(overlap), 0, 0, NULL, "on",
      "allreduce each gradient bucket as soon as backward produced it; off = one allreduce after backward"},
     {"comm", "bucket_mb", KEY_DOUBLE, OFF(bucket_mb), 0.001, 1e6, NULL, "25", "gradient bucket size in MB (PyTorch DDP: 25)"},
@@ -66,8 +71,15 @@ const struct config_key config_keys[] = {
      "size of the first bucket (the last layer's gradients), small so that communication starts early"},
     {"comm", "allreduce_dtype", KEY_ENUM, OFF(allreduce_dtype), 0, 0, allreduce_dtype_names, "fp32",
      "gradients travel in fp32, or in the compute precision (bf16/fp16 halve the bytes)"},
+    {"comm", "nccl_max_ctas", KEY_INT, OFF(nccl_max_ctas), 0, 64, NULL, "0",
+     "most thread blocks (SMs) an NCCL collective may use, so that it slows the overlapped backward less; 0 = NCCL's choice"},
     {"comm", "allreduce_op", KEY_ENUM, OFF(allreduce_op), 0, 0, allreduce_op_names, "avg",
      "avg: NCCL's average (MPI: sum, then the optimizer scales); sum: sum, then the optimizer scales by 1/N"},
+
+    {"topo", "fixture", KEY_STRING, OFF(topo_fixture), 0, 0, NULL, "",
+     "read the topology from this `nvidia-smi topo -m` output instead of detecting it"},
+    {"topo", "peer_bandwidth", KEY_BOOL, OFF(topo_peer_bandwidth), 0, 0, NULL, "on",
+     "dpscale topo: measure copy bandwidth and latency between every pair of local GPUs"},
 
     {"collective", "min_mib", KEY_DOUBLE, OFF(coll_min_mib), 0.000001, 65536, NULL, "1", "dpscale comm: smallest size, MiB"},
     {"collective", "max_mib", KEY_DOUBLE, OFF(coll_max_mib), 0.000001, 65536, NULL, "1024", "dpscale comm: largest size, MiB"},

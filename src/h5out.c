@@ -121,6 +121,87 @@ static void write_root(struct h5w *w, hid_t file, const struct h5out_system *sys
     attr_str(w, file, "writer", "dpscale");
 }
 
+/* Fixed-length strings, `width` bytes each. */
+static void strings_write(struct h5w *w, hid_t parent, const char *name, const char *data, int n, int width)
+{
+    hid_t type = CHECK_H5(w, H5Tcopy(H5T_C_S1));
+    CHECK_H5(w, H5Tset_size(type, (size_t)width));
+    hsize_t dims[1] = {(hsize_t)(n > 0 ? n : 0)};
+    dataset_write(w, parent, name, type, 1, dims, data, NULL);
+    h5_close(type);
+}
+
+static void matrix_write(struct h5w *w, hid_t g, const char *name, const double (*m)[TOPO_MAX_GPUS], int n,
+                         const char *units)
+{
+    double flat[TOPO_MAX_GPUS * TOPO_MAX_GPUS];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) flat[i * n + j] = m[i][j];
+    hsize_t dims[2] = {(hsize_t)n, (hsize_t)n};
+    dataset_write(w, g, name, H5T_NATIVE_DOUBLE, 2, dims, flat, units);
+}
+
+/* /system/topology: the link matrix, each GPU's PCIe, NUMA and NVLinks, the network
+ * adapters, and the peer copy matrices when they were measured. */
+static void write_topology(struct h5w *w, hid_t system, const struct topo_node *t, const struct peer_matrix *p)
+{
+    hid_t g = group_create(w, system, "topology");
+    const int n = t->ngpus;
+    attr_str(w, g, "source", t->source);
+    attr_i64(w, g, "ngpus", n);
+    static char links[TOPO_MAX_GPUS * TOPO_MAX_GPUS][8], names[TOPO_MAX_GPUS][96], buses[TOPO_MAX_GPUS][32],
+        cpus[TOPO_MAX_GPUS][128], nic_names[TOPO_MAX_NICS][32], nic_layers[TOPO_MAX_NICS][16], nic_states[TOPO_MAX_NICS][16];
+    int64_t nv[TOPO_MAX_GPUS * TOPO_MAX_GPUS], gen[TOPO_MAX_GPUS], width[TOPO_MAX_GPUS], numa[TOPO_MAX_GPUS],
+        up[TOPO_MAX_GPUS], nic_numa[TOPO_MAX_NICS];
+    double rate[TOPO_MAX_NICS];
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            topo_link_label(t, i, j, links[i * n + j], sizeof links[0]);
+            nv[i * n + j] = t->nvlinks[i][j];
+        }
+        snprintf(names[i], sizeof names[i], "%s", t->gpu[i].name);
+        snprintf(buses[i], sizeof buses[i], "%s", t->gpu[i].bus_id);
+        snprintf(cpus[i], sizeof cpus[i], "%s", t->gpu[i].cpu_affinity);
+        gen[i] = t->gpu[i].pcie_gen;
+        width[i] = t->gpu[i].pcie_width;
+        numa[i] = t->gpu[i].numa_node;
+        up[i] = t->gpu[i].nvlinks_up;
+    }
+    hsize_t nn[2] = {(hsize_t)n, (hsize_t)n}, n1[1] = {(hsize_t)n};
+    hid_t type = CHECK_H5(w, H5Tcopy(H5T_C_S1));
+    CHECK_H5(w, H5Tset_size(type, sizeof links[0]));
+    dataset_write(w, g, "link", type, 2, nn, links, NULL);
+    h5_close(type);
+    dataset_write(w, g, "nvlink_count", H5T_NATIVE_INT64, 2, nn, nv, NULL);
+    strings_write(w, g, "gpu_name", &names[0][0], n, sizeof names[0]);
+    strings_write(w, g, "gpu_bus_id", &buses[0][0], n, sizeof buses[0]);
+    strings_write(w, g, "gpu_cpu_affinity", &cpus[0][0], n, sizeof cpus[0]);
+    dataset_write(w, g, "gpu_pcie_gen", H5T_NATIVE_INT64, 1, n1, gen, NULL);
+    dataset_write(w, g, "gpu_pcie_width", H5T_NATIVE_INT64, 1, n1, width, NULL);
+    dataset_write(w, g, "gpu_numa_node", H5T_NATIVE_INT64, 1, n1, numa, NULL);
+    dataset_write(w, g, "gpu_nvlinks_up", H5T_NATIVE_INT64, 1, n1, up, NULL);
+    for (int i = 0; i < t->nnics; i++) {
+        snprintf(nic_names[i], sizeof nic_names[i], "%s", t->nic[i].name);
+        snprintf(nic_layers[i], sizeof nic_layers[i], "%s", t->nic[i].link_layer);
+        snprintf(nic_states[i], sizeof nic_states[i], "%s", t->nic[i].state);
+        rate[i] = t->nic[i].rate_gbps;
+        nic_numa[i] = t->nic[i].numa_node;
+    }
+    hsize_t nk[1] = {(hsize_t)t->nnics};
+    strings_write(w, g, "nic_name", &nic_names[0][0], t->nnics, sizeof nic_names[0]);
+    strings_write(w, g, "nic_link_layer", &nic_layers[0][0], t->nnics, sizeof nic_layers[0]);
+    strings_write(w, g, "nic_state", &nic_states[0][0], t->nnics, sizeof nic_states[0]);
+    dataset_write(w, g, "nic_rate_gbps", H5T_NATIVE_DOUBLE, 1, nk, rate, "Gb/s");
+    dataset_write(w, g, "nic_numa_node", H5T_NATIVE_INT64, 1, nk, nic_numa, NULL);
+    if (p != NULL) {
+        matrix_write(w, g, "peer_unidir_gbps", p->unidir_gbps, p->n, "GB/s");
+        matrix_write(w, g, "peer_bidir_gbps", p->bidir_gbps, p->n, "GB/s");
+        matrix_write(w, g, "peer_host_gbps", p->host_gbps, p->n, "GB/s");
+        matrix_write(w, g, "peer_latency_us", p->latency_us, p->n, "us");
+    }
+    h5_close(g);
+}
+
 static void write_system(struct h5w *w, hid_t file, const struct h5out_system *sys)
 {
     hid_t g = group_create(w, file, "system");
@@ -137,6 +218,9 @@ static void write_system(struct h5w *w, hid_t file, const struct h5out_system *s
     hsize_t dims[1] = {(hsize_t)sys->world_size};
     dataset_write(w, g, "hosts", type, 1, dims, sys->hosts, NULL);
     h5_close(type);
+    attr_str(w, g, "transport", sys->transport);
+    attr_str(w, g, "nccl_env", sys->nccl_env);
+    if (sys->topo != NULL) write_topology(w, g, sys->topo, sys->peers);
     h5_close(g);
 }
 
@@ -178,6 +262,10 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     attr_f64(w, g, "bucket_mb", cfg->bucket_mb);
     attr_f64(w, g, "first_bucket_mb", cfg->first_bucket_mb);
     attr_i64(w, g, "nbuckets", r->nbuckets);
+    attr_i64(w, g, "nccl_max_ctas", cfg->nccl_max_ctas);
+    attr_f64(w, g, "nvlink_tx_bytes", r->nvlink_tx_bytes);
+    attr_f64(w, g, "nvlink_expected_bytes", r->nvlink_expected_bytes);
+    attr_str(w, g, "path_proof", r->path_proof);
     attr_str(w, g, "allreduce_dtype", r->allreduce_dtype);
     attr_str(w, g, "allreduce_op", config_enum_name(config_find_key("comm", "allreduce_op"), cfg->allreduce_op));
     attr_i64(w, g, "batch_per_rank", r->batch_per_rank);

@@ -9,6 +9,8 @@
 
 #include "collectives.h"
 #include "config.h"
+#include "peer_bw.h"
+#include "topo.h"
 #include "stats.h"
 #include "train.h"
 
@@ -27,6 +29,10 @@ struct h5out_system {
     int threads_per_rank;
     int world_size, nnodes;
     const char *hosts; /* world_size x 64 bytes, one host name per rank */
+    const char *transport;  /* comm.transport asked for */
+    const char *nccl_env;   /* every NCCL_* variable NCCL saw, "NAME=value ..." */
+    const struct topo_node *topo;    /* rank 0's node */
+    const struct peer_matrix *peers; /* NULL unless measured (dpscale topo) */
 };
 
 /* The path of a new result file: cfg->output or dpscale-<utc>-<job>.h5 in

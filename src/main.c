@@ -15,6 +15,7 @@ static void usage(FILE *out)
             "  gradcheck  check the backward pass (and its allreduce) against finite differences\n"
             "  bench      time the training step against its GEMMs alone on one rank\n"
             "  comm       allreduce bandwidth over a range of sizes (nccl-tests definitions), checked\n"
+            "  topo       GPU links (NVLink, PCIe path), PCIe, NUMA, network adapters, GPU-to-GPU copy matrix\n"
             "  version    print the version\n\n"
             "dpscale run --help lists every configuration key.\n",
             DPSCALE_VERSION);
@@ -31,10 +32,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "comm") == 0) return cmd_comm(argc - 1, argv + 1);
+    if (strcmp(cmd, "topo") == 0) return cmd_topo(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("dpscale %s\n", DPSCALE_VERSION);
         return EXIT_OK;
     }
-    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, comm, version\n", cmd);
+    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, comm, topo, version\n", cmd);
     return EXIT_BAD_INPUT;
 }

@@ -18,4 +18,18 @@ void nvml_name(const struct nvml_gpu *g, char *buf, size_t len);
 /* Energy since the driver loaded, in joules; negative when unavailable. */
 double nvml_energy_j(const struct nvml_gpu *g);
 
+/* Data bytes this GPU has sent over NVLink since the driver loaded (all links);
+ * negative when the counter is unavailable. */
+double nvml_nvlink_tx_bytes(const struct nvml_gpu *g);
+
+/* For topology detection: every GPU NVML sees, its links and its PCIe path. */
+int nvml_device_count(void);
+int nvml_open_index(struct nvml_gpu *g, int index);
+void nvml_bus_id(const struct nvml_gpu *g, char *buf, size_t len);
+void nvml_pcie_link(const struct nvml_gpu *g, int *gen, int *width);
+/* Link `link`: 1 if up, with the remote end's PCI bus id and the NVLink version. */
+int nvml_nvlink(const struct nvml_gpu *g, int link, char *remote_bus_id, size_t len, int *version);
+/* NVML's topology level of the closest common ancestor (0 internal ... 50 system), or -1. */
+int nvml_common_ancestor(const struct nvml_gpu *a, const struct nvml_gpu *b);
+
 #endif

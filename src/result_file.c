@@ -35,6 +35,7 @@ int result_file_prepare(struct session *s, struct result_file *f)
     else snprintf(job, sizeof job, "pid%d", (int)getpid());
     int bad = 0;
     f->path[0] = '\0';
+    f->peers = NULL;
     if (s->launch.rank == 0) {
         bad = h5out_choose_path(&s->cfg, stamp, job, f->path, sizeof f->path, err, sizeof err) != 0;
         if (bad) fprintf(stderr, "dpscale: error: %s\n", err);
@@ -64,7 +65,8 @@ int result_file_write(struct session *s, const struct result_file *f, int argc, 
             .device_name = s->backend.info.device_name, .backend_library = s->backend.info.library,
             .mpi_library = s->launch.mpi_library, .driver = s->backend.info.driver,
             .threads_per_rank = s->backend.info.threads, .world_size = s->launch.size, .nnodes = s->launch.nnodes,
-            .hosts = hosts,
+            .hosts = hosts, .transport = config_enum_name(config_find_key("comm", "transport"), s->cfg.transport),
+            .nccl_env = s->nccl_env, .topo = &s->topo, .peers = f->peers,
         };
         const struct h5out_contents contents = {runs, sums, nruns, colls, ncolls};
         if (h5out_write(f->path, &s->cfg, &sys, &contents, err, sizeof err) != 0) {

@@ -12,6 +12,7 @@
 struct result_file {
     char path[4096];
     char created_utc[32];
+    const struct peer_matrix *peers; /* set by dpscale topo when it measured them */
 };
 
 /* Returns EXIT_OK, or EXIT_BAD_INPUT on every rank (the session is then ended). */

@@ -152,6 +152,8 @@ static double wall_clock_s(void)
 void run_loop_steps(struct run_loop *L, int with_comm)
 {
     double energy0 = -1.0, wall0 = 0.0;
+    L->be->ops->synchronize(L->be);
+    const double nvlink0 = backend_nvlink_tx_bytes(L->be);
     comm_barrier(L->c); /* start together: the first step must not absorb start-up skew */
     for (int s = 0; s < L->steps; s++) {
         if (s == L->cfg->warmup) { /* the energy counter and the clock bracket the timed steps */
@@ -165,6 +167,8 @@ void run_loop_steps(struct run_loop *L, int with_comm)
     L->timed_wall_s = wall_clock_s() - wall0;
     const double energy1 = backend_energy_j(L->be);
     L->timed_energy_j = energy0 >= 0 && energy1 >= 0 ? energy1 - energy0 : NAN;
+    const double nvlink1 = backend_nvlink_tx_bytes(L->be);
+    L->nvlink_tx_bytes = nvlink0 >= 0 && nvlink1 >= 0 ? nvlink1 - nvlink0 : NAN;
 }
 
 void run_loop_phase_times(struct run_loop *L, double *out)

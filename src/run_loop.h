@@ -31,6 +31,7 @@ struct run_loop {
     struct backend_event **bucket_ev; /* [iters][nbuckets][2]: start and end of each bucket */
     double timed_wall_s;   /* last pass: wall time of its timed steps */
     double timed_energy_j; /* last pass: energy of this rank's GPU over them; NaN without a counter */
+    double nvlink_tx_bytes; /* last pass, all its steps: bytes this GPU sent over NVLink; NaN without a counter */
 };
 
 void run_loop_init(struct run_loop *L, const struct config *cfg, const struct model *m, struct backend *be,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -29,19 +30,24 @@ static int agree_once(int rank, int failed, const char *err)
 static int choose_transport(struct session *s, char *err, size_t errlen)
 {
     const int gpu = s->backend.ops->stream != NULL;
-    int t = s->cfg.transport;
-    if (t == TRANSPORT_AUTO) t = gpu ? TRANSPORT_NCCL : TRANSPORT_MPI;
-    if (t == TRANSPORT_MPI && gpu) {
-        snprintf(err, errlen, "comm.transport = mpi moves host buffers, but the cuda backend keeps gradients on the GPU; "
-                 "use comm.transport = nccl (or auto)");
+    int t = s->cfg.library;
+    if (t == LIBRARY_AUTO) t = gpu ? LIBRARY_NCCL : LIBRARY_MPI;
+    if (t == LIBRARY_MPI && gpu) {
+        snprintf(err, errlen, "comm.library = mpi moves host buffers, but the cuda backend keeps gradients on the GPU; "
+                 "use comm.library = nccl (or auto)");
         return -1;
     }
-    if (t == TRANSPORT_NCCL && !gpu) {
-        snprintf(err, errlen, "comm.transport = nccl needs the cuda backend; use comm.transport = mpi (or auto) on the cpu");
+    if (t == LIBRARY_NCCL && !gpu) {
+        snprintf(err, errlen, "comm.library = nccl needs the cuda backend; use comm.library = mpi (or auto) on the cpu");
+        return -1;
+    }
+    if (s->cfg.transport != TRANSPORT_AUTO && t != LIBRARY_NCCL) {
+        snprintf(err, errlen, "comm.transport = %s chooses NCCL's path and needs the cuda backend; leave it at auto on the cpu",
+                 config_enum_name(config_find_key("comm", "transport"), s->cfg.transport));
         return -1;
     }
 #ifdef DPSCALE_HAVE_CUDA
-    s->transport = t == TRANSPORT_NCCL ? &comm_transport_nccl : &comm_transport_mpi;
+    s->transport = t == LIBRARY_NCCL ? &comm_transport_nccl : &comm_transport_mpi;
 #else
     s->transport = &comm_transport_mpi;
 #endif
@@ -71,9 +77,14 @@ int session_start(int argc, char **argv, struct session *s)
 
     /* The backend may fail on one rank only (no GPU on that node): each says why. */
     rc = backend_open(&s->backend, &s->cfg, s->launch.local_rank, s->launch.local_size, err, sizeof err);
-    if (rc == 0) rc = choose_transport(s, err, sizeof err);
     if (rc != 0) DP_ERROR(NULL, "%s", err);
     if (session_any_failed(rc != 0)) goto bad_input;
+    /* the path first: asking for NVLink where there is none is the error to report */
+    if (session_setup_transport(s) != 0) goto bad_input;
+    rc = choose_transport(s, err, sizeof err);
+    if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
+
+    comm_set_defaults(s->cfg.nccl_max_ctas);
 
     /* Two ranks driving one GPU would measure contention, not scaling. */
     int other = -1;
@@ -90,6 +101,32 @@ bad_input:
     s->model = NULL;
     comm_finalize();
     return EXIT_BAD_INPUT;
+}
+
+int session_setup_transport(struct session *s)
+{
+    char err[1536] = "", note[160] = "";
+    int rc = 0;
+    if (s->cfg.topo_fixture[0]) rc = topo_load_fixture(s->cfg.topo_fixture, &s->topo, err, sizeof err);
+    else topo_detect(&s->topo);
+    /* The GPUs this node's ranks drive, as topology indices, matched by bus id; when
+     * none matches (a recorded topology, or no GPU here), every GPU of the node. */
+    char *keys = NULL;
+    const int nlocal = comm_node_gather_keys(s->backend.info.bus_id, &keys);
+    int gpus[TOPO_MAX_GPUS], ngpus = 0;
+    for (int r = 0; r < nlocal && ngpus < TOPO_MAX_GPUS; r++)
+        for (int g = 0; g < s->topo.ngpus; g++)
+            if (s->topo.gpu[g].bus_id[0] && strcasecmp(s->topo.gpu[g].bus_id, keys + (size_t)r * 64) == 0) gpus[ngpus++] = g;
+    free(keys);
+    if (ngpus == 0)
+        for (int g = 0; g < s->topo.ngpus; g++) gpus[ngpus++] = g;
+    if (rc == 0) rc = transport_nccl_settings(s->cfg.transport, &s->topo, gpus, ngpus, &s->nccl, err, sizeof err);
+    if (agree_once(s->launch.rank, rc != 0, err)) return -1;
+    if (transport_apply(&s->nccl, note, sizeof note) > 0 && s->launch.rank == 0)
+        fprintf(stderr, "dpscale: warning: comm.transport = %s: %s\n",
+                config_enum_name(config_find_key("comm", "transport"), s->cfg.transport), note);
+    transport_effective_env(s->nccl_env, sizeof s->nccl_env);
+    return 0;
 }
 
 void session_end(struct session *s)

@@ -9,6 +9,8 @@
 #include "backend.h"
 #include "config.h"
 #include "model.h"
+#include "topo.h"
+#include "transport.h"
 
 #define DPSCALE_VERSION "0.1.0"
 
@@ -21,7 +23,14 @@ struct session {
     struct backend backend;
     struct model *model;
     const struct comm_transport *transport;
+    struct topo_node topo;       /* this node's, detected or from topo.fixture */
+    struct nccl_settings nccl;   /* what comm.transport set before NCCL started */
+    char nccl_env[1024];         /* every NCCL_* variable NCCL saw */
 };
+
+/* Topology of this node and the NCCL settings of comm.transport, checked against it.
+ * Collective; returns 0, or -1 on every rank (the lowest failing rank said why). */
+int session_setup_transport(struct session *s);
 
 /* Returns EXIT_OK with a live session; SESSION_DONE when nothing is left to do
  * (exit 0); or the exit code to leave with. In the last two MPI is finalised. */

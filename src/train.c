@@ -19,6 +19,7 @@
 #include "error.h"
 #include "session.h"
 #include "run_loop.h"
+#include "transport.h"
 #include "step.h"
 
 const char *const phase_names[NPHASES] = {"forward_s", "backward_s", "comm_exposed_s", "update_s", "step_s"};
@@ -154,7 +155,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     out->steps = steps;
     out->nparams = m->nparams;
     out->gemm_flops_per_step = model_gemm_flops_per_sample(m) * (double)out->global_batch;
-    snprintf(out->transport, sizeof out->transport, "%s", comm_transport_name(c));
+    snprintf(out->transport, sizeof out->transport, "%s", transport_label(cfg->transport, comm_transport_name(c)));
 
     if (check_memory(cfg, m, be, c, local_size, B, steps) != 0) return -1;
     struct run_loop L;
@@ -186,6 +187,10 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     run_loop_phase_times(&L, phases);
     run_loop_bucket_times(&L, bstart, bend);
 
+    double nvlink = L.nvlink_tx_bytes;
+    comm_sum_doubles(c, &nvlink, 1);
+    out->nvlink_tx_bytes = nvlink;
+    out->nvlink_expected_bytes = 2.0 * (N - 1) * out->allreduce_bytes * steps;
     double energy = L.timed_energy_j; /* NaN on any rank makes the sum NaN: no partial figure */
     comm_sum_doubles(c, &energy, 1);
     out->energy_j = energy;

@@ -39,6 +39,9 @@ struct run_result {
     double energy_j;             /* energy of all ranks' GPUs over the timed steps; NaN without a counter */
     double timed_wall_s;         /* wall time of the timed steps (slowest rank) */
     double peak_tflops;          /* per GPU in the run's precision; 0 = unknown */
+    double nvlink_tx_bytes;      /* sent over NVLink by all ranks' GPUs during the real steps; NaN = unknown */
+    double nvlink_expected_bytes; /* what the allreduces of those steps send: 2(N-1) x gradient bytes per step */
+    char path_proof[96];         /* how the NVLink counters bear out the transport label */
     float *params;               /* final parameters, when run.save_params is on */
     size_t nparams;
 };
