@@ -32,6 +32,9 @@ fails() { # name, command...: PASS when the command exits non-zero with a dpscal
 O="--run.output_dir=$LOG"
 
 nvidia-smi -L | tee "$LOG/gpus.txt"
+# 0. the node: link matrix, PCIe, NUMA, adapters, and the GPU-to-GPU copy matrix
+check topo bin/dpscale topo --backend=cuda $O --run.output=topo.h5
+cat "$LOG/topo.log"
 # 1. the CUDA step against the CPU step, same seed and config
 check cpu_fp32 bin/dpscale run --config configs/mlp-medium.ini --backend=cpu $O --run.output=cpu.h5
 check cuda_fp32 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda $O --run.output=cuda32.h5
@@ -69,9 +72,22 @@ if [ "$NGPU" -ge 2 ]; then
     cat "$LOG/comm_nvlink.log"
     check comm_p2p_disabled $MPIRUN -np 2 -x NCCL_P2P_DISABLE=1 bin/dpscale comm --backend=cuda $O --run.output=comm-nop2p.h5
     cat "$LOG/comm_p2p_disabled.log"
-    # 7. overlap: a model whose allreduce is about half its backward, through host memory
+    # 7. NVLink versus PCIe, each proven by the NVLink counters, through the job scripts' sweep
+    check transports_sweep env OUTDIR="$LOG" NAME=comm-bound TRANSPORTS=nvlink,pcie \
+        LAUNCHER="$MPIRUN -np 2" jobs/lib/sweep.sh --config configs/mlp-comm-bound.ini
+    grep -E "^== transport|^(nvlink|pcie) |path|verified" "$LOG/transports_sweep.log"
+    sed -n '/^transport/,/^step:/p' "$LOG/transports_sweep.log"
+    $PY -c "import h5py,sys; [print(f, h5py.File(f)['runs'][t]['n2'].attrs['path_proof']) for f,t in [(sys.argv[1],'nvlink'),(sys.argv[2],'pcie')]]" \
+        "$LOG/comm-bound-nvlink.h5" "$LOG/comm-bound-pcie.h5" | tee "$LOG/path_proof.txt"
+    # 8. how many SMs NCCL may take from the overlapped backward (GEMM-heavy, NVLink)
+    for ctas in 4 8 16; do
+        check ctas_${ctas} $MPIRUN -np 2 bin/dpscale run --config configs/mlp-gemm-heavy.ini --comm.nccl_max_ctas=$ctas \
+            $O --run.output=gemm-heavy-ctas$ctas.h5
+        grep -E "^nccl +2 " "$LOG/ctas_${ctas}.log"
+    done
+    # 9. overlap on and off through host memory, on a model whose allreduce is about half its backward
     for ov in on off; do
-        check overlap_${ov}_p2p_disabled $MPIRUN -np 2 -x NCCL_P2P_DISABLE=1 bin/dpscale run \
+        check overlap_${ov}_p2p_disabled $MPIRUN -np 2 bin/dpscale run --comm.transport=pcie \
             --config configs/mlp-comm-bound.ini --comm.overlap=$ov $O --run.output=comm-bound-$ov.h5
         sed -n '/^transport/,/^step:/p' "$LOG/overlap_${ov}_p2p_disabled.log"
     done
