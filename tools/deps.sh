@@ -3,11 +3,12 @@
 #   tools/deps.sh check     list what is missing (exit 1 if anything is)
 #   tools/deps.sh install   install what is missing (as root), or print the apt-get line to run
 # Build: Open MPI, HDF5 (C library, serial), libinih, OpenBLAS, pkg-config, a C compiler.
-# Tests: Python 3 with h5py, numpy and pytest (the integration tests read the HDF5 files back).
+# Tests: Python 3 with h5py, numpy and pytest (the integration tests read the HDF5 files back),
+# Slurm and munge (a real test cluster, started as root), gnuplot (report plots).
 set -euo pipefail
 
 BUILD_PKGS="build-essential pkg-config openmpi-bin libopenmpi-dev libhdf5-dev libinih-dev libopenblas-dev libopenblas-openmp-dev"
-TEST_PKGS="python3 python3-h5py python3-numpy python3-pytest hdf5-tools"
+TEST_PKGS="python3 python3-h5py python3-numpy python3-pytest hdf5-tools slurm-wlm munge gnuplot-nox"
 
 missing() {
     local m=()
@@ -28,6 +29,11 @@ missing() {
         [ -x "$py" ] && ! "$py" -c 'import numpy' 2>/dev/null && m+=(python3-numpy)
         [ -x "$py" ] && ! "$py" -c 'import pytest' 2>/dev/null && m+=(python3-pytest)
         command -v h5dump >/dev/null 2>&1 || m+=(hdf5-tools)
+        command -v gnuplot >/dev/null 2>&1 || m+=(gnuplot-nox)
+        if [ "$(id -u)" -eq 0 ]; then # the Slurm tests run only as root
+            command -v slurmctld >/dev/null 2>&1 || m+=(slurm-wlm)
+            command -v munged >/dev/null 2>&1 || m+=(munge)
+        fi
     fi
     echo "${m[@]:-}"
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+#SBATCH --job-name=dpscale-multinode
+#SBATCH --nodes=4
+#SBATCH --ntasks-per-node=8
+#SBATCH --gpus-per-node=8
+#SBATCH --exclusive
+#SBATCH --time=02:00:00
+#SBATCH --output=dpscale-multinode-%j.out
+#
+# multinode.sh — a sweep across node boundaries (8, 16, 32 ... GPUs) over the
+# network: N nodes of G GPUs, one rank per GPU. Change the node count with
+# `sbatch -N 2 jobs/multinode.sh`, the GPUs per node with --gpus-per-node and
+# --ntasks-per-node together.
+#
+#   sbatch -p PARTITION -A ACCOUNT -N 4 jobs/multinode.sh [extra dpscale run options...]
+#
+# Overrides (environment): CONFIG (default configs/mlp-gemm-heavy.ini), SWEEP (default
+# 1, then every power of two from one node's GPUs up to the job's), TRANSPORTS (default
+# auto: NVLink inside a node, the network between; add net to force the network even
+# inside), OUTDIR, LAUNCH, DPSCALE_HOME, and any NCCL_* variable (NCCL_IB_HCA,
+# NCCL_SOCKET_IFNAME, ...): every run records ranks per node, the adapters
+# (/system/topology) and the NCCL settings in force (nccl_env).
+set -euo pipefail
+source "${DPSCALE_HOME:-${SLURM_SUBMIT_DIR:-$PWD}}/jobs/lib/common.sh" 2>/dev/null ||
+    { echo "dpscale job: error: jobs/lib/common.sh not found: submit from the dpscale folder or set DPSCALE_HOME" >&2; exit 2; }
+home=$(dpscale_home)
+cd "$home"
+ntasks=${SLURM_NTASKS:-8}
+nodes=${SLURM_JOB_NUM_NODES:-1}
+per_node=$((ntasks / nodes))
+[ $((per_node * nodes)) -eq "$ntasks" ] || die "$ntasks tasks do not spread evenly over $nodes nodes: use --ntasks-per-node"
+: "${CONFIG:=configs/mlp-gemm-heavy.ini}"
+[ -r "$CONFIG" ] || die "CONFIG=$CONFIG is not readable (presets are in $home/configs)"
+if [ -z "${SWEEP:-}" ]; then
+    SWEEP=1
+    for ((n = per_node; n <= ntasks; n *= 2)); do [ "$n" -gt 1 ] && SWEEP+=",$n"; done
+fi
+export TRANSPORTS=${TRANSPORTS:-auto}
+export OUTDIR=${OUTDIR:-results}
+export NAME=dpscale-multinode-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}
+export LAUNCHER
+LAUNCHER=$(dpscale_launcher)
+export DPSCALE=$home/bin/dpscale
+echo "dpscale multinode: job ${SLURM_JOB_ID:-none}, $nodes nodes x $per_node ranks, config $CONFIG, sweep $SWEEP,"
+echo "  transports $TRANSPORTS, launcher '$LAUNCHER'; NCCL: $(env | grep '^NCCL_' | tr '\n' ' ')"
+exec "$home/jobs/lib/sweep.sh" --config "$CONFIG" --sweep="$SWEEP" "$@"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+#SBATCH --job-name=dpscale-smoke
+#SBATCH --nodes=1
+#SBATCH --ntasks=1
+#SBATCH --gpus=1
+#SBATCH --time=00:05:00
+#SBATCH --output=dpscale-smoke-%j.out
+#
+# smoke.sh — proves an installation works in about a minute on one GPU: the
+# topology, the gradient check, and a short training run whose result file is read
+# back. Exit status 0 means dpscale is ready for jobs/scale8.sh.
+#
+#   sbatch jobs/smoke.sh              (from the dpscale folder, after make)
+#
+# Overrides (environment): OUTDIR (default results/smoke), DPSCALE_HOME, LAUNCH.
+set -euo pipefail
+source "${DPSCALE_HOME:-${SLURM_SUBMIT_DIR:-$PWD}}/jobs/lib/common.sh" 2>/dev/null ||
+    { echo "dpscale job: error: jobs/lib/common.sh not found: submit from the dpscale folder or set DPSCALE_HOME" >&2; exit 2; }
+home=$(dpscale_home)
+cd "$home"
+OUTDIR=${OUTDIR:-results/smoke}
+name=dpscale-smoke-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}
+launcher=$(dpscale_launcher)
+backend=cuda
+[ "$(gpus_on_node)" -gt 0 ] || { echo "no GPU visible: smoke-testing the CPU backend"; backend=cpu; }
+
+echo "== 1/3 topology"
+bin/dpscale topo --backend="$backend" --topo.peer_bandwidth=off --run.output_dir="$OUTDIR" --run.output="$name-topo.h5"
+echo "== 2/3 gradients against finite differences"
+$launcher bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend="$backend"
+echo "== 3/3 a short training run"
+$launcher bin/dpscale run --config configs/mlp-medium.ini --backend="$backend" --sweep=1 --train.iters=10 \
+    --run.output_dir="$OUTDIR" --run.output="$name.h5"
+echo "smoke test passed: $OUTDIR/$name.h5"

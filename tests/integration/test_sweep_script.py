@@ -1,0 +1,29 @@
+"""jobs/lib/sweep.sh outside Slurm: one launch per transport, an existing result
+never overwritten, a bad transport refused."""
+import subprocess
+
+from conftest import ROOT, mpi_env
+
+
+def sweep(tmp_path, *args, **env):
+    e = mpi_env({"OUTDIR": str(tmp_path), "NAME": "s", "LAUNCHER": "mpirun -np 2", **env})
+    return subprocess.run([ROOT / "jobs/lib/sweep.sh", "--config", ROOT / "configs/mlp-tiny.ini", *args], env=e,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_one_file_per_transport(tmp_path):
+    p = sweep(tmp_path, "--sweep=1,2", TRANSPORTS="auto")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "s-auto.h5").exists()
+
+
+def test_an_existing_result_is_never_overwritten(tmp_path):
+    (tmp_path / "s-auto.h5").write_bytes(b"keep")
+    p = sweep(tmp_path, TRANSPORTS="auto")
+    assert p.returncode == 2 and "never overwritten" in p.stderr
+    assert (tmp_path / "s-auto.h5").read_bytes() == b"keep"
+
+
+def test_an_unknown_transport_is_refused(tmp_path):
+    p = sweep(tmp_path, TRANSPORTS="infiniband")
+    assert p.returncode == 2 and "unknown transport 'infiniband'" in p.stderr
