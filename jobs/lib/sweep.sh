@@ -47,4 +47,4 @@ for t in "${list[@]}"; do
 done
 echo
 echo "== $NAME: ${files[*]}"
-if "$DPSCALE" report --help >/dev/null 2>&1; then "$DPSCALE" report "${files[@]}"; fi
+"$DPSCALE" report --compare "${files[@]}"

@@ -1,0 +1,50 @@
+/* report.h — `dpscale report`: result files in, the tables and plots of a
+ * procurement report out. report_read.c reads a file (and refuses what dpscale did
+ * not write, or a newer schema); report_print.c writes the tables as Markdown, CSV or
+ * JSON, and the side-by-side comparison; report_plot.c draws through gnuplot. */
+#ifndef DPSCALE_REPORT_H
+#define DPSCALE_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define REPORT_MAX_ROWS 64
+
+struct report_row {
+    char transport[16];
+    int nranks, nodes, global_batch;
+    double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
+    double step_s, comm_exposed_s, allreduce_busbw_gbps, mfu, joules_per_sample, avg_power_w;
+};
+
+struct report_file {
+    char path[512];
+    char device[96];    /* /system device_name */
+    char host[64];      /* first host of the launch */
+    char created[32];
+    /* what must match for two files to be compared */
+    char model[64];
+    int layers, input_dim, hidden_dim, classes;
+    char precision[8], scaling[8];
+    long long batch_per_gpu, global_batch;
+    double price_per_gpu_hour; /* 0 = none given */
+    int nrows;
+    struct report_row rows[REPORT_MAX_ROWS];
+};
+
+enum report_format { REPORT_MARKDOWN, REPORT_CSV, REPORT_JSON };
+
+/* Returns 0, or -1 with a one-line reason naming the file in err. */
+int report_read(const char *path, struct report_file *f, char *err, size_t errlen);
+
+/* The scaling table of every (file, transport). */
+void report_print_tables(FILE *out, const struct report_file *files, int n, int format);
+/* Systems side by side: every (file, transport) is a system; the first is the reference. */
+void report_print_compare(FILE *out, const struct report_file *files, int n, int format);
+/* Empty when comparable; otherwise what differs, in words. */
+void report_comparability(const struct report_file *a, const struct report_file *b, char *why, size_t len);
+
+/* Efficiency and throughput against GPU count, through gnuplot. Returns 0 or -1 with a message. */
+int report_plot(const char *out_path, const struct report_file *files, int n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,91 @@
+/* report_plot.c — efficiency and throughput against GPU count, one line per
+ * system and transport, with the ideal drawn, through gnuplot (PNG or SVG by the
+ * output's extension). The data go to gnuplot inline, so nothing is left behind. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "report.h"
+
+static int has_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+/* gnuplot's inline data: one block per (file, transport), "GPUs samples/s efficiency". */
+static void data_block(FILE *gp, const struct report_file *f, const char *transport, int column)
+{
+    for (int r = 0; r < f->nrows; r++)
+        if (strcmp(f->rows[r].transport, transport) == 0)
+            fprintf(gp, "%d %.10g\n", f->rows[r].nranks, column == 1 ? f->rows[r].samples_per_s : f->rows[r].efficiency);
+    fprintf(gp, "e\n");
+}
+
+int report_plot(const char *out_path, const struct report_file *files, int n, char *err, size_t errlen)
+{
+    const char *dot = strrchr(out_path, '.');
+    const int svg = dot != NULL && strcmp(dot, ".svg") == 0, png = dot != NULL && strcmp(dot, ".png") == 0;
+    if (!svg && !png) {
+        snprintf(err, errlen, "--plot %s: the name must end in .png or .svg", out_path);
+        return -1;
+    }
+    if (!has_gnuplot()) {
+        snprintf(err, errlen, "--plot needs gnuplot, which is not on PATH: apt-get install gnuplot-nox");
+        return -1;
+    }
+    FILE *probe = fopen(out_path, "wx"); /* never overwrite a plot */
+    if (probe == NULL) {
+        snprintf(err, errlen, "cannot create %s: %s", out_path, strerror(errno));
+        return -1;
+    }
+    fclose(probe);
+    FILE *gp = popen("gnuplot", "w");
+    if (gp == NULL) {
+        remove(out_path);
+        snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
+        return -1;
+    }
+    /* the series: every transport of every file */
+    struct { const struct report_file *f; char t[16]; } series[64];
+    int ns = 0;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < files[i].nrows && ns < 64; r++) {
+            int seen = 0;
+            for (int k = 0; k < ns; k++) seen |= series[k].f == &files[i] && strcmp(series[k].t, files[i].rows[r].transport) == 0;
+            if (seen) continue;
+            series[ns].f = &files[i];
+            snprintf(series[ns].t, sizeof series[ns].t, "%s", files[i].rows[r].transport);
+            ns++;
+        }
+    int max_gpus = 1;
+    double thr1 = NAN;
+    for (int k = 0; k < ns; k++)
+        for (int r = 0; r < series[k].f->nrows; r++) {
+            const struct report_row *row = &series[k].f->rows[r];
+            if (strcmp(row->transport, series[k].t) != 0) continue;
+            if (row->nranks > max_gpus) max_gpus = row->nranks;
+            if (k == 0 && row->nranks == 1) thr1 = row->samples_per_s;
+        }
+    fprintf(gp, "set terminal %s size 1100,450 font 'sans,10'\nset output '%s'\n", svg ? "svg" : "pngcairo", out_path);
+    fprintf(gp, "set multiplot layout 1,2 title 'dpscale: %s, %s'\n", files[0].model, files[0].precision);
+    fprintf(gp, "set logscale x 2\nset xrange [0.8:%g]\nset xlabel 'GPUs'\nset grid\nset key bottom left\n", max_gpus * 1.25);
+    fprintf(gp, "set ylabel 'scaling efficiency'\nset yrange [0:1.1]\nplot 1 with lines dt 2 lc rgb 'gray' title 'ideal'");
+    for (int k = 0; k < ns; k++)
+        fprintf(gp, ", '-' using 1:2 with linespoints lw 2 title '%s %s'", series[k].f->device, series[k].t);
+    fputc('\n', gp);
+    for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].t, 2);
+    fprintf(gp, "set ylabel 'samples/s'\nset autoscale y\nset yrange [0:*]\nset key top left\nplot ");
+    if (!isnan(thr1)) fprintf(gp, "x * %.10g with lines dt 2 lc rgb 'gray' title 'ideal (first system x GPUs)', ", thr1);
+    for (int k = 0; k < ns; k++)
+        fprintf(gp, "%s'-' using 1:2 with linespoints lw 2 title '%s %s'", k ? ", " : "", series[k].f->device, series[k].t);
+    fputc('\n', gp);
+    for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].t, 1);
+    fprintf(gp, "unset multiplot\n");
+    const int status = pclose(gp);
+    if (status != 0) {
+        remove(out_path);
+        snprintf(err, errlen, "gnuplot failed (status %d) drawing %s", WIFEXITED(status) ? WEXITSTATUS(status) : -1, out_path);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,252 @@
+/* report_print.c — the report's tables (report.h): one scaling table per
+ * (file, transport), and the comparison of systems side by side, as Markdown,
+ * CSV or JSON. Every figure is read from the file's /summary; nothing is
+ * recomputed but the ratios and the per-watt and per-dollar figures. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+
+static const char *const columns[] = {"gpus", "nodes", "samples_per_s", "samples_per_s_per_gpu", "speedup", "efficiency",
+                                      "exposed_comm_pct", "allreduce_busbw_gbps", "mfu", "joules_per_sample"};
+#define NCOLUMNS (int)(sizeof columns / sizeof columns[0])
+
+static void values_of(const struct report_row *r, double *v)
+{
+    v[0] = r->nranks;
+    v[1] = r->nodes;
+    v[2] = r->samples_per_s;
+    v[3] = r->samples_per_s_per_rank;
+    v[4] = r->speedup;
+    v[5] = r->efficiency;
+    v[6] = 100.0 * r->comm_exposed_s / r->step_s;
+    v[7] = r->allreduce_busbw_gbps;
+    v[8] = r->mfu;
+    v[9] = r->joules_per_sample;
+}
+
+/* Markdown cell: a number with sensible digits, or "-" for unknown. */
+static void md_cell(FILE *out, double v, int column)
+{
+    if (isnan(v)) fprintf(out, " - |");
+    else if (column <= 1) fprintf(out, " %.0f |", v);
+    else if (column <= 3) fprintf(out, " %.1f |", v);
+    else if (column == 6 || column == 7) fprintf(out, " %.1f |", v);
+    else if (column == 9) fprintf(out, " %.4g |", v);
+    else fprintf(out, " %.3f |", v);
+}
+
+static void json_number(FILE *out, double v)
+{
+    if (isnan(v) || isinf(v)) fprintf(out, "null");
+    else fprintf(out, "%.10g", v);
+}
+
+static void describe(const struct report_file *f, char *buf, size_t len)
+{
+    char batch[64];
+    if (strcmp(f->scaling, "strong") == 0) snprintf(batch, sizeof batch, "global batch %lld", f->global_batch);
+    else snprintf(batch, sizeof batch, "batch %lld per GPU", f->batch_per_gpu);
+    snprintf(buf, len, "%s (%d x %d wide, %s), %s scaling, %s", f->model, f->layers, f->hidden_dim, f->precision, f->scaling,
+             batch);
+}
+
+static int distinct_transports(const struct report_file *f, char names[][16])
+{
+    int n = 0;
+    for (int i = 0; i < f->nrows; i++) {
+        int seen = 0;
+        for (int k = 0; k < n; k++) seen |= strcmp(names[k], f->rows[i].transport) == 0;
+        if (!seen) snprintf(names[n++], 16, "%s", f->rows[i].transport);
+    }
+    return n;
+}
+
+void report_print_tables(FILE *out, const struct report_file *files, int n, int format)
+{
+    if (format == REPORT_CSV) {
+        fprintf(out, "file,device,model,precision,scaling,transport");
+        for (int c = 0; c < NCOLUMNS; c++) fprintf(out, ",%s", columns[c]);
+        fputc('\n', out);
+    }
+    if (format == REPORT_JSON) fprintf(out, "[");
+    int first_json = 1;
+    for (int i = 0; i < n; i++) {
+        const struct report_file *f = &files[i];
+        char transports[REPORT_MAX_ROWS][16], what[256];
+        const int nt = distinct_transports(f, transports);
+        describe(f, what, sizeof what);
+        for (int t = 0; t < nt; t++) {
+            if (format == REPORT_MARKDOWN) {
+                fprintf(out, "### %s, %s: %s\n\n%s, host %s, %s\n\n|", f->device, transports[t], what, f->path, f->host,
+                        f->created);
+                static const char *const heads[] = {"GPUs", "nodes", "samples/s", "samples/s per GPU", "speedup",
+                                                    "efficiency", "exposed comm %", "allreduce busbw GB/s", "MFU",
+                                                    "J/sample"};
+                for (int c = 0; c < NCOLUMNS; c++) fprintf(out, " %s |", heads[c]);
+                fprintf(out, "\n|");
+                for (int c = 0; c < NCOLUMNS; c++) fprintf(out, "---:|");
+                fputc('\n', out);
+            }
+            for (int r = 0; r < f->nrows; r++) {
+                if (strcmp(f->rows[r].transport, transports[t]) != 0) continue;
+                double v[NCOLUMNS];
+                values_of(&f->rows[r], v);
+                if (format == REPORT_MARKDOWN) {
+                    fputc('|', out);
+                    for (int c = 0; c < NCOLUMNS; c++) md_cell(out, v[c], c);
+                    fputc('\n', out);
+                } else if (format == REPORT_CSV) {
+                    fprintf(out, "%s,%s,%s,%s,%s,%s", f->path, f->device, f->model, f->precision, f->scaling, transports[t]);
+                    for (int c = 0; c < NCOLUMNS; c++) isnan(v[c]) ? fprintf(out, ",") : fprintf(out, ",%.10g", v[c]);
+                    fputc('\n', out);
+                } else {
+                    fprintf(out, "%s\n {\"file\": \"%s\", \"device\": \"%s\", \"model\": \"%s\", \"precision\": \"%s\", "
+                                 "\"scaling\": \"%s\", \"transport\": \"%s\"",
+                            first_json ? "" : ",", f->path, f->device, f->model, f->precision, f->scaling, transports[t]);
+                    for (int c = 0; c < NCOLUMNS; c++) {
+                        fprintf(out, ", \"%s\": ", columns[c]);
+                        json_number(out, v[c]);
+                    }
+                    fputc('}', out);
+                    first_json = 0;
+                }
+            }
+            if (format == REPORT_MARKDOWN) fputc('\n', out);
+        }
+    }
+    if (format == REPORT_JSON) fprintf(out, "\n]\n");
+    if (format == REPORT_MARKDOWN)
+        fprintf(out, "efficiency = samples/s / (GPUs x samples/s at 1 GPU); exposed comm = share of the step "
+                     "spent waiting for the allreduce after backward; busbw: nccl-tests definition.\n");
+}
+
+void report_comparability(const struct report_file *a, const struct report_file *b, char *why, size_t len)
+{
+    why[0] = '\0';
+    if (a->layers != b->layers || a->input_dim != b->input_dim || a->hidden_dim != b->hidden_dim || a->classes != b->classes)
+        snprintf(why, len, "another model (%d x %d wide vs %d x %d)", b->layers, b->hidden_dim, a->layers, a->hidden_dim);
+    else if (strcmp(a->precision, b->precision) != 0)
+        snprintf(why, len, "another precision (%s vs %s)", b->precision, a->precision);
+    else if (strcmp(a->scaling, b->scaling) != 0)
+        snprintf(why, len, "another scaling (%s vs %s)", b->scaling, a->scaling);
+    else if (strcmp(a->scaling, "weak") == 0 ? a->batch_per_gpu != b->batch_per_gpu : a->global_batch != b->global_batch)
+        snprintf(why, len, "another batch (%lld vs %lld)", strcmp(a->scaling, "weak") == 0 ? b->batch_per_gpu : b->global_batch,
+                 strcmp(a->scaling, "weak") == 0 ? a->batch_per_gpu : a->global_batch);
+}
+
+/* A system: one transport of one file. */
+struct system {
+    const struct report_file *file;
+    char transport[16];
+};
+
+static const struct report_row *row_for(const struct system *s, int gpus)
+{
+    for (int r = 0; r < s->file->nrows; r++)
+        if (s->file->rows[r].nranks == gpus && strcmp(s->file->rows[r].transport, s->transport) == 0)
+            return &s->file->rows[r];
+    return NULL;
+}
+
+void report_print_compare(FILE *out, const struct report_file *files, int n, int format)
+{
+    struct system sys[64];
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        char transports[REPORT_MAX_ROWS][16];
+        const int nt = distinct_transports(&files[i], transports);
+        for (int t = 0; t < nt && ns < 64; t++) {
+            sys[ns].file = &files[i];
+            snprintf(sys[ns].transport, sizeof sys[ns].transport, "%.15s", transports[t]);
+            ns++;
+        }
+    }
+    if (ns == 0) return;
+    char what[256];
+    describe(sys[0].file, what, sizeof what);
+    int comparable[64];
+    if (format == REPORT_MARKDOWN) fprintf(out, "### Comparison: %s\n\nreference: %s %s (%s)\n\n", what,
+                                           sys[0].file->device, sys[0].transport, sys[0].file->path);
+    for (int s = 0; s < ns; s++) {
+        char why[160];
+        report_comparability(sys[0].file, sys[s].file, why, sizeof why);
+        comparable[s] = why[0] == '\0';
+        if (!comparable[s])
+            fprintf(out, "%snot comparable: %s (%s %s) has %s; it is left out of the comparison\n",
+                    format == REPORT_MARKDOWN ? "**" : "# ", sys[s].file->path, sys[s].file->device, sys[s].transport, why);
+    }
+    if (format == REPORT_MARKDOWN) {
+        fprintf(out, "%s| GPUs | system | samples/s | samples/s per GPU | efficiency | samples/J | samples/$ | "
+                     "vs reference |\n|---:|---|---:|---:|---:|---:|---:|---:|\n", ns > 1 ? "\n" : "");
+    } else if (format == REPORT_CSV) {
+        fprintf(out, "gpus,system,file,samples_per_s,samples_per_s_per_gpu,efficiency,samples_per_joule,samples_per_dollar,"
+                     "ratio_to_reference\n");
+    } else {
+        fprintf(out, "[");
+    }
+    /* every GPU count any system measured, in order */
+    int counts[REPORT_MAX_ROWS * 4], ncounts = 0;
+    for (int s = 0; s < ns; s++)
+        for (int r = 0; r < sys[s].file->nrows; r++) {
+            int c = sys[s].file->rows[r].nranks, seen = 0;
+            for (int k = 0; k < ncounts; k++) seen |= counts[k] == c;
+            if (!seen && ncounts < (int)(sizeof counts / sizeof counts[0])) counts[ncounts++] = c;
+        }
+    for (int i = 1; i < ncounts; i++)
+        for (int j = i; j > 0 && counts[j - 1] > counts[j]; j--) {
+            int tmp = counts[j];
+            counts[j] = counts[j - 1];
+            counts[j - 1] = tmp;
+        }
+    int first = 1;
+    for (int k = 0; k < ncounts; k++) {
+        const int gpus = counts[k];
+        const struct report_row *ref = row_for(&sys[0], gpus);
+        for (int s = 0; s < ns; s++) {
+            const struct report_row *r = row_for(&sys[s], gpus);
+            if (!comparable[s] || r == NULL) continue;
+            const double per_joule = 1.0 / r->joules_per_sample;
+            const double price = sys[s].file->price_per_gpu_hour;
+            const double per_dollar = price > 0 ? r->samples_per_s * 3600.0 / (price * gpus) : NAN;
+            const double ratio = ref != NULL ? r->samples_per_s / ref->samples_per_s : NAN;
+            char name[160];
+            snprintf(name, sizeof name, "%s %s", sys[s].file->device, sys[s].transport);
+            if (format == REPORT_MARKDOWN) {
+                fprintf(out, "| %d | %s | %.1f | %.1f |", gpus, name, r->samples_per_s, r->samples_per_s_per_rank);
+                md_cell(out, r->efficiency, 5);
+                isnan(per_joule) ? fprintf(out, " - |") : fprintf(out, " %.1f |", per_joule);
+                isnan(per_dollar) ? fprintf(out, " - |") : fprintf(out, " %.4g |", per_dollar);
+                isnan(ratio) ? fprintf(out, " - |\n") : fprintf(out, " %.3f |\n", ratio);
+            } else if (format == REPORT_CSV) {
+                fprintf(out, "%d,%s,%s,%.10g,%.10g,%.10g,", gpus, name, sys[s].file->path, r->samples_per_s,
+                        r->samples_per_s_per_rank, r->efficiency);
+                isnan(per_joule) ? 0 : fprintf(out, "%.10g", per_joule);
+                fputc(',', out);
+                isnan(per_dollar) ? 0 : fprintf(out, "%.10g", per_dollar);
+                fputc(',', out);
+                isnan(ratio) ? 0 : fprintf(out, "%.10g", ratio);
+                fputc('\n', out);
+            } else {
+                fprintf(out, "%s\n {\"gpus\": %d, \"system\": \"%s\", \"file\": \"%s\", \"samples_per_s\": ", first ? "" : ",",
+                        gpus, name, sys[s].file->path);
+                json_number(out, r->samples_per_s);
+                fprintf(out, ", \"efficiency\": ");
+                json_number(out, r->efficiency);
+                fprintf(out, ", \"samples_per_joule\": ");
+                json_number(out, per_joule);
+                fprintf(out, ", \"samples_per_dollar\": ");
+                json_number(out, per_dollar);
+                fprintf(out, ", \"ratio_to_reference\": ");
+                json_number(out, ratio);
+                fputc('}', out);
+                first = 0;
+            }
+        }
+    }
+    if (format == REPORT_JSON) fprintf(out, "\n]\n");
+    if (format == REPORT_MARKDOWN)
+        fprintf(out, "\nsamples/J = samples per joule of GPU energy (NVML); samples/$ = samples per dollar at the given "
+                     "price per GPU-hour; vs reference = samples/s over the reference's at the same GPU count.\n");
+}

@@ -1,0 +1,186 @@
+/* report_read.c — read what the report needs from one result file (report.h),
+ * refusing with a clear reason a file that is not HDF5, that dpscale did not
+ * write, that a newer dpscale wrote, or that is damaged. */
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "h5out.h"
+#include "report.h"
+
+static int attr_exists(hid_t obj, const char *name) { return H5Aexists(obj, name) > 0; }
+
+static int read_attr_str(hid_t obj, const char *name, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!attr_exists(obj, name)) return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), ftype = H5Aget_type(a);
+    int rc = -1;
+    if (H5Tget_class(ftype) == H5T_STRING) {
+        if (H5Tis_variable_str(ftype) > 0) {
+            hid_t mtype = H5Tcopy(H5T_C_S1);
+            H5Tset_size(mtype, H5T_VARIABLE);
+            H5Tset_cset(mtype, H5Tget_cset(ftype)); /* HDF5 converts no character set into another */
+            char *v = NULL;
+            if (H5Aread(a, mtype, &v) >= 0 && v != NULL) {
+                snprintf(buf, len, "%s", v);
+                H5free_memory(v);
+                rc = 0;
+            }
+            H5Tclose(mtype);
+        } else {
+            size_t n = H5Tget_size(ftype);
+            char tmp[1024] = "";
+            if (n < sizeof tmp && H5Aread(a, ftype, tmp) >= 0) {
+                tmp[n] = '\0';
+                snprintf(buf, len, "%s", tmp);
+                rc = 0;
+            }
+        }
+    }
+    H5Tclose(ftype);
+    H5Aclose(a);
+    return rc;
+}
+
+static double read_attr_num(hid_t obj, const char *name)
+{
+    double v = NAN;
+    if (!attr_exists(obj, name)) return NAN;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) v = NAN;
+    H5Aclose(a);
+    return v;
+}
+
+/* One column of /summary by name, as doubles (or a string column as text). */
+static int read_column(hid_t dset, const char *name, int n, double *out)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(double));
+    H5Tinsert(t, name, 0, H5T_NATIVE_DOUBLE);
+    int rc = H5Dread(dset, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0 ? -1 : 0;
+    H5Tclose(t);
+    (void)n;
+    return rc;
+}
+
+int report_read(const char *path, struct report_file *f, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    FILE *probe = fopen(path, "rb");
+    if (probe == NULL) {
+        snprintf(err, errlen, "%s: cannot open it", path);
+        return -1;
+    }
+    fclose(probe);
+    if (H5Fis_hdf5(path) <= 0) {
+        snprintf(err, errlen, "%s: not an HDF5 file (truncated, or not a dpscale result)", path);
+        return -1;
+    }
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) {
+        snprintf(err, errlen, "%s: HDF5 cannot open it; it is damaged or truncated", path);
+        return -1;
+    }
+    int rc = -1;
+    char writer[32] = "";
+    read_attr_str(file, "writer", writer, sizeof writer);
+    const double schema = read_attr_num(file, "schema_version");
+    hid_t cfg = -1, sys = -1, sum = -1, space = -1, ttype = -1;
+    if (strcmp(writer, "dpscale") != 0 || isnan(schema)) {
+        snprintf(err, errlen, "%s: not a dpscale result file (no writer = dpscale, schema_version attributes)", path);
+        goto done;
+    }
+    if (schema != H5OUT_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: schema version %.0f, but this dpscale reads version %d; %s", path, schema,
+                 H5OUT_SCHEMA_VERSION, schema > H5OUT_SCHEMA_VERSION ? "update dpscale to read it" : "an unknown version");
+        goto done;
+    }
+    if (H5Lexists(file, "summary", H5P_DEFAULT) <= 0) {
+        snprintf(err, errlen, "%s: no /summary table: a dpscale comm or topo file has no scaling runs to report", path);
+        goto done;
+    }
+    read_attr_str(file, "created_utc", f->created, sizeof f->created);
+    cfg = H5Gopen2(file, "config", H5P_DEFAULT);
+    sys = H5Gopen2(file, "system", H5P_DEFAULT);
+    sum = H5Dopen2(file, "summary", H5P_DEFAULT);
+    if (cfg < 0 || sys < 0 || sum < 0) {
+        snprintf(err, errlen, "%s: damaged: /config, /system or /summary cannot be read", path);
+        goto done;
+    }
+    read_attr_str(sys, "device_name", f->device, sizeof f->device);
+    read_attr_str(cfg, "model.name", f->model, sizeof f->model);
+    read_attr_str(cfg, "train.precision", f->precision, sizeof f->precision);
+    read_attr_str(cfg, "train.scaling", f->scaling, sizeof f->scaling);
+    f->layers = (int)read_attr_num(cfg, "model.layers");
+    f->input_dim = (int)read_attr_num(cfg, "model.input_dim");
+    f->hidden_dim = (int)read_attr_num(cfg, "model.hidden_dim");
+    f->classes = (int)read_attr_num(cfg, "model.classes");
+    f->batch_per_gpu = (long long)read_attr_num(cfg, "train.batch_per_gpu");
+    f->global_batch = (long long)read_attr_num(cfg, "train.global_batch");
+    if (H5Lexists(sys, "hosts", H5P_DEFAULT) > 0) {
+        hid_t h = H5Dopen2(sys, "hosts", H5P_DEFAULT), ht = H5Dget_type(h), hs = H5Dget_space(h);
+        char first[64 * 4] = "";
+        hsize_t one = 1, zero = 0;
+        hid_t ms = H5Screate_simple(1, &one, NULL);
+        H5Sselect_hyperslab(hs, H5S_SELECT_SET, &zero, NULL, &one, NULL);
+        if (H5Tget_size(ht) <= 64 && H5Dread(h, ht, ms, hs, H5P_DEFAULT, first) >= 0) snprintf(f->host, sizeof f->host, "%.63s", first);
+        H5Sclose(ms);
+        H5Sclose(hs);
+        H5Tclose(ht);
+        H5Dclose(h);
+    }
+    space = H5Dget_space(sum);
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    if (n <= 0 || n > REPORT_MAX_ROWS) {
+        snprintf(err, errlen, "%s: damaged: /summary has %lld rows", path, (long long)n);
+        goto done;
+    }
+    f->nrows = (int)n;
+    double col[REPORT_MAX_ROWS];
+#define COLUMN(field, name)                                                                 \
+    if (read_column(sum, name, f->nrows, col) != 0) {                                      \
+        snprintf(err, errlen, "%s: damaged: /summary has no readable column %s", path, name); \
+        goto done;                                                                          \
+    }                                                                                       \
+    for (int i = 0; i < f->nrows; i++) f->rows[i].field = col[i];
+    COLUMN(samples_per_s, "samples_per_s")
+    COLUMN(samples_per_s_per_rank, "samples_per_s_per_rank")
+    COLUMN(speedup, "speedup")
+    COLUMN(efficiency, "efficiency")
+    COLUMN(step_s, "step_median_s")
+    COLUMN(comm_exposed_s, "comm_exposed_median_s")
+    COLUMN(allreduce_busbw_gbps, "allreduce_busbw_gbps")
+    COLUMN(mfu, "mfu")
+    COLUMN(joules_per_sample, "joules_per_sample")
+    COLUMN(avg_power_w, "avg_power_w")
+    COLUMN(nranks, "nranks")
+    COLUMN(nodes, "nodes")
+    COLUMN(global_batch, "global_batch")
+#undef COLUMN
+    /* the transport column is text */
+    ttype = H5Tcreate(H5T_COMPOUND, 16);
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, 16);
+    H5Tinsert(ttype, "transport", 0, str);
+    char names[REPORT_MAX_ROWS][16];
+    if (H5Dread(sum, ttype, H5S_ALL, H5S_ALL, H5P_DEFAULT, names) < 0) {
+        H5Tclose(str);
+        snprintf(err, errlen, "%s: damaged: /summary has no readable transport column", path);
+        goto done;
+    }
+    H5Tclose(str);
+    for (int i = 0; i < f->nrows; i++) snprintf(f->rows[i].transport, sizeof f->rows[i].transport, "%.15s", names[i]);
+    rc = 0;
+done:
+    if (ttype >= 0) H5Tclose(ttype);
+    if (space >= 0) H5Sclose(space);
+    if (sum >= 0) H5Dclose(sum);
+    if (sys >= 0) H5Gclose(sys);
+    if (cfg >= 0) H5Gclose(cfg);
+    H5Fclose(file);
+    return rc;
+}
