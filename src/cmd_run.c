@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buckets.h"
 #include "commands.h"
 #include "error.h"
 #include "result_file.h"
@@ -29,8 +30,16 @@ static void print_header(const struct session *s, const char *path)
     say("  model     %s: %d dense layers, %d -> %d x%d -> %d, %s, %.3f M parameters\n", c->model_name, m->nlayers,
         c->input_dim, c->hidden_dim, m->nlayers > 1 ? m->nlayers - 1 : 0, c->classes,
         config_enum_name(config_find_key("model", "activation"), c->activation), m->nparams / 1e6);
-    say("  gradient  %.2f MB per step, one allreduce after backward (transport %s)\n", m->nparams * 4.0 / 1e6,
-        s->transport->name);
+    struct bucket_plan plan;
+    bucket_plan_make(m, c->overlap, c->bucket_mb, c->first_bucket_mb, &plan);
+    if (c->overlap)
+        say("  gradient  %.2f MB per step in %d buckets, each allreduced as backward produces it (%s, transport %s)\n",
+            m->nparams * 4.0 / 1e6, plan.nbuckets, s->transport->name,
+            config_enum_name(config_find_key("comm", "transport"), c->transport));
+    else
+        say("  gradient  %.2f MB per step, one allreduce after backward (%s, transport %s)\n", m->nparams * 4.0 / 1e6,
+            s->transport->name, config_enum_name(config_find_key("comm", "transport"), c->transport));
+    bucket_plan_free(&plan);
     say("  training  %s scaling, batch %s %d, %s, %s, %d warm-up + %d timed steps, seed %lld\n",
         config_enum_name(config_find_key("train", "scaling"), c->scaling),
         c->scaling == SCALING_WEAK ? "per rank" : "global", c->scaling == SCALING_WEAK ? c->batch_per_gpu : c->global_batch,
