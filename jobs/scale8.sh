@@ -20,6 +20,8 @@
 #   TRANSPORTS  transports, one launch each  (default nvlink,pcie; on a node without GPUs: auto)
 #   OUTDIR      folder of the result files   (default results)
 #   LAUNCH      srun | mpirun | auto         (default auto: srun --mpi=pmix when Slurm has PMIx, else mpirun)
+#   NAME        file name stem               (default dpscale-scale8-<job id>)
+#   NTASKS      ranks when run outside Slurm with LAUNCH=mpirun (default: one per GPU)
 #   DPSCALE_HOME the dpscale folder          (default: where sbatch was called)
 # GPU binding: each rank takes the GPU of its node-local rank; when Slurm gives
 # every task a single GPU of its own (--gpus-per-task=1), it takes that one.
@@ -29,8 +31,10 @@ source "${DPSCALE_HOME:-${SLURM_SUBMIT_DIR:-$PWD}}/jobs/lib/common.sh" 2>/dev/nu
 home=$(dpscale_home)
 cd "$home"
 
-ntasks=${SLURM_NTASKS:-8}
 ngpus=$(gpus_on_node)
+# outside Slurm (mpirun standing in for srun): NTASKS, else one rank per GPU
+ntasks=${SLURM_NTASKS:-${NTASKS:-$([ "$ngpus" -gt 0 ] && echo "$ngpus" || echo 8)}}
+export NTASKS=$ntasks
 if [ "$ngpus" -eq 0 ]; then
     echo "no GPU on $(hostname): running the CPU backend (the figures describe CPUs, not GPUs)"
     backend=cpu
@@ -50,7 +54,7 @@ fi
 
 export TRANSPORTS=${TRANSPORTS:-nvlink,pcie}
 export OUTDIR=${OUTDIR:-results}
-export NAME=dpscale-scale8-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}
+export NAME=${NAME:-dpscale-scale8-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}}
 export LAUNCHER
 LAUNCHER=$(dpscale_launcher)
 export DPSCALE=$home/bin/dpscale

@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "halfconv.h"
+#include "transport.h"
 
 static double *calloc_doubles(size_t n)
 {
@@ -83,7 +84,7 @@ void collective_measure(struct backend *be, struct comm *c, const struct config 
     const int n = comm_size(c), rank = comm_rank(c), dtype = cfg->coll_dtype;
     const size_t elem = dtype_size(dtype);
     memset(out, 0, sizeof *out);
-    snprintf(out->transport, sizeof out->transport, "%s", comm_transport_name(c));
+    snprintf(out->transport, sizeof out->transport, "%s", transport_label(cfg->transport, comm_transport_name(c)));
     snprintf(out->dtype, sizeof out->dtype, "%s", dtype == DT_BF16 ? "bf16" : dtype == DT_F16 ? "fp16" : "fp32");
     out->nranks = n;
     out->nnodes = comm_nnodes(c);

@@ -25,7 +25,8 @@ dpscale_launcher() {
     srun) echo "srun --mpi=pmix --kill-on-bad-exit=1" ;;
     mpirun)
         command -v mpirun >/dev/null 2>&1 || die "LAUNCH=mpirun but mpirun is not on PATH; load the MPI module"
-        echo "mpirun --bind-to none${OMPI_ALLOW_RUN_AS_ROOT:+ --allow-run-as-root}" ;;
+        # inside an allocation mpirun takes its ranks from Slurm; outside, from NTASKS
+        echo "mpirun --bind-to none${OMPI_ALLOW_RUN_AS_ROOT:+ --allow-run-as-root}${SLURM_JOB_ID:+}$([ -z "${SLURM_JOB_ID:-}" ] && echo " -np ${NTASKS:-8}")" ;;
     *) die "LAUNCH=$how: use srun, mpirun or auto" ;;
     esac
 }
