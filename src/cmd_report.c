@@ -87,6 +87,7 @@ int cmd_report(int argc, char **argv)
         files[ngood].price_per_gpu_hour = nprices == 0 ? 0 : price[nprices == 1 ? 0 : i];
         ngood++;
     }
+    report_label(files, ngood);
     if (ngood > 0) {
         if (compare) report_print_compare(stdout, files, ngood, format);
         else report_print_tables(stdout, files, ngood, format);

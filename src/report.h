@@ -26,6 +26,8 @@ struct report_file {
     char model[64];
     int layers, input_dim, hidden_dim, classes;
     char precision[8], scaling[8];
+    char overlap[8];    /* comm.overlap of the launch */
+    char tag[24];       /* what sets the file apart from the others of the report ("overlap off"), or "" */
     long long batch_per_gpu, global_batch;
     double price_per_gpu_hour; /* 0 = none given */
     int nrows;
@@ -36,6 +38,8 @@ enum report_format { REPORT_MARKDOWN, REPORT_CSV, REPORT_JSON };
 
 /* Returns 0, or -1 with a one-line reason naming the file in err. */
 int report_read(const char *path, struct report_file *f, char *err, size_t errlen);
+/* Tag the files with their overlap setting when they differ in it. */
+void report_label(struct report_file *files, int n);
 
 /* The scaling table of every (file, transport). */
 void report_print_tables(FILE *out, const struct report_file *files, int n, int format);

@@ -71,13 +71,15 @@ int report_plot(const char *out_path, const struct report_file *files, int n, ch
     fprintf(gp, "set logscale x 2\nset xrange [0.8:%g]\nset xlabel 'GPUs'\nset grid\nset key bottom left\n", max_gpus * 1.25);
     fprintf(gp, "set ylabel 'scaling efficiency'\nset yrange [0:1.1]\nplot 1 with lines dt 2 lc rgb 'gray' title 'ideal'");
     for (int k = 0; k < ns; k++)
-        fprintf(gp, ", '-' using 1:2 with linespoints lw 2 title '%s %s'", series[k].f->device, series[k].t);
+        fprintf(gp, ", '-' using 1:2 with linespoints lw 2 title '%s %s%s%s'", series[k].f->device, series[k].t,
+                series[k].f->tag[0] ? ", " : "", series[k].f->tag);
     fputc('\n', gp);
     for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].t, 2);
     fprintf(gp, "set ylabel 'samples/s'\nset autoscale y\nset yrange [0:*]\nset key top left\nplot ");
     if (!isnan(thr1)) fprintf(gp, "x * %.10g with lines dt 2 lc rgb 'gray' title 'ideal (first system x GPUs)', ", thr1);
     for (int k = 0; k < ns; k++)
-        fprintf(gp, "%s'-' using 1:2 with linespoints lw 2 title '%s %s'", k ? ", " : "", series[k].f->device, series[k].t);
+        fprintf(gp, "%s'-' using 1:2 with linespoints lw 2 title '%s %s%s%s'", k ? ", " : "", series[k].f->device,
+                series[k].t, series[k].f->tag[0] ? ", " : "", series[k].f->tag);
     fputc('\n', gp);
     for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].t, 1);
     fprintf(gp, "unset multiplot\n");

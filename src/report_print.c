@@ -178,8 +178,8 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
                     format == REPORT_MARKDOWN ? "**" : "# ", sys[s].file->path, sys[s].file->device, sys[s].transport, why);
     }
     if (format == REPORT_MARKDOWN) {
-        fprintf(out, "%s| GPUs | system | samples/s | samples/s per GPU | efficiency | samples/J | samples/$ | "
-                     "vs reference |\n|---:|---|---:|---:|---:|---:|---:|---:|\n", ns > 1 ? "\n" : "");
+        fprintf(out, "| GPUs | system | samples/s | samples/s per GPU | efficiency | samples/J | samples/$ | "
+                     "vs reference |\n|---:|---|---:|---:|---:|---:|---:|---:|\n");
     } else if (format == REPORT_CSV) {
         fprintf(out, "gpus,system,file,samples_per_s,samples_per_s_per_gpu,efficiency,samples_per_joule,samples_per_dollar,"
                      "ratio_to_reference\n");
@@ -211,8 +211,9 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
             const double price = sys[s].file->price_per_gpu_hour;
             const double per_dollar = price > 0 ? r->samples_per_s * 3600.0 / (price * gpus) : NAN;
             const double ratio = ref != NULL ? r->samples_per_s / ref->samples_per_s : NAN;
-            char name[160];
-            snprintf(name, sizeof name, "%s %s", sys[s].file->device, sys[s].transport);
+            char name[192];
+            snprintf(name, sizeof name, "%s %s%s%s", sys[s].file->device, sys[s].transport, sys[s].file->tag[0] ? ", " : "",
+                     sys[s].file->tag);
             if (format == REPORT_MARKDOWN) {
                 fprintf(out, "| %d | %s | %.1f | %.1f |", gpus, name, r->samples_per_s, r->samples_per_s_per_rank);
                 md_cell(out, r->efficiency, 5);

@@ -115,6 +115,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     read_attr_str(cfg, "model.name", f->model, sizeof f->model);
     read_attr_str(cfg, "train.precision", f->precision, sizeof f->precision);
     read_attr_str(cfg, "train.scaling", f->scaling, sizeof f->scaling);
+    read_attr_str(cfg, "comm.overlap", f->overlap, sizeof f->overlap);
     f->layers = (int)read_attr_num(cfg, "model.layers");
     f->input_dim = (int)read_attr_num(cfg, "model.input_dim");
     f->hidden_dim = (int)read_attr_num(cfg, "model.hidden_dim");
@@ -183,4 +184,12 @@ done:
     if (cfg >= 0) H5Gclose(cfg);
     H5Fclose(file);
     return rc;
+}
+
+void report_label(struct report_file *files, int n)
+{
+    int overlaps_differ = 0;
+    for (int i = 1; i < n; i++) overlaps_differ |= strcmp(files[i].overlap, files[0].overlap) != 0;
+    for (int i = 0; i < n; i++)
+        snprintf(files[i].tag, sizeof files[i].tag, "%s%.7s", overlaps_differ ? "overlap " : "", overlaps_differ ? files[i].overlap : "");
 }
