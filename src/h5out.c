@@ -111,6 +111,13 @@ static hid_t group_create(struct h5w *w, hid_t parent, const char *name)
     return CHECK_H5(w, H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
 }
 
+/* /runs/<transport> and /collectives/<transport> are shared by the runs of a transport. */
+static hid_t group_open_or_create(struct h5w *w, hid_t parent, const char *name)
+{
+    return H5Lexists(parent, name, H5P_DEFAULT) > 0 ? CHECK_H5(w, H5Gopen2(parent, name, H5P_DEFAULT))
+                                                    : group_create(w, parent, name);
+}
+
 static void write_root(struct h5w *w, hid_t file, const struct h5out_system *sys)
 {
     attr_i64(w, file, "schema_version", H5OUT_SCHEMA_VERSION);
@@ -248,9 +255,7 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
                       const struct run_summary *s)
 {
     char name[32];
-    hid_t tg = H5Lexists(runs_group, r->transport, H5P_DEFAULT) > 0
-                   ? CHECK_H5(w, H5Gopen2(runs_group, r->transport, H5P_DEFAULT))
-                   : group_create(w, runs_group, r->transport);
+    hid_t tg = group_open_or_create(w, runs_group, r->transport);
     snprintf(name, sizeof name, "n%d", r->nranks);
     hid_t g = group_create(w, tg, name);
     attr_i64(w, g, "nranks", r->nranks);
@@ -354,8 +359,7 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
 static void write_collective(struct h5w *w, hid_t parent, const struct collective_result *r)
 {
     char name[32];
-    hid_t tg = H5Lexists(parent, r->transport, H5P_DEFAULT) > 0 ? CHECK_H5(w, H5Gopen2(parent, r->transport, H5P_DEFAULT))
-                                                                 : group_create(w, parent, r->transport);
+    hid_t tg = group_open_or_create(w, parent, r->transport);
     snprintf(name, sizeof name, "n%d", r->nranks);
     hid_t g = group_create(w, tg, name);
     attr_str(w, g, "collective", "allreduce");
