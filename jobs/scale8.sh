@@ -17,7 +17,8 @@
 # Overrides (environment, e.g. sbatch --export=ALL,CONFIG=...):
 #   CONFIG      model preset                 (default configs/mlp-gemm-heavy.ini; CPU-only nodes: configs/mlp-small.ini)
 #   SWEEP       GPU counts                   (default 1,2,4,8, cut to the tasks of the job)
-#   TRANSPORTS  transports, one launch each  (default nvlink,pcie; on a node without GPUs: auto)
+#   TRANSPORTS  transports, one launch each  (default: the config's comm.transports, else nvlink,pcie;
+#               on a node without GPUs: auto)
 #   OUTDIR      folder of the result files   (default results)
 #   LAUNCH      srun | mpirun | auto         (default auto: srun --mpi=pmix when Slurm has PMIx, else mpirun)
 #   NAME        file name stem               (default dpscale-scale8-<job id>)
@@ -52,12 +53,12 @@ if [ -z "${SWEEP:-}" ]; then
     for n in 1 2 4 8; do [ "$n" -le "$ntasks" ] && SWEEP+="${SWEEP:+,}$n"; done
 fi
 
-export TRANSPORTS=${TRANSPORTS:-nvlink,pcie}
+if [ -n "${TRANSPORTS:-}" ]; then export TRANSPORTS; fi # else the config's comm.transports, else nvlink,pcie
 export OUTDIR=${OUTDIR:-results}
 export NAME=${NAME:-dpscale-scale8-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}}
 export LAUNCHER
 LAUNCHER=$(dpscale_launcher)
 export DPSCALE=$home/bin/dpscale
 echo "dpscale scale8: job ${SLURM_JOB_ID:-none} on $(hostname), $ntasks tasks, $ngpus GPUs, config $CONFIG, sweep $SWEEP,"
-echo "  transports $TRANSPORTS, launcher '$LAUNCHER', results $OUTDIR/$NAME-*.h5"
+echo "  transports ${TRANSPORTS:-from the config, else nvlink,pcie}, launcher '$LAUNCHER', results $OUTDIR/$NAME-*.h5"
 exec "$home/jobs/lib/sweep.sh" --config "$CONFIG" --backend="$backend" --sweep="$SWEEP" "$@"

@@ -8,6 +8,7 @@ int cmd_gradcheck(int argc, char **argv); /* backward pass against finite differ
 int cmd_bench(int argc, char **argv);     /* the step against its GEMMs alone (bench.c) */
 int cmd_comm(int argc, char **argv);      /* allreduce bandwidth sweep (cmd_comm.c) */
 int cmd_topo(int argc, char **argv);
-int cmd_report(int argc, char **argv);    /* tables, comparisons and plots of result files (cmd_report.c) */      /* the node's GPU, PCIe, NVLink and network topology (cmd_topo.c) */
+int cmd_report(int argc, char **argv);
+int cmd_config(int argc, char **argv);    /* the resolved configuration, or one key of it (cmd_config.c) */    /* tables, comparisons and plots of result files (cmd_report.c) */      /* the node's GPU, PCIe, NVLink and network topology (cmd_topo.c) */
 
 #endif

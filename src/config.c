@@ -274,6 +274,22 @@ static const struct { const char *alias, *section, *name; } cli_aliases[] = {
 };
 #define NALIASES (sizeof cli_aliases / sizeof cli_aliases[0])
 
+int config_count_transports(struct config *cfg, char *err, size_t errlen)
+{
+    char list[CONFIG_STR_LEN], *save = NULL;
+    int n = 0, value = cfg->transport;
+    const struct config_key *tk = config_find_key("comm", "transport");
+    snprintf(list, sizeof list, "%s", cfg->transports);
+    for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), n++)
+        if (parse_value(cfg, tk, tok) != 0) {
+            set_err(err, errlen, "comm.transports = '%s': '%s' is not a transport; use auto, nvlink, pcie or net",
+                    cfg->transports, tok);
+            return -1;
+        }
+    if (n != 1) cfg->transport = value; /* several: each launch takes one, by comm.transport */
+    return n;
+}
+
 int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -362,6 +378,8 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
                     cfg->sweep[i - 1]);
             return -1;
         }
+    /* comm.transports: names of comm.transport; a single one sets it (several: config_resolve_for_world) */
+    if (config_count_transports(cfg, err, errlen) < 0) return -1;
     if (cfg->coll_min_mib > cfg->coll_max_mib) {
         set_err(err, errlen, "collective.min_mib = %g is above collective.max_mib = %g", cfg->coll_min_mib, cfg->coll_max_mib);
         return -1;
@@ -386,6 +404,12 @@ int config_batch_per_rank(const struct config *cfg, int n)
 
 int config_resolve_for_world(struct config *cfg, int world_size, char *err, size_t errlen)
 {
+    if (config_count_transports(cfg, err, errlen) > 1) {
+        set_err(err, errlen, "comm.transports = %s: NCCL fixes its transport once per process, so each needs a launch of "
+                "its own; run jobs/lib/sweep.sh (or sbatch jobs/scale8.sh), which launches one dpscale per transport and "
+                "compares them", cfg->transports);
+        return -1;
+    }
     if (cfg->nsweep == 0) {
         for (int n = 1; n <= world_size && cfg->nsweep < CONFIG_MAX_SWEEP; n *= 2) cfg->sweep[cfg->nsweep++] = n;
     }

@@ -67,6 +67,7 @@ struct config {
     /* [comm] */
     int library;         /* enum comm_library: who reduces the gradients */
     int transport;       /* enum transport: the path NCCL must take */
+    char transports[CONFIG_STR_LEN]; /* "nvlink,pcie": one launch each, through jobs/lib/sweep.sh */
     int overlap;         /* allreduce each bucket as backward produces it; off = one allreduce after backward */
     double bucket_mb;    /* gradient bucket size (MB = 1e6 bytes of fp32 gradient) */
     double first_bucket_mb;
@@ -117,6 +118,10 @@ int config_resolve_for_world(struct config *cfg, int world_size, char *err, size
 
 /* The loss scale in force: train.loss_scale, or its default for the precision. */
 double config_loss_scale(const struct config *cfg);
+
+/* Check comm.transports; a single entry sets cfg->transport. Returns the number of
+ * entries, or -1 with a message. */
+int config_count_transports(struct config *cfg, char *err, size_t errlen);
 
 /* Batch on each rank and across ranks for a run on `n` ranks. */
 int config_batch_per_rank(const struct config *cfg, int n);

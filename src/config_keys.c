@@ -64,6 +64,9 @@ const struct config_key config_keys[] = {
     {"comm", "transport", KEY_ENUM, OFF(transport), 0, 0, transport_names, "auto",
      "the path NCCL must take: nvlink (NVLink only, an error without it), pcie (no peer access: through host "
      "memory), net (the network transport even inside a node: InfiniBand/RoCE if present, else sockets)"},
+    {"comm", "transports", KEY_STRING, OFF(transports), 0, 0, NULL, "",
+     "transports to compare, e.g. nvlink,pcie: jobs/lib/sweep.sh (and the Slurm jobs) run one launch per entry and "
+     "compare them; a single entry is the same as comm.transport"},
     {"comm", "overlap", KEY_BOOL, OFF(overlap), 0, 0, NULL, "on",
      "allreduce each gradient bucket as soon as backward produced it; off = one allreduce after backward"},
     {"comm", "bucket_mb", KEY_DOUBLE, OFF(bucket_mb), 0.001, 1e6, NULL, "25", "gradient bucket size in MB (PyTorch DDP: 25)"},

@@ -10,7 +10,7 @@
 #
 # Environment (all optional):
 #   DPSCALE      the binary                          (default: bin/dpscale beside this repo)
-#   TRANSPORTS   comma-separated transports           (default: nvlink,pcie)
+#   TRANSPORTS   comma-separated transports           (default: the config's comm.transports, else nvlink,pcie)
 #   OUTDIR       folder of the result files           (default: results)
 #   NAME         file name stem                       (default: dpscale-$SLURM_JOB_ID or -<UTC time>)
 #   LAUNCHER     how to start the ranks               (default: srun under Slurm, else mpirun -np $NP)
@@ -18,13 +18,16 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DPSCALE=${DPSCALE:-$here/bin/dpscale}
-TRANSPORTS=${TRANSPORTS:-nvlink,pcie}
 OUTDIR=${OUTDIR:-results}
 NAME=${NAME:-dpscale-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}}
 
 die() { echo "dpscale: error: $*" >&2; exit 2; }
 [ -x "$DPSCALE" ] || die "no dpscale binary at $DPSCALE; run make first or set DPSCALE"
 mkdir -p "$OUTDIR" || die "cannot create OUTDIR=$OUTDIR"
+if [ -z "${TRANSPORTS:-}" ]; then # the config may name them: comm.transports = nvlink,pcie
+    TRANSPORTS=$("$DPSCALE" config "$@" --get comm.transports) || die "the dpscale options above are not valid"
+    TRANSPORTS=${TRANSPORTS:-nvlink,pcie}
+fi
 if [ -z "${LAUNCHER:-}" ]; then
     if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null 2>&1; then
         LAUNCHER="srun --kill-on-bad-exit=1"
@@ -40,9 +43,9 @@ for t in "${list[@]}"; do
     case "$t" in nvlink | pcie | net | auto) ;; *) die "unknown transport '$t' in TRANSPORTS; use nvlink, pcie, net or auto" ;; esac
     out="$OUTDIR/$NAME-$t.h5"
     [ -e "$out" ] && die "$out exists; results are never overwritten: choose another NAME or OUTDIR"
-    echo "== transport $t: $LAUNCHER $DPSCALE run $* --comm.transport=$t"
+    echo "== transport $t: $LAUNCHER $DPSCALE run $* --comm.transports=$t"
     # shellcheck disable=SC2086 # LAUNCHER is a command line
-    $LAUNCHER "$DPSCALE" run "$@" --comm.transport="$t" --run.output_dir="$OUTDIR" --run.output="$NAME-$t.h5"
+    $LAUNCHER "$DPSCALE" run "$@" --comm.transports="$t" --run.output_dir="$OUTDIR" --run.output="$NAME-$t.h5"
     files+=("$out")
 done
 echo

@@ -173,6 +173,21 @@ TEST(strong_scaling_batch_must_split_evenly)
     CHECK(config_batch_per_rank(&c, 4) == 2 && config_batch_per_rank(&c, 1) == 8);
 }
 
+TEST(transports_list_is_checked_and_one_entry_sets_the_transport)
+{
+    struct config c;
+    char *one[] = {"run", "--comm.transports=pcie", NULL};
+    CHECK(load(&c, 2, one) == 0 && c.transport == TRANSPORT_PCIE);
+    CHECK(config_resolve_for_world(&c, 2, g_err, sizeof g_err) == 0);
+    char *bad[] = {"run", "--comm.transports=nvlink,infiniband", NULL};
+    CHECK(load(&c, 2, bad) != 0);
+    CHECK_CONTAINS(g_err, "'infiniband' is not a transport");
+    char *two[] = {"run", "--comm.transports=nvlink,pcie", NULL};
+    CHECK(load(&c, 2, two) == 0 && c.transport == TRANSPORT_AUTO); /* loads: dpscale config reads it */
+    CHECK(config_resolve_for_world(&c, 2, g_err, sizeof g_err) != 0); /* but one launch cannot run both */
+    CHECK_CONTAINS(g_err, "run jobs/lib/sweep.sh");
+}
+
 TEST(every_default_formats_back_to_itself)
 {
     struct config c;
