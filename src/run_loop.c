@@ -142,6 +142,8 @@ static void one_step(struct run_loop *L, int s, int with_comm)
     if (timed) be->ops->event_record(be, e[PHASE_UPDATE]);
 }
 
+#define ENERGY_MIN_WINDOW_S 1.0
+
 static double wall_clock_s(void)
 {
     struct timespec t;
@@ -166,7 +168,9 @@ void run_loop_steps(struct run_loop *L, int with_comm)
     L->be->ops->synchronize(L->be);
     L->timed_wall_s = wall_clock_s() - wall0;
     const double energy1 = backend_energy_j(L->be);
-    L->timed_energy_j = energy0 >= 0 && energy1 >= 0 ? energy1 - energy0 : NAN;
+    /* NVML's energy counter moves in steps (tens of ms): over a short window or with no
+     * movement at all the figure would be noise or zero, so it is left unknown */
+    L->timed_energy_j = energy0 >= 0 && energy1 > energy0 && L->timed_wall_s >= ENERGY_MIN_WINDOW_S ? energy1 - energy0 : NAN;
     const double nvlink1 = backend_nvlink_tx_bytes(L->be);
     L->nvlink_tx_bytes = nvlink0 >= 0 && nvlink1 >= 0 ? nvlink1 - nvlink0 : NAN;
 }
