@@ -207,7 +207,7 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
         for (int s = 0; s < ns; s++) {
             const struct report_row *r = row_for(&sys[s], gpus);
             if (!comparable[s] || r == NULL) continue;
-            const double per_joule = 1.0 / r->joules_per_sample;
+            const double per_joule = r->joules_per_sample > 0 ? 1.0 / r->joules_per_sample : NAN;
             const double price = sys[s].file->price_per_gpu_hour;
             const double per_dollar = price > 0 ? r->samples_per_s * 3600.0 / (price * gpus) : NAN;
             const double ratio = ref != NULL ? r->samples_per_s / ref->samples_per_s : NAN;
