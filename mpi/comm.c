@@ -190,18 +190,13 @@ int comm_node_gather_keys(const char *key, char **all)
     return size;
 }
 
-int comm_world_node_duplicate(const char *key, int *other)
+int comm_world_node_duplicate(const char *key, int local_rank, int *other)
 {
     char *all;
-    int rank, dup = 0;
+    int dup = 0;
     const int size = comm_node_gather_keys(key, &all);
-    /* this rank's node-local index: the first slot that holds its key, counted from its own */
-    MPI_Comm node;
-    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    CHECK_MPI(MPI_Comm_rank(node, &rank));
-    CHECK_MPI(MPI_Comm_free(&node));
-    for (int r = 0; r < rank && !dup && r < size; r++)
-        if (strcmp(all + (size_t)r * 64, all + (size_t)rank * 64) == 0) {
+    for (int r = 0; r < local_rank && r < size && !dup; r++)
+        if (strcmp(all + (size_t)r * 64, all + (size_t)local_rank * 64) == 0) {
             dup = 1;
             *other = r;
         }

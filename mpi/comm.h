@@ -92,7 +92,7 @@ int comm_world_first_rank_with(int flag);
 void comm_world_bcast_bytes(void *buf, size_t bytes);
 /* 1 on every rank when two ranks of one node hold the same `key` (e.g. a GPU's bus
  * id); *other receives the lower of two such ranks on the higher one. */
-int comm_world_node_duplicate(const char *key, int *other);
+int comm_world_node_duplicate(const char *key, int local_rank, int *other);
 /* The `key` of every rank on this node, 64 bytes each, in node-local rank order;
  * returns how many (the caller frees *all). */
 int comm_node_gather_keys(const char *key, char **all);

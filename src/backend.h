@@ -19,6 +19,7 @@
 enum dtype { DT_F32 = 0, DT_BF16 = 1, DT_F16 = 2 };
 
 static inline size_t dtype_size(int dt) { return dt == DT_F32 ? 4 : 2; }
+static inline const char *dtype_name(int dt) { return dt == DT_BF16 ? "bf16" : dt == DT_F16 ? "fp16" : "fp32"; }
 
 struct optim_hparams {
     int kind; /* enum optimizer */

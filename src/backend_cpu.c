@@ -22,7 +22,7 @@ static int cpu_init(struct backend *b, const struct config *cfg, int local_rank,
 {
     if (cfg->precision != PREC_FP32) {
         snprintf(err, errlen, "the cpu backend runs fp32 only, not train.precision = %s; set --precision=fp32 or --backend=cuda",
-                 config_enum_name(config_find_key("train", "precision"), cfg->precision));
+                 config_value_name(cfg, "train", "precision"));
         return -1;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -81,7 +81,7 @@ int cmd_bench(int argc, char **argv)
 
     say("dpscale bench: %s on %s (%s, %d threads), model %s, batch %d, %s, median of %d steps\n",
         s.backend.ops->name, s.backend.info.device_name, s.backend.info.library, s.backend.info.threads,
-        s.cfg.model_name, r.batch_per_rank, config_enum_name(config_find_key("train", "precision"), s.cfg.precision),
+        s.cfg.model_name, r.batch_per_rank, config_value_name(&s.cfg, "train", "precision"),
         s.cfg.iters);
     say("%-22s %10s %8s\n", "phase", "ms", "share");
     static const char *const labels[NPHASES] = {"forward + loss", "backward", "allreduce (1 rank)", "optimizer", "step"};

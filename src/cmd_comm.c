@@ -17,12 +17,11 @@ static void print_table(const struct collective_result *r)
     say("\nallreduce over %d ranks (%s, %s, %s, sum; %d warm-up + %d timed per size)\n", r->nranks, r->transport,
         r->dtype, r->in_place ? "in place" : "out of place", r->warmup, r->iters);
     say("%14s %14s %12s %10s %10s %8s\n", "size_bytes", "count", "time_us", "algbw", "busbw", "#wrong");
-    const double elem = r->dtype[0] == 'f' && r->dtype[2] == '3' ? 4.0 : 2.0;
     for (int k = 0; k < r->nsizes; k++) {
         double slowest = 0;
         for (int i = 0; i < r->nranks; i++)
             if (r->time_s[(size_t)k * r->nranks + i] > slowest) slowest = r->time_s[(size_t)k * r->nranks + i];
-        say("%14.0f %14.0f %12.2f %10.2f %10.2f %8.0f\n", r->size_bytes[k], r->size_bytes[k] / elem, slowest * 1e6,
+        say("%14.0f %14.0f %12.2f %10.2f %10.2f %8.0f\n", r->size_bytes[k], r->size_bytes[k] / r->elem_bytes, slowest * 1e6,
             r->algbw_gbps[k], r->busbw_gbps[k], r->wrong[k]);
     }
     say("time: mean of one allreduce on the slowest rank; algbw = size / time; busbw = algbw x 2(n-1)/n, in GB/s\n");
@@ -36,7 +35,7 @@ int cmd_comm(int argc, char **argv)
     if (s.cfg.coll_dtype != DT_F32 && s.transport == &comm_transport_mpi) {
         if (s.launch.rank == 0)
             fprintf(stderr, "dpscale: error: collective.dtype = %s needs the nccl transport (the cuda backend); MPI "
-                            "reduces fp32 only here\n", s.cfg.coll_dtype == DT_BF16 ? "bf16" : "fp16");
+                            "reduces fp32 only here\n", dtype_name(s.cfg.coll_dtype));
         session_end(&s);
         return EXIT_BAD_INPUT;
     }

@@ -29,22 +29,22 @@ static void print_header(const struct session *s, const char *path)
     say("dpscale %s — data-parallel scaling\n", DPSCALE_VERSION);
     say("  model     %s: %d dense layers, %d -> %d x%d -> %d, %s, %.3f M parameters\n", c->model_name, m->nlayers,
         c->input_dim, c->hidden_dim, m->nlayers > 1 ? m->nlayers - 1 : 0, c->classes,
-        config_enum_name(config_find_key("model", "activation"), c->activation), m->nparams / 1e6);
+        config_value_name(c, "model", "activation"), m->nparams / 1e6);
     struct bucket_plan plan;
     bucket_plan_make(m, c->overlap, c->bucket_mb, c->first_bucket_mb, &plan);
     if (c->overlap)
         say("  gradient  %.2f MB per step in %d buckets, each allreduced as backward produces it (%s, transport %s)\n",
             m->nparams * 4.0 / 1e6, plan.nbuckets, s->transport->name,
-            config_enum_name(config_find_key("comm", "transport"), c->transport));
+            config_value_name(c, "comm", "transport"));
     else
         say("  gradient  %.2f MB per step, one allreduce after backward (%s, transport %s)\n", m->nparams * 4.0 / 1e6,
-            s->transport->name, config_enum_name(config_find_key("comm", "transport"), c->transport));
+            s->transport->name, config_value_name(c, "comm", "transport"));
     bucket_plan_free(&plan);
     say("  training  %s scaling, batch %s %d, %s, %s, %d warm-up + %d timed steps, seed %lld\n",
-        config_enum_name(config_find_key("train", "scaling"), c->scaling),
+        config_value_name(c, "train", "scaling"),
         c->scaling == SCALING_WEAK ? "per rank" : "global", c->scaling == SCALING_WEAK ? c->batch_per_gpu : c->global_batch,
-        config_enum_name(config_find_key("train", "precision"), c->precision),
-        config_enum_name(config_find_key("train", "optimizer"), c->optimizer), c->warmup, c->iters, c->seed);
+        config_value_name(c, "train", "precision"),
+        config_value_name(c, "train", "optimizer"), c->warmup, c->iters, c->seed);
     if (s->backend.info.device_index >= 0)
         say("  backend   %s on %s (rank 0: GPU %d, %s), %s, driver %s, peak %s\n", s->backend.ops->name,
             s->backend.info.device_name, s->backend.info.device_index, s->backend.info.bus_id, s->backend.info.library,

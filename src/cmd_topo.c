@@ -22,7 +22,7 @@ int cmd_topo(int argc, char **argv)
     if ((rc = result_file_prepare(&s, &out)) != EXIT_OK) return rc;
     if (s.launch.rank == 0) {
         topo_print(stdout, &s.topo);
-        say("\ncomm.transport = %s:", config_enum_name(config_find_key("comm", "transport"), s.cfg.transport));
+        say("\ncomm.transport = %s:", config_value_name(&s.cfg, "comm", "transport"));
         for (int i = 0; i < s.nccl.n; i++) say(" %s=%s", s.nccl.v[i].name, s.nccl.v[i].value);
         say("%s\n", s.nccl.n ? "" : " no NCCL setting (NCCL chooses)");
     }

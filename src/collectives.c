@@ -85,7 +85,8 @@ void collective_measure(struct backend *be, struct comm *c, const struct config 
     const size_t elem = dtype_size(dtype);
     memset(out, 0, sizeof *out);
     snprintf(out->transport, sizeof out->transport, "%s", transport_label(cfg->transport, comm_transport_name(c)));
-    snprintf(out->dtype, sizeof out->dtype, "%s", dtype == DT_BF16 ? "bf16" : dtype == DT_F16 ? "fp16" : "fp32");
+    snprintf(out->dtype, sizeof out->dtype, "%s", dtype_name(dtype));
+    out->elem_bytes = (int)elem;
     out->nranks = n;
     out->nnodes = comm_nnodes(c);
     out->in_place = cfg->coll_in_place;

@@ -11,6 +11,7 @@
 struct collective_result {
     char transport[16];
     char dtype[8];
+    int elem_bytes;
     int nranks, nnodes, in_place, iters, warmup;
     int nsizes;
     double *size_bytes; /* [size] */

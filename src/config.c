@@ -37,6 +37,13 @@ const char *config_enum_name(const struct config_key *key, int value)
     return "?";
 }
 
+const char *config_value_name(const struct config *cfg, const char *section, const char *name)
+{
+    const struct config_key *key = config_find_key(section, name);
+    if (key == NULL || key->type != KEY_ENUM) return "?";
+    return config_enum_name(key, *(const int *)((const char *)cfg + key->offset));
+}
+
 static void join_choices(const struct config_key *key, char *buf, size_t len)
 {
     buf[0] = '\0';

@@ -105,6 +105,8 @@ extern const size_t config_nkeys;
 
 /* The accepted names of an enum value, for messages and the HDF5 file. */
 const char *config_enum_name(const struct config_key *key, int value);
+/* The name of an enum key's current value in cfg: config_value_name(cfg, "train", "precision") -> "bf16". */
+const char *config_value_name(const struct config *cfg, const char *section, const char *name);
 const struct config_key *config_find_key(const char *section, const char *name);
 
 /* Parse `argv` (without the subcommand) into `cfg`: defaults, then the file named by

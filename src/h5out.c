@@ -261,8 +261,8 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     attr_i64(w, g, "nranks", r->nranks);
     attr_i64(w, g, "nodes", r->nnodes);
     attr_str(w, g, "transport", r->transport);
-    attr_str(w, g, "scaling", config_enum_name(config_find_key("train", "scaling"), cfg->scaling));
-    attr_str(w, g, "precision", config_enum_name(config_find_key("train", "precision"), cfg->precision));
+    attr_str(w, g, "scaling", config_value_name(cfg, "train", "scaling"));
+    attr_str(w, g, "precision", config_value_name(cfg, "train", "precision"));
     attr_str(w, g, "overlap", cfg->overlap ? "on" : "off");
     attr_f64(w, g, "bucket_mb", cfg->bucket_mb);
     attr_f64(w, g, "first_bucket_mb", cfg->first_bucket_mb);
@@ -272,7 +272,7 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     attr_f64(w, g, "nvlink_expected_bytes", r->nvlink_expected_bytes);
     attr_str(w, g, "path_proof", r->path_proof);
     attr_str(w, g, "allreduce_dtype", r->allreduce_dtype);
-    attr_str(w, g, "allreduce_op", config_enum_name(config_find_key("comm", "allreduce_op"), cfg->allreduce_op));
+    attr_str(w, g, "allreduce_op", config_value_name(cfg, "comm", "allreduce_op"));
     attr_i64(w, g, "batch_per_rank", r->batch_per_rank);
     attr_i64(w, g, "global_batch", r->global_batch);
     attr_i64(w, g, "warmup_steps", r->steps - r->iters);

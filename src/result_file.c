@@ -65,7 +65,7 @@ int result_file_write(struct session *s, const struct result_file *f, int argc, 
             .device_name = s->backend.info.device_name, .backend_library = s->backend.info.library,
             .mpi_library = s->launch.mpi_library, .driver = s->backend.info.driver,
             .threads_per_rank = s->backend.info.threads, .world_size = s->launch.size, .nnodes = s->launch.nnodes,
-            .hosts = hosts, .transport = config_enum_name(config_find_key("comm", "transport"), s->cfg.transport),
+            .hosts = hosts, .transport = config_value_name(&s->cfg, "comm", "transport"),
             .nccl_env = s->nccl_env, .topo = &s->topo, .peers = f->peers,
         };
         const struct h5out_contents contents = {runs, sums, nruns, colls, ncolls};

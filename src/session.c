@@ -43,7 +43,7 @@ static int choose_transport(struct session *s, char *err, size_t errlen)
     }
     if (s->cfg.transport != TRANSPORT_AUTO && t != LIBRARY_NCCL) {
         snprintf(err, errlen, "comm.transport = %s chooses NCCL's path and needs the cuda backend; leave it at auto on the cpu",
-                 config_enum_name(config_find_key("comm", "transport"), s->cfg.transport));
+                 config_value_name(&s->cfg, "comm", "transport"));
         return -1;
     }
 #ifdef DPSCALE_HAVE_CUDA
@@ -88,7 +88,7 @@ int session_start(int argc, char **argv, struct session *s)
 
     /* Two ranks driving one GPU would measure contention, not scaling. */
     int other = -1;
-    comm_world_node_duplicate(s->backend.info.bus_id, &other);
+    comm_world_node_duplicate(s->backend.info.bus_id, s->launch.local_rank, &other);
     const int shares_gpu = s->backend.info.bus_id[0] != '\0' && other >= 0;
     if (shares_gpu)
         DP_ERROR("start at most one rank per GPU, or give each task its own GPU (srun --gpus-per-task=1)",
@@ -124,7 +124,7 @@ int session_setup_transport(struct session *s)
     if (agree_once(s->launch.rank, rc != 0, err)) return -1;
     if (transport_apply(&s->nccl, note, sizeof note) > 0 && s->launch.rank == 0)
         fprintf(stderr, "dpscale: warning: comm.transport = %s: %s\n",
-                config_enum_name(config_find_key("comm", "transport"), s->cfg.transport), note);
+                config_value_name(&s->cfg, "comm", "transport"), note);
     transport_effective_env(s->nccl_env, sizeof s->nccl_env);
     return 0;
 }

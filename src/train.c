@@ -161,8 +161,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     struct run_loop L;
     run_loop_init(&L, cfg, m, be, c);
     out->allreduce_bytes = (double)m->nparams * dtype_size(L.ar_dtype);
-    snprintf(out->allreduce_dtype, sizeof out->allreduce_dtype, "%s",
-             L.ar_dtype == DT_BF16 ? "bf16" : L.ar_dtype == DT_F16 ? "fp16" : "fp32");
+    snprintf(out->allreduce_dtype, sizeof out->allreduce_dtype, "%s", dtype_name(L.ar_dtype));
     out->nbuckets = L.plan.nbuckets;
     const int nb = L.plan.nbuckets, reps = iters < ALLREDUCE_ALONE_MAX_REPS ? iters : ALLREDUCE_ALONE_MAX_REPS;
     double *phases = calloc((size_t)iters * NPHASES, sizeof(double)), *compute = calloc((size_t)iters, sizeof(double));
