@@ -1,16 +1,19 @@
-/* optimizer.cu — SGD with momentum and AdamW in one fused pass over the whole
- * flat parameter arena (fp32 master weights and state), which also writes the
- * compute-dtype copy of the weights that the next step's GEMMs read; and the
+/* optimizer.cu — SGD with momentum and AdamW in one fused pass over the flat
+ * parameter arena or a bucket's slice of it (fp32 master weights and state), which
+ * reads the gradients in fp32 or as a 16-bit allreduce left them, and also writes
+ * the compute-dtype copy of the weights that the next step's GEMMs read; and the
  * casts between fp32 and the compute dtype. */
 #include "../src/backend.h"
 #include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
 
-template <typename T>
-__global__ void sgd_step(float *p, const float *g, float *m, T *lp, size_t n, float lr, float mu, float wd, float scale)
+/* T: the compute dtype of the weights' copy; G: the gradients' type (fp32, or T when
+ * a 16-bit allreduce's result is read as is). */
+template <typename T, typename G>
+__global__ void sgd_step(float *p, const G *g, float *m, T *lp, size_t n, float lr, float mu, float wd, float scale)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float grad = g[i] * scale + wd * p[i];
+        float grad = to_f32(g[i]) * scale + wd * p[i];
         float v = mu * m[i] + grad;
         float w = p[i] - lr * v;
         m[i] = v;
@@ -19,12 +22,12 @@ __global__ void sgd_step(float *p, const float *g, float *m, T *lp, size_t n, fl
     }
 }
 
-template <typename T>
-__global__ void adamw_step(float *p, const float *g, float *m, float *v, T *lp, size_t n, float lr, float b1, float b2,
+template <typename T, typename G>
+__global__ void adamw_step(float *p, const G *g, float *m, float *v, T *lp, size_t n, float lr, float b1, float b2,
                            float eps, float wd, float scale, float c1, float c2)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float grad = g[i] * scale;
+        float grad = to_f32(g[i]) * scale;
         float mi = b1 * m[i] + (1.0f - b1) * grad;
         float vi = b2 * v[i] + (1.0f - b2) * grad * grad;
         float w = p[i] - lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * p[i]);
@@ -35,27 +38,37 @@ __global__ void adamw_step(float *p, const float *g, float *m, float *v, T *lp, 
     }
 }
 
-template <typename T>
-static cudaError_t launch(float *params, const float *grads, float *s1, float *s2, void *lp, size_t n,
-                          const struct optim_hparams *h, cudaStream_t s)
+template <typename T, typename G>
+static cudaError_t launch_typed(float *params, const G *grads, float *s1, float *s2, void *lp, size_t n,
+                                const struct optim_hparams *h, cudaStream_t s)
 {
+    if (n == 0) return cudaSuccess;
     const int blocks = blocks_for(n, 256, 132 * 16);
     if (h->kind == OPT_SGD) {
-        sgd_step<T><<<blocks, 256, 0, s>>>(params, grads, s1, (T *)lp, n, h->lr, h->momentum, h->weight_decay,
-                                           h->grad_scale);
+        sgd_step<T, G><<<blocks, 256, 0, s>>>(params, grads, s1, (T *)lp, n, h->lr, h->momentum, h->weight_decay,
+                                              h->grad_scale);
     } else {
         const float c1 = 1.0f - powf(h->beta1, (float)h->step), c2 = 1.0f - powf(h->beta2, (float)h->step);
-        adamw_step<T><<<blocks, 256, 0, s>>>(params, grads, s1, s2, (T *)lp, n, h->lr, h->beta1, h->beta2, h->eps,
-                                             h->weight_decay, h->grad_scale, c1, c2);
+        adamw_step<T, G><<<blocks, 256, 0, s>>>(params, grads, s1, s2, (T *)lp, n, h->lr, h->beta1, h->beta2, h->eps,
+                                                h->weight_decay, h->grad_scale, c1, c2);
     }
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cuda_optimizer_step(float *params, const float *grads, float *state1, float *state2,
-                                           void *params_lp, size_t n, const struct optim_hparams *h, int dtype,
-                                           cudaStream_t stream)
+template <typename T>
+static cudaError_t launch(float *params, const void *grads, int grads_in_t, float *s1, float *s2, void *lp, size_t n,
+                          const struct optim_hparams *h, cudaStream_t s)
 {
-    return DISPATCH_DTYPE(dtype, launch, params, grads, state1, state2, params_lp, n, h, stream);
+    return grads_in_t ? launch_typed<T, T>(params, (const T *)grads, s1, s2, lp, n, h, s)
+                      : launch_typed<T, float>(params, (const float *)grads, s1, s2, lp, n, h, s);
+}
+
+extern "C" cudaError_t cuda_optimizer_step(float *params, const void *grads, int grad_dtype, float *state1,
+                                           float *state2, void *params_lp, size_t n, const struct optim_hparams *h,
+                                           int dtype, cudaStream_t stream)
+{
+    if (grad_dtype != DT_F32 && grad_dtype != dtype) return cudaErrorInvalidValue;
+    return DISPATCH_DTYPE(dtype, launch, params, grads, grad_dtype != DT_F32, state1, state2, params_lp, n, h, stream);
 }
 
 template <typename T> __global__ void cast_kernel(T *dst, const float *src, size_t n)

@@ -38,3 +38,15 @@ double backend_nvlink_tx_bytes(struct backend *b)
 {
     return b->ops->nvlink_tx_bytes != NULL ? b->ops->nvlink_tx_bytes(b) : -1.0;
 }
+
+void *backend_update_stream(struct backend *b) { return b->ops->update_stream != NULL ? b->ops->update_stream(b) : NULL; }
+
+void backend_set_stream(struct backend *b, void *stream)
+{
+    if (b->ops->set_stream != NULL) b->ops->set_stream(b, stream);
+}
+
+void backend_stream_wait(struct backend *b, void *waiter, void *waited)
+{
+    if (b->ops->stream_wait != NULL) b->ops->stream_wait(b, waiter, waited);
+}

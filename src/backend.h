@@ -4,7 +4,13 @@
  * implementations: backend_cpu.c (OpenBLAS + the C loops of kernels/) and
  * backend_cuda.c (cuBLAS + the CUDA kernels of kernels/). All matrices are row-major; pointers are
  * in the backend's memory (device memory on a GPU), and all calls are issued in
- * order on one compute stream, so only event_elapsed_s and synchronize wait. */
+ * order on the current stream, so only event_elapsed_s and synchronize wait.
+ *
+ * Streams: the compute stream runs the step; the update stream runs the optimizer
+ * of a gradient bucket while backward goes on; set_stream points the following
+ * calls at either (or at a comm library's stream), and stream_wait orders one
+ * stream after the work enqueued so far on another. The CPU backend has no
+ * streams: every call is done when it returns, and these are no-ops. */
 #ifndef DPSCALE_BACKEND_H
 #define DPSCALE_BACKEND_H
 
@@ -12,14 +18,7 @@
 #include <stdint.h>
 
 #include "config.h"
-
-/* Element types of the buffers the backend works on. Master weights, gradients and
- * optimizer state are always fp32; activations and the compute copy of the weights
- * are in the backend's compute dtype (backend.act_dtype). */
-enum dtype { DT_F32 = 0, DT_BF16 = 1, DT_F16 = 2 };
-
-static inline size_t dtype_size(int dt) { return dt == DT_F32 ? 4 : 2; }
-static inline const char *dtype_name(int dt) { return dt == DT_BF16 ? "bf16" : dt == DT_F16 ? "fp16" : "fp32"; }
+#include "dtype.h"
 
 struct optim_hparams {
     int kind; /* enum optimizer */
@@ -49,6 +48,13 @@ struct backend_ops {
     size_t (*memory_available)(struct backend *b, int local_size);
     /* The compute stream (cudaStream_t) that collectives must order against; NULL on the CPU. */
     void *(*stream)(struct backend *b);
+    /* The stream of the overlapped optimizer update; NULL on the CPU. */
+    void *(*update_stream)(struct backend *b);
+    /* The following calls go to `stream` (NULL: the compute stream). */
+    void (*set_stream)(struct backend *b, void *stream);
+    /* `waiter` runs nothing more until the work enqueued so far on `waited` is done
+     * (NULL: the compute stream). */
+    void (*stream_wait)(struct backend *b, void *waiter, void *waited);
     /* Size the scratch the kernels need for `rows` x up to `max_cols`, before the timed loop. */
     void (*reserve)(struct backend *b, int rows, int max_cols);
     /* The GPU's energy counter in joules, or a negative value when there is none. */
@@ -61,6 +67,8 @@ struct backend_ops {
     void (*upload)(struct backend *b, void *dst, const void *src, size_t bytes);
     void (*download)(struct backend *b, void *dst, const void *src, size_t bytes);
 
+    /* The following GEMMs leave `margin` SMs free (for a collective beside them); 0 = all SMs. May be NULL. */
+    void (*gemm_sm_limit)(struct backend *b, int margin);
     /* C[m x n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) = X^T when trans.
      * A and B are in the compute dtype; C is fp32 (c_is_f32) or the compute dtype.
      * Accumulation is fp32 in every precision. */
@@ -77,10 +85,13 @@ struct backend_ops {
      * dlogits = (softmax - onehot) * grad_scale. */
     void (*softmax_xent)(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
                          int rows, int classes, float grad_scale);
-    /* One optimizer step over the whole flat arena; also refreshes the compute-dtype
-     * copy of the weights when params_lp is not NULL (a fused cast). */
-    void (*optimizer_step)(struct backend *b, float *params, const float *grads, float *state1, float *state2,
-                           void *params_lp, size_t n, const struct optim_hparams *h);
+    /* One optimizer step over n elements of the flat arenas (all of it, or a bucket's
+     * slice); grads are fp32 or in the compute dtype (grad_dtype: a 16-bit allreduce's
+     * result, read as is). Also refreshes the compute-dtype copy of the weights when
+     * params_lp is not NULL (a fused cast). Element-wise: the result of an element
+     * does not depend on how the arena is cut into calls. */
+    void (*optimizer_step)(struct backend *b, float *params, const void *grads, int grad_dtype, float *state1,
+                           float *state2, void *params_lp, size_t n, const struct optim_hparams *h);
     /* Cast n fp32 values into the compute dtype, and back. */
     void (*cast_from_f32)(struct backend *b, void *dst, const float *src, size_t n);
     void (*cast_to_f32)(struct backend *b, float *dst, const void *src, size_t n);
@@ -92,7 +103,7 @@ struct backend_ops {
     struct backend_event *(*event_create)(struct backend *b);
     void (*event_destroy)(struct backend *b, struct backend_event *e);
     void (*event_record)(struct backend *b, struct backend_event *e);
-    /* Record on another stream (a transport's); NULL stream = the compute stream. */
+    /* Record on another stream (a comm library's); NULL stream = the compute stream. */
     void (*event_record_on)(struct backend *b, struct backend_event *e, void *stream);
     double (*event_elapsed_s)(struct backend *b, struct backend_event *start, struct backend_event *end);
     void (*synchronize)(struct backend *b);
@@ -110,6 +121,10 @@ void *backend_stream(struct backend *b);
 /* Energy counter in joules; negative when the backend has none. */
 double backend_energy_j(struct backend *b);
 double backend_nvlink_tx_bytes(struct backend *b);
+/* The streams of backend.h's ops, NULL-safe for the CPU (no streams: no-ops). */
+void *backend_update_stream(struct backend *b);
+void backend_set_stream(struct backend *b, void *stream);
+void backend_stream_wait(struct backend *b, void *waiter, void *waited);
 
 extern const struct backend_ops backend_cpu_ops;
 

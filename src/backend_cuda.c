@@ -1,6 +1,7 @@
 /* backend_cuda.c — the CUDA backend: one GPU per rank, GEMMs through cuBLASLt,
- * everything else through our kernels (the .cu files of kernels/), all on
- * one non-blocking compute stream, timed with CUDA events.
+ * everything else through our kernels (the .cu files of kernels/), on a
+ * non-blocking compute stream (the step) and an update stream (the optimizer
+ * overlapped with backward, at a lower priority), timed with CUDA events.
  *
  * Precision: fp32 (pure fp32 GEMMs), tf32 (fp32 data, TF32 tensor cores), bf16 and
  * fp16 (activations and the weights' compute copy in 16 bits; master weights,
@@ -40,6 +41,7 @@
 
 struct gemm_key {
     int ta, tb, m, n, k, lda, ldb, ldc, c_is_f32;
+    int sm_target; /* CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET; 0 = all SMs */
 };
 
 struct gemm_plan {
@@ -50,7 +52,10 @@ struct gemm_plan {
 };
 
 struct cuda_state {
-    cudaStream_t stream;
+    cudaStream_t stream;        /* compute */
+    cudaStream_t update_stream; /* the overlapped optimizer */
+    cudaStream_t cur;           /* where the following calls go */
+    cudaEvent_t order;          /* stream_wait's event: recorded and waited at once, so reusable */
     cublasLtHandle_t lt;
     void *workspace;
     struct gemm_plan plans[GEMM_CACHE_SIZE];
@@ -62,6 +67,7 @@ struct cuda_state {
     struct nvml_gpu nvml;
     cublasComputeType_t compute;
     cudaDataType_t ab_type;
+    int sms, sm_target; /* the GPU's SMs; the GEMMs' target, 0 = all */
 };
 
 struct backend_event {
@@ -106,6 +112,7 @@ static int cuda_init(struct backend *b, const struct config *cfg, int local_rank
     CHECK_CUDA(cudaDeviceGetPCIBusId(b->info.bus_id, sizeof b->info.bus_id, device));
     snprintf(b->info.device_name, sizeof b->info.device_name, "%s", prop.name);
     b->info.device_index = device;
+    s->sms = prop.multiProcessorCount;
     b->info.threads = 1;
 
     switch (cfg->precision) {
@@ -116,7 +123,14 @@ static int cuda_init(struct backend *b, const struct config *cfg, int local_rank
     }
     b->info.peak_tflops = cfg->peak_tflops > 0 ? cfg->peak_tflops : gpu_peak_tflops(prop.name, cfg->precision);
 
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    /* The block scheduler serves the higher priority first: the compute stream's GEMMs
+     * before the overlapped optimizer, which fills the gaps they leave. */
+    int least = 0, greatest = 0;
+    CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CHECK_CUDA(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
+    CHECK_CUDA(cudaStreamCreateWithPriority(&s->update_stream, cudaStreamNonBlocking, least));
+    CHECK_CUDA(cudaEventCreateWithFlags(&s->order, cudaEventDisableTiming));
+    s->cur = s->stream;
     CHECK_CUBLAS(cublasLtCreate(&s->lt));
     CHECK_CUDA(cudaMalloc(&s->workspace, WORKSPACE_BYTES));
     int runtime = 0;
@@ -142,6 +156,9 @@ static void cuda_shutdown(struct backend *b)
     cudaFree(s->row_loss);
     cudaFree(s->workspace);
     cublasLtDestroy(s->lt);
+    cudaStreamSynchronize(s->update_stream);
+    cudaEventDestroy(s->order);
+    cudaStreamDestroy(s->update_stream);
     cudaStreamDestroy(s->stream);
     free(s);
     b->impl = NULL;
@@ -157,6 +174,17 @@ static size_t cuda_memory_available(struct backend *b, int local_size)
 }
 
 static void *cuda_stream_of(struct backend *b) { return state(b)->stream; }
+static void *cuda_update_stream_of(struct backend *b) { return state(b)->update_stream; }
+static void cuda_set_stream(struct backend *b, void *stream) { state(b)->cur = stream != NULL ? stream : state(b)->stream; }
+
+static void cuda_stream_wait(struct backend *b, void *waiter, void *waited)
+{
+    struct cuda_state *s = state(b);
+    cudaStream_t w = waiter != NULL ? waiter : s->stream, d = waited != NULL ? waited : s->stream;
+    if (w == d) return;
+    CHECK_CUDA(cudaEventRecord(s->order, d));
+    CHECK_CUDA(cudaStreamWaitEvent(w, s->order, 0));
+}
 
 static void *cuda_alloc(struct backend *b, size_t bytes)
 {
@@ -171,7 +199,8 @@ static void *cuda_alloc(struct backend *b, size_t bytes)
 
 static void cuda_free(struct backend *b, void *p)
 {
-    CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
+    (void)b;
+    CHECK_CUDA(cudaDeviceSynchronize()); /* any stream may still use it */
     CHECK_CUDA(cudaFree(p));
 }
 
@@ -204,6 +233,9 @@ static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gem
     CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->desc, s->compute, CUDA_R_32F));
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
+    if (key->sm_target > 0)
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &key->sm_target,
+                                                    sizeof key->sm_target));
     /* first operand: B_rm, n x k after op; second: A_rm, k x m after op; C: n x m */
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, s->ab_type, key->tb ? key->k : key->n, key->tb ? key->n : key->k, key->ldb));
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, s->ab_type, key->ta ? key->m : key->k, key->ta ? key->k : key->m, key->lda));
@@ -228,10 +260,16 @@ static void cuda_gemm(struct backend *b, int ta, int tb, int m, int n, int k, fl
                       const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc)
 {
     struct cuda_state *s = state(b);
-    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32};
+    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32, s->sm_target};
     const struct gemm_plan *p = gemm_plan_for(b, &key);
     CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c, &p->algo,
-                                s->workspace, WORKSPACE_BYTES, s->stream));
+                                s->workspace, WORKSPACE_BYTES, s->cur));
+}
+
+static void cuda_gemm_sm_limit(struct backend *b, int margin)
+{
+    struct cuda_state *s = state(b);
+    s->sm_target = margin > 0 && margin < s->sms ? s->sms - margin : 0;
 }
 
 static void cuda_reserve(struct backend *b, int rows, int max_cols)
@@ -252,12 +290,12 @@ static void cuda_reserve(struct backend *b, int rows, int max_cols)
 
 static void cuda_bias_act_fwd(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act)
 {
-    CHECK_CUDA(cuda_bias_act_forward(out, pre, bias, rows, cols, act, b->act_dtype, state(b)->stream));
+    CHECK_CUDA(cuda_bias_act_forward(out, pre, bias, rows, cols, act, b->act_dtype, state(b)->cur));
 }
 
 static void cuda_act_bwd(struct backend *b, void *d, const void *pre, int rows, int cols, int act)
 {
-    CHECK_CUDA(cuda_act_backward(d, pre, rows, cols, act, b->act_dtype, state(b)->stream));
+    CHECK_CUDA(cuda_act_backward(d, pre, rows, cols, act, b->act_dtype, state(b)->cur));
 }
 
 static void cuda_bias_grad_op(struct backend *b, float *dbias, const void *d, int rows, int cols)
@@ -265,7 +303,7 @@ static void cuda_bias_grad_op(struct backend *b, float *dbias, const void *d, in
     struct cuda_state *s = state(b);
     if (cuda_bias_grad_scratch_floats(rows, cols) > s->bias_partial_floats)
         DP_FATAL(NULL, "bias gradient of %d x %d exceeds the reserved scratch", rows, cols);
-    CHECK_CUDA(cuda_bias_grad(dbias, d, rows, cols, b->act_dtype, s->bias_partial, s->stream));
+    CHECK_CUDA(cuda_bias_grad(dbias, d, rows, cols, b->act_dtype, s->bias_partial, s->cur));
 }
 
 static void cuda_softmax_xent_op(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
@@ -274,34 +312,34 @@ static void cuda_softmax_xent_op(struct backend *b, void *dlogits, float *loss, 
     struct cuda_state *s = state(b);
     if (rows > s->row_loss_rows) DP_FATAL(NULL, "loss of %d rows exceeds the reserved scratch", rows);
     CHECK_CUDA(cuda_softmax_xent(dlogits, loss, logits, labels, rows, classes, grad_scale, b->act_dtype, s->row_loss,
-                                 s->stream));
+                                 s->cur));
 }
 
-static void cuda_optimizer_op(struct backend *b, float *params, const float *grads, float *s1, float *s2,
-                              void *params_lp, size_t n, const struct optim_hparams *h)
+static void cuda_optimizer_op(struct backend *b, float *params, const void *grads, int grad_dtype, float *s1,
+                              float *s2, void *params_lp, size_t n, const struct optim_hparams *h)
 {
-    CHECK_CUDA(cuda_optimizer_step(params, grads, s1, s2, params_lp, n, h, b->act_dtype, state(b)->stream));
+    CHECK_CUDA(cuda_optimizer_step(params, grads, grad_dtype, s1, s2, params_lp, n, h, b->act_dtype, state(b)->cur));
 }
 
 static void cuda_cast_op(struct backend *b, void *dst, const float *src, size_t n)
 {
-    CHECK_CUDA(cuda_cast_from_f32(dst, src, n, b->act_dtype, state(b)->stream));
+    CHECK_CUDA(cuda_cast_from_f32(dst, src, n, b->act_dtype, state(b)->cur));
 }
 
 static void cuda_cast_back_op(struct backend *b, float *dst, const void *src, size_t n)
 {
-    CHECK_CUDA(cuda_cast_to_f32(dst, src, n, b->act_dtype, state(b)->stream));
+    CHECK_CUDA(cuda_cast_to_f32(dst, src, n, b->act_dtype, state(b)->cur));
 }
 
 static void cuda_zero(struct backend *b, void *ptr, size_t bytes)
 {
-    CHECK_CUDA(cudaMemsetAsync(ptr, 0, bytes, state(b)->stream));
+    CHECK_CUDA(cudaMemsetAsync(ptr, 0, bytes, state(b)->cur));
 }
 
 static void cuda_synth_op(struct backend *b, void *x, int *labels, uint64_t first, int rows, int input_dim, int classes,
                           uint64_t seed)
 {
-    CHECK_CUDA(cuda_synth_batch(x, labels, first, rows, input_dim, classes, seed, b->act_dtype, state(b)->stream));
+    CHECK_CUDA(cuda_synth_batch(x, labels, first, rows, input_dim, classes, seed, b->act_dtype, state(b)->cur));
 }
 
 static struct backend_event *cuda_event_create(struct backend *b)
@@ -322,7 +360,7 @@ static void cuda_event_destroy(struct backend *b, struct backend_event *e)
 
 static void cuda_event_record(struct backend *b, struct backend_event *e)
 {
-    CHECK_CUDA(cudaEventRecord(e->ev, state(b)->stream));
+    CHECK_CUDA(cudaEventRecord(e->ev, state(b)->cur));
 }
 
 static void cuda_event_record_on(struct backend *b, struct backend_event *e, void *stream)
@@ -339,7 +377,11 @@ static double cuda_event_elapsed_s(struct backend *b, struct backend_event *star
     return ms * 1e-3;
 }
 
-static void cuda_synchronize(struct backend *b) { CHECK_CUDA(cudaStreamSynchronize(state(b)->stream)); }
+static void cuda_synchronize(struct backend *b)
+{
+    CHECK_CUDA(cudaStreamSynchronize(state(b)->update_stream));
+    CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
+}
 
 static double cuda_energy(struct backend *b) { return nvml_energy_j(&state(b)->nvml); }
 static double cuda_nvlink_tx(struct backend *b) { return nvml_nvlink_tx_bytes(&state(b)->nvml); }
@@ -350,6 +392,9 @@ const struct backend_ops backend_cuda_ops = {
     .shutdown = cuda_shutdown,
     .memory_available = cuda_memory_available,
     .stream = cuda_stream_of,
+    .update_stream = cuda_update_stream_of,
+    .set_stream = cuda_set_stream,
+    .stream_wait = cuda_stream_wait,
     .reserve = cuda_reserve,
     .energy_j = cuda_energy,
     .nvlink_tx_bytes = cuda_nvlink_tx,
@@ -357,6 +402,7 @@ const struct backend_ops backend_cuda_ops = {
     .free = cuda_free,
     .upload = cuda_upload,
     .download = cuda_download,
+    .gemm_sm_limit = cuda_gemm_sm_limit,
     .gemm = cuda_gemm,
     .bias_act_forward = cuda_bias_act_fwd,
     .act_backward = cuda_act_bwd,

@@ -32,7 +32,7 @@ static double median_gemm_only_s(struct session *s, int B)
     step_set_params(be, s->model, &rb, host);
     free(host);
     be->ops->synth_batch(be, rb.x, rb.labels, 0, B, s->model->input_dim, s->model->classes, (uint64_t)s->cfg.seed);
-    step_forward_loss(be, s->model, &rb, B, 0, 1.0f);
+    step_forward_loss(be, s->model, &rb, B, 0, 1.0f, NULL);
     step_backward(be, s->model, &rb, B, NULL);
     struct backend_event **ev = calloc((size_t)iters + 1, sizeof *ev);
     CHECK_ALLOC(ev);
@@ -67,10 +67,10 @@ int cmd_bench(int argc, char **argv)
         session_end(&s);
         return EXIT_BAD_INPUT;
     }
-    struct comm *c = comm_create(1, s.transport, backend_stream(&s.backend));
+    struct group *g = group_create(1);
     struct run_result r;
-    if (train_run(&s.cfg, s.model, &s.backend, c, 1, &r) != 0) {
-        comm_destroy(c);
+    if (train_run(&s.cfg, s.model, &s.backend, g, NULL, session_library_name(&s), 1, &r) != 0) {
+        group_destroy(g);
         session_end(&s);
         return EXIT_FAILURE_RUN;
     }
@@ -84,7 +84,7 @@ int cmd_bench(int argc, char **argv)
         s.cfg.model_name, r.batch_per_rank, config_value_name(&s.cfg, "train", "precision"),
         s.cfg.iters);
     say("%-22s %10s %8s\n", "phase", "ms", "share");
-    static const char *const labels[NPHASES] = {"forward + loss", "backward", "allreduce (1 rank)", "optimizer", "step"};
+    static const char *const labels[NPHASES] = {"forward + loss", "backward", "communication (none)", "update left", "step"};
     for (int p = 0; p < NPHASES; p++)
         say("%-22s %10.3f %7.1f%%\n", labels[p], 1e3 * sum.phase_median_s[p], 100.0 * sum.phase_median_s[p] / step_s);
     say("%-22s %10.3f %7.1f%%   (the same GEMMs alone, same shapes and buffers)\n", "GEMMs alone", 1e3 * gemm_s,
@@ -94,7 +94,7 @@ int cmd_bench(int argc, char **argv)
         gemm_s / step_s >= BENCH_TARGET_GEMM_SHARE ? "met" : "NOT met");
 
     run_result_free(&r);
-    comm_destroy(c);
+    group_destroy(g);
     session_end(&s);
     return EXIT_OK;
 }

@@ -38,6 +38,25 @@ int bucket_plan_make(const struct model *m, int overlap, double bucket_mb, doubl
     return 0;
 }
 
+void bucket_plan_per_layer(const struct model *m, struct bucket_plan *plan)
+{
+    plan->buckets = calloc((size_t)m->nlayers, sizeof *plan->buckets);
+    CHECK_ALLOC(plan->buckets);
+    plan->nbuckets = m->nlayers;
+    /* arena order: the last layer first, each layer's bias then its weight */
+    for (int k = 0; k < m->nlayers; k++) {
+        const struct layer_shape *s = &m->layers[m->nlayers - 1 - k];
+        plan->buckets[k] = (struct bucket){s->b_offset, (size_t)s->out + (size_t)s->out * (size_t)s->in, m->nlayers - 1 - k};
+    }
+}
+
+int bucket_plan_find(const struct bucket_plan *plan, size_t offset)
+{
+    for (int k = 0; k < plan->nbuckets; k++)
+        if (offset >= plan->buckets[k].offset && offset < plan->buckets[k].offset + plan->buckets[k].count) return k;
+    return -1;
+}
+
 void bucket_plan_free(struct bucket_plan *plan)
 {
     free(plan->buckets);

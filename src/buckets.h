@@ -25,6 +25,11 @@ struct bucket_plan {
 /* overlap = 0: one bucket, the whole arena, after the last layer. */
 int bucket_plan_make(const struct model *m, int overlap, double bucket_mb, double first_bucket_mb,
                      struct bucket_plan *plan);
+/* One bucket per layer (its bias and weight): what a 1-GPU job updates as soon as
+ * backward has produced it. */
+void bucket_plan_per_layer(const struct model *m, struct bucket_plan *plan);
+/* The bucket that holds arena element `offset`. */
+int bucket_plan_find(const struct bucket_plan *plan, size_t offset);
 void bucket_plan_free(struct bucket_plan *plan);
 
 #endif

@@ -1,7 +1,7 @@
 /* cmd_comm.c — `dpscale comm`: the allreduce bandwidth sweep, printed like
  * nccl-tests and written to the result file under /collectives. It runs on every
  * N >= 2 of run.sweep (on one rank only when the launch has one), through the same
- * transport as the training step. */
+ * library and path as the training step. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,8 +14,8 @@
 
 static void print_table(const struct collective_result *r)
 {
-    say("\nallreduce over %d ranks (%s, %s, %s, sum; %d warm-up + %d timed per size)\n", r->nranks, r->transport,
-        r->dtype, r->in_place ? "in place" : "out of place", r->warmup, r->iters);
+    say("\nallreduce over %d ranks (%s over path %s, %s, %s, sum; %d warm-up + %d timed per size)\n", r->nranks,
+        r->library, r->path, r->dtype, r->in_place ? "in place" : "out of place", r->warmup, r->iters);
     say("%14s %14s %12s %10s %10s %8s\n", "size_bytes", "count", "time_us", "algbw", "busbw", "#wrong");
     for (int k = 0; k < r->nsizes; k++) {
         double slowest = 0;
@@ -32,17 +32,18 @@ int cmd_comm(int argc, char **argv)
     struct session s;
     int rc = session_start(argc, argv, &s);
     if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
-    if (s.cfg.coll_dtype != DT_F32 && s.transport == &comm_transport_mpi) {
+    if (s.cfg.coll_dtype != DT_F32 && s.library == COMM_MPI) {
         if (s.launch.rank == 0)
-            fprintf(stderr, "dpscale: error: collective.dtype = %s needs the nccl transport (the cuda backend); MPI "
+            fprintf(stderr, "dpscale: error: collective.dtype = %s needs comm.library = nccl (the cuda backend); MPI "
                             "reduces fp32 only here\n", dtype_name(s.cfg.coll_dtype));
         session_end(&s);
         return EXIT_BAD_INPUT;
     }
     struct result_file out;
     if ((rc = result_file_prepare(&s, &out)) != EXIT_OK) return rc;
-    say("dpscale %s — allreduce bandwidth, %d ranks on %d node(s), backend %s on %s, transport %s\n", DPSCALE_VERSION,
-        s.launch.size, s.launch.nnodes, s.backend.ops->name, s.backend.info.device_name, s.transport->name);
+    say("dpscale %s — allreduce bandwidth, %d ranks on %d node(s), backend %s on %s, %s over path %s\n", DPSCALE_VERSION,
+        s.launch.size, s.launch.nnodes, s.backend.ops->name, s.backend.info.device_name, session_library_name(&s),
+        config_value_name(&s.cfg, "comm", "path"));
 
     int counts[CONFIG_MAX_SWEEP], ncounts = 0;
     for (int i = 0; i < s.cfg.nsweep; i++)
@@ -52,20 +53,22 @@ int cmd_comm(int argc, char **argv)
     CHECK_ALLOC(results);
     double wrong = 0;
     for (int i = 0; i < ncounts; i++) {
-        struct comm *c = comm_create(counts[i], s.transport, backend_stream(&s.backend));
-        if (c != NULL) {
-            collective_measure(&s.backend, c, &s.cfg, &results[i]);
-            comm_destroy(c);
+        struct group *g = group_create(counts[i]);
+        if (g != NULL) {
+            struct comm *c = session_open_comm(&s, g, 1);
+            collective_measure(&s.backend, g, c, &s.cfg, &results[i]);
+            comm_close(c);
+            group_destroy(g);
         }
         if (s.launch.rank == 0) {
             print_table(&results[i]);
             for (int k = 0; k < results[i].nsizes; k++) wrong += results[i].wrong[k];
         }
-        comm_world_barrier();
+        world_barrier();
     }
     int failed = result_file_write(&s, &out, argc, argv, NULL, NULL, 0, results, ncounts) != 0;
     if (s.launch.rank == 0 && wrong > 0) {
-        DP_ERROR("the transport corrupted data: check the GPUs, the links and the NCCL/MPI installation",
+        DP_ERROR("the collectives corrupted data: check the GPUs, the links and the NCCL/MPI installation",
                  "%.0f elements of the allreduce results were wrong", wrong);
         failed = 1;
     }

@@ -1,6 +1,6 @@
 /* cmd_config.c — `dpscale config [--config FILE] [--section.key=value ...] [--get section.key]`:
  * the resolved configuration (every key, or one), without MPI. The job scripts ask
- * it for comm.transports so that one config file can name the transports to compare. */
+ * it for comm.paths so that one config file can name the paths to compare. */
 #include <stdio.h>
 #include <string.h>
 

@@ -15,7 +15,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: dpscale report [--format markdown|csv|json] [--compare] [--plot OUT.png|OUT.svg]\n"
                  "                      [--price-per-gpu-hour P[,P...]] FILE.h5 ...\n\n"
-                 "  --compare              systems side by side (every transport of every file), the first as reference,\n"
+                 "  --compare              systems side by side (every library and path of every file), the first as reference,\n"
                  "                         with per-GPU, per-joule and (with prices) per-dollar figures and ratios\n"
                  "  --price-per-gpu-hour   one price for every file, or one per file in order (any currency)\n");
 }

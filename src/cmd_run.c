@@ -1,9 +1,10 @@
 /* cmd_run.c — `dpscale run`: the sweep over rank counts, the scaling table and
  * the result file.
  *
- * For each N of the sweep the first N ranks train on their own communicator while
- * the others wait at a barrier; rank 0 keeps every run's timings, and at the end
- * summarises them, prints the table and writes one HDF5 file. */
+ * For each N of the sweep the first N ranks train as a group of their own (with a
+ * communicator only when N > 1) while the others wait at a barrier; rank 0 keeps
+ * every run's timings, and at the end summarises them, prints the table and writes
+ * one HDF5 file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,6 @@
 #include "stats.h"
 #include "table.h"
 #include "train.h"
-#include "transport.h"
 
 static void print_header(const struct session *s, const char *path)
 {
@@ -32,13 +32,16 @@ static void print_header(const struct session *s, const char *path)
         config_value_name(c, "model", "activation"), m->nparams / 1e6);
     struct bucket_plan plan;
     bucket_plan_make(m, c->overlap, c->bucket_mb, c->first_bucket_mb, &plan);
+    const char *reduce = c->shard_optimizer ? "reduce-scattered" : "allreduced";
     if (c->overlap)
-        say("  gradient  %.2f MB per step in %d buckets, each allreduced as backward produces it (%s, transport %s)\n",
-            m->nparams * 4.0 / 1e6, plan.nbuckets, s->transport->name,
-            config_value_name(c, "comm", "transport"));
+        say("  gradient  %.2f MB per step in %d buckets, each %s as backward produces it (%s over path %s)\n",
+            m->nparams * 4.0 / 1e6, plan.nbuckets, reduce, session_library_name(s), config_value_name(c, "comm", "path"));
     else
-        say("  gradient  %.2f MB per step, one allreduce after backward (%s, transport %s)\n", m->nparams * 4.0 / 1e6,
-            s->transport->name, config_value_name(c, "comm", "transport"));
+        say("  gradient  %.2f MB per step, %s at once after backward (%s over path %s)\n", m->nparams * 4.0 / 1e6, reduce,
+            session_library_name(s), config_value_name(c, "comm", "path"));
+    say("  update    %s%s; 1 rank: no communication at all\n",
+        c->overlap_update ? "each bucket's as soon as it is reduced, beside backward" : "the whole arena after backward",
+        c->shard_optimizer ? ", 1/N per rank (ZeRO-1), weights all-gathered before the next forward" : "");
     bucket_plan_free(&plan);
     say("  training  %s scaling, batch %s %d, %s, %s, %d warm-up + %d timed steps, seed %lld\n",
         config_value_name(c, "train", "scaling"),
@@ -68,18 +71,18 @@ static int verify_run(const struct config *cfg, struct run_result *r)
         return -1;
     }
     const double tx = r->nvlink_tx_bytes, expected = r->nvlink_expected_bytes;
-    const char *label = r->transport;
-    if (cfg->transport == TRANSPORT_AUTO || r->nranks < 2) {
-        snprintf(r->path_proof, sizeof r->path_proof, "not asked (transport %s)", label);
+    const char *label = r->path;
+    if (cfg->path == PATH_AUTO || r->nranks < 2) {
+        snprintf(r->path_proof, sizeof r->path_proof, r->nranks < 2 ? "no communication" : "not asked (path auto)");
     } else if (isnan(tx)) {
         snprintf(r->path_proof, sizeof r->path_proof, "unverified: no NVLink counter on this system");
-    } else if (cfg->transport == TRANSPORT_NVLINK && tx < 0.5 * expected) {
+    } else if (cfg->path == PATH_NVLINK && tx < 0.5 * expected) {
         DP_ERROR("NCCL did not use NVLink: check `dpscale topo` and NCCL_DEBUG=INFO's transport lines",
                  "the run on %d ranks is labelled nvlink, but only %.3g of the %.3g gradient bytes crossed NVLink",
                  r->nranks, tx, expected);
         return -1;
-    } else if (cfg->transport != TRANSPORT_NVLINK && tx > 0.01 * expected) {
-        DP_ERROR("another NCCL setting (NCCL_P2P_LEVEL, NCCL_NET...) overrode comm.transport; see nccl_env in the file",
+    } else if (cfg->path != PATH_NVLINK && tx > 0.01 * expected) {
+        DP_ERROR("another NCCL setting (NCCL_P2P_LEVEL, NCCL_NET...) overrode comm.path; see nccl_env in the file",
                  "the run on %d ranks is labelled %s, but %.3g bytes crossed NVLink (its gradients: %.3g)", r->nranks,
                  label, tx, expected);
         return -1;
@@ -106,12 +109,14 @@ int cmd_run(int argc, char **argv)
     int failed = 0;
     for (int i = 0; i < nruns && !failed; i++) {
         const int n = s.cfg.sweep[i];
-        struct comm *c = comm_create(n, s.transport, backend_stream(&s.backend));
+        struct group *g = group_create(n);
         int mine = 0;
-        if (c != NULL) {
-            mine = train_run(&s.cfg, s.model, &s.backend, c, s.launch.local_size, &runs[i]) != 0;
+        if (g != NULL) {
+            struct comm *c = session_open_comm(&s, g, 2);
+            mine = train_run(&s.cfg, s.model, &s.backend, g, c, session_library_name(&s), s.launch.local_size, &runs[i]) != 0;
             if (!mine && s.launch.rank == 0) mine = verify_run(&s.cfg, &runs[i]) != 0;
-            comm_destroy(c);
+            comm_close(c);
+            group_destroy(g);
         }
         failed = session_any_failed(mine); /* also the barrier where ranks >= n waited */
         if (!failed && s.launch.rank == 0) {

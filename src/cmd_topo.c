@@ -1,7 +1,7 @@
 /* cmd_topo.c — `dpscale topo`: what connects the GPUs of this node (the link
  * matrix as `nvidia-smi topo -m` shows it, PCIe generation and width, NUMA and CPU
  * affinity, NVLinks) and the node to the network (InfiniBand and RoCE adapters), the
- * NCCL settings that comm.transport would apply, and, on a GPU node started as one
+ * NCCL settings that comm.path would apply, and, on a GPU node started as one
  * process, the GPU-to-GPU copy matrix. Everything goes to the result file too. */
 #include <stdio.h>
 
@@ -16,13 +16,13 @@
 int cmd_topo(int argc, char **argv)
 {
     struct session s;
-    int rc = session_start(argc, argv, &s); /* detects, and checks comm.transport against it */
+    int rc = session_start(argc, argv, &s); /* detects, and checks comm.path against it */
     if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
     struct result_file out;
     if ((rc = result_file_prepare(&s, &out)) != EXIT_OK) return rc;
     if (s.launch.rank == 0) {
         topo_print(stdout, &s.topo);
-        say("\ncomm.transport = %s:", config_value_name(&s.cfg, "comm", "transport"));
+        say("\ncomm.path = %s:", config_value_name(&s.cfg, "comm", "path"));
         for (int i = 0; i < s.nccl.n; i++) say(" %s=%s", s.nccl.v[i].name, s.nccl.v[i].value);
         say("%s\n", s.nccl.n ? "" : " no NCCL setting (NCCL chooses)");
     }

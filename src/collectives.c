@@ -15,7 +15,6 @@
 
 #include "error.h"
 #include "halfconv.h"
-#include "transport.h"
 
 static double *calloc_doubles(size_t n)
 {
@@ -40,38 +39,41 @@ static float load(const void *host, size_t i, int dtype)
 static float pattern(int rank, size_t i) { return (float)((rank + 1) * (int)(i % 7 + 1)); }
 
 /* One allreduce of a fresh pattern, checked element by element: the wrong ones. */
-static double check_once(struct backend *be, struct comm *c, void *send, void *recv, void *host, size_t count, int dtype)
+/* One allreduce, complete before anything enqueued later on the compute stream. */
+static void allreduce(struct comm *c, void *send, void *recv, size_t count, int dtype)
 {
-    const int n = comm_size(c), rank = comm_rank(c);
+    comm_begin(c, 0);
+    comm_allreduce(c, send, recv, count, dtype, REDUCE_SUM);
+    comm_end(c, 0);
+    comm_wait_all(c);
+}
+
+static double check_once(struct backend *be, struct group *g, struct comm *c, void *send, void *recv, void *host,
+                         size_t count, int dtype)
+{
+    const int n = group_size(g), rank = group_rank(g);
     const size_t bytes = count * dtype_size(dtype);
     for (size_t i = 0; i < count; i++) store(host, i, dtype, pattern(rank, i));
     be->ops->upload(be, send, host, bytes);
-    comm_allreduce_start(c, send, recv, count, dtype, ALLREDUCE_SUM, 0);
-    comm_allreduce_wait_all(c);
+    allreduce(c, send, recv, count, dtype);
     be->ops->download(be, host, recv, bytes);
     double wrong = 0;
     const float sum_of_ranks = (float)(n * (n + 1) / 2);
     for (size_t i = 0; i < count; i++)
         if (load(host, i, dtype) != sum_of_ranks * (float)(i % 7 + 1)) wrong += 1;
-    comm_sum_doubles(c, &wrong, 1);
+    group_sum_doubles(g, &wrong, 1);
     return wrong;
 }
 
-static double time_allreduces(struct backend *be, struct comm *c, void *send, void *recv, size_t count, int dtype,
-                              int warmup, int iters)
+static double time_allreduces(struct backend *be, struct group *g, struct comm *c, void *send, void *recv, size_t count,
+                              int dtype, int warmup, int iters)
 {
     struct backend_event *a = be->ops->event_create(be), *b = be->ops->event_create(be);
-    for (int i = 0; i < warmup; i++) {
-        comm_allreduce_start(c, send, recv, count, dtype, ALLREDUCE_SUM, 0);
-        comm_allreduce_wait_all(c);
-    }
+    for (int i = 0; i < warmup; i++) allreduce(c, send, recv, count, dtype);
     be->ops->synchronize(be);
-    comm_barrier(c);
+    group_barrier(g);
     be->ops->event_record(be, a);
-    for (int i = 0; i < iters; i++) {
-        comm_allreduce_start(c, send, recv, count, dtype, ALLREDUCE_SUM, 0);
-        comm_allreduce_wait_all(c);
-    }
+    for (int i = 0; i < iters; i++) allreduce(c, send, recv, count, dtype);
     be->ops->event_record(be, b);
     const double t = be->ops->event_elapsed_s(be, a, b) / iters;
     be->ops->event_destroy(be, a);
@@ -79,16 +81,18 @@ static double time_allreduces(struct backend *be, struct comm *c, void *send, vo
     return t;
 }
 
-void collective_measure(struct backend *be, struct comm *c, const struct config *cfg, struct collective_result *out)
+void collective_measure(struct backend *be, struct group *g, struct comm *c, const struct config *cfg,
+                        struct collective_result *out)
 {
-    const int n = comm_size(c), rank = comm_rank(c), dtype = cfg->coll_dtype;
+    const int n = group_size(g), rank = group_rank(g), dtype = cfg->coll_dtype;
     const size_t elem = dtype_size(dtype);
     memset(out, 0, sizeof *out);
-    snprintf(out->transport, sizeof out->transport, "%s", transport_label(cfg->transport, comm_transport_name(c)));
+    snprintf(out->library, sizeof out->library, "%s", comm_library_name(c));
+    snprintf(out->path, sizeof out->path, "%s", config_value_name(cfg, "comm", "path"));
     snprintf(out->dtype, sizeof out->dtype, "%s", dtype_name(dtype));
     out->elem_bytes = (int)elem;
     out->nranks = n;
-    out->nnodes = comm_nnodes(c);
+    out->nnodes = group_nnodes(g);
     out->in_place = cfg->coll_in_place;
     out->iters = cfg->coll_iters;
     out->warmup = cfg->coll_warmup;
@@ -109,11 +113,11 @@ void collective_measure(struct backend *be, struct comm *c, const struct config 
 
     double *mine = calloc_doubles((size_t)ns), *wrong = calloc_doubles((size_t)ns);
     for (int k = 0; k < ns; k++) {
-        mine[k] = time_allreduces(be, c, send, recv, sizes[k], dtype, cfg->coll_warmup, cfg->coll_iters);
-        wrong[k] = check_once(be, c, send, recv, host, sizes[k], dtype);
+        mine[k] = time_allreduces(be, g, c, send, recv, sizes[k], dtype, cfg->coll_warmup, cfg->coll_iters);
+        wrong[k] = check_once(be, g, c, send, recv, host, sizes[k], dtype);
     }
     double *all = rank == 0 ? calloc_doubles((size_t)ns * n) : NULL;
-    comm_gather_doubles(c, mine, (size_t)ns, all);
+    group_gather_doubles(g, mine, (size_t)ns, all);
     if (rank == 0) {
         out->size_bytes = calloc_doubles((size_t)ns);
         out->time_s = calloc_doubles((size_t)ns * n);

@@ -4,12 +4,12 @@
 #ifndef DPSCALE_COLLECTIVES_H
 #define DPSCALE_COLLECTIVES_H
 
-#include "../mpi/comm.h"
+#include "../comm/comm.h"
 #include "backend.h"
 #include "config.h"
 
 struct collective_result {
-    char transport[16];
+    char library[8], path[8];
     char dtype[8];
     int elem_bytes;
     int nranks, nnodes, in_place, iters, warmup;
@@ -21,8 +21,10 @@ struct collective_result {
     double *wrong;      /* [size]: elements of the checked result that differ from the exact sum, all ranks */
 };
 
-/* Collective over c: measure every size of cfg's [collective] section. Filled on rank 0. */
-void collective_measure(struct backend *be, struct comm *c, const struct config *cfg, struct collective_result *out);
+/* Collective over g, through its comm c: measure every size of cfg's [collective]
+ * section. Filled on rank 0. */
+void collective_measure(struct backend *be, struct group *g, struct comm *c, const struct config *cfg,
+                        struct collective_result *out);
 void collective_result_free(struct collective_result *r);
 
 #endif

@@ -209,6 +209,15 @@ static int section_exists(const char *section)
     return 0;
 }
 
+/* Keys of earlier versions, named in the error with what replaced them. */
+static const char *renamed_key(const char *section, const char *name)
+{
+    if (strcmp(section, "comm") != 0) return NULL;
+    if (strcmp(name, "transport") == 0) return "comm.transport is now comm.path (the library that reduces is comm.library)";
+    if (strcmp(name, "transports") == 0) return "comm.transports is now comm.paths";
+    return NULL;
+}
+
 static int on_ini_entry(void *user, const char *section, const char *name, const char *value)
 {
     struct ini_state *st = user;
@@ -226,6 +235,10 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
         return 0;
     }
     const struct config_key *key = config_find_key(section, name);
+    if (key == NULL && renamed_key(section, name) != NULL) {
+        set_err(st->err, st->errlen, "%s:%d: %s", st->path, st->line, renamed_key(section, name));
+        return 0;
+    }
     if (key == NULL) {
         list_section_keys(section, accepted, sizeof accepted);
         set_err(st->err, st->errlen, "%s:%d: unknown key '%s' in [%s]; accepted keys: %s", st->path, st->line, name,
@@ -277,25 +290,25 @@ enum { OPT_CONFIG = 'c', OPT_HELP = 'h', OPT_OUTPUT = 'o', OPT_KEY_BASE = 1000 }
 /* Short spellings for the keys people type most. */
 static const struct { const char *alias, *section, *name; } cli_aliases[] = {
     {"backend", "run", "backend"}, {"sweep", "run", "sweep"}, {"output-dir", "run", "output_dir"},
-    {"precision", "train", "precision"}, {"transport", "comm", "transport"}, {"library", "comm", "library"},
+    {"precision", "train", "precision"}, {"path", "comm", "path"}, {"library", "comm", "library"},
 };
 #define NALIASES (sizeof cli_aliases / sizeof cli_aliases[0])
 
-int config_count_transports(struct config *cfg, char *err, size_t errlen)
+int config_count_paths(struct config *cfg, char *err, size_t errlen)
 {
     char list[CONFIG_STR_LEN], *save = NULL;
-    int n = 0, value = cfg->transport;
-    const struct config_key *tk = config_find_key("comm", "transport");
-    snprintf(list, sizeof list, "%s", cfg->transports);
+    int n = 0, value = cfg->path;
+    const struct config_key *pk = config_find_key("comm", "path");
+    snprintf(list, sizeof list, "%s", cfg->paths);
     for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), n++)
-        if (parse_value(cfg, tk, tok) != 0) {
-            set_err(err, errlen, "comm.transports = '%s': '%s' is not a transport; use auto, nvlink, pcie or net",
-                    cfg->transports, tok);
+        if (parse_value(cfg, pk, tok) != 0) {
+            set_err(err, errlen, "comm.paths = '%s': '%s' is not a path; use auto, nvlink, pcie or net", cfg->paths, tok);
             return -1;
         }
-    if (n != 1) cfg->transport = value; /* several: each launch takes one, by comm.transport */
+    if (n != 1) cfg->path = value; /* several: each launch takes one, by comm.path */
     return n;
 }
+
 
 int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
@@ -350,8 +363,14 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
             set_err(err, errlen, "option %s needs a value; see dpscale run --help", argv[optind - 1]);
             return -1;
         } else {
+            const char *flag = argv[optind - 1];
+            const int transports = strncmp(flag, "--comm.transports", 17) == 0;
+            if (transports || strncmp(flag, "--comm.transport", 16) == 0 || strncmp(flag, "--transport", 11) == 0) {
+                set_err(err, errlen, "%s: %s", flag, renamed_key("comm", transports ? "transports" : "transport"));
+                return -1;
+            }
             set_err(err, errlen, "unknown option '%s'; options are --config FILE and --section.key=value (see dpscale run --help)",
-                    argv[optind - 1]);
+                    flag);
             return -1;
         }
     }
@@ -385,8 +404,9 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
                     cfg->sweep[i - 1]);
             return -1;
         }
-    /* comm.transports: names of comm.transport; a single one sets it (several: config_resolve_for_world) */
-    if (config_count_transports(cfg, err, errlen) < 0) return -1;
+    /* comm.paths: names of comm.path; a single one sets it (several: config_resolve_for_world) */
+    if (config_count_paths(cfg, err, errlen) < 0) return -1;
+    if (cfg->symmetric) cfg->register_buffers = 1;
     if (cfg->coll_min_mib > cfg->coll_max_mib) {
         set_err(err, errlen, "collective.min_mib = %g is above collective.max_mib = %g", cfg->coll_min_mib, cfg->coll_max_mib);
         return -1;
@@ -411,10 +431,10 @@ int config_batch_per_rank(const struct config *cfg, int n)
 
 int config_resolve_for_world(struct config *cfg, int world_size, char *err, size_t errlen)
 {
-    if (config_count_transports(cfg, err, errlen) > 1) {
-        set_err(err, errlen, "comm.transports = %s: NCCL fixes its transport once per process, so each needs a launch of "
-                "its own; run jobs/lib/sweep.sh (or sbatch jobs/scale8.sh), which launches one dpscale per transport and "
-                "compares them", cfg->transports);
+    if (config_count_paths(cfg, err, errlen) > 1) {
+        set_err(err, errlen, "comm.paths = %s: NCCL fixes its path once per process, so each needs a launch of "
+                "its own; run jobs/lib/sweep.sh (or sbatch jobs/scale8.sh), which launches one dpscale per path and "
+                "compares them", cfg->paths);
         return -1;
     }
     if (cfg->nsweep == 0) {
@@ -452,7 +472,7 @@ void config_print_help(const char *prog)
 {
     printf("usage: mpirun -np N %s run [--config FILE.ini] [--section.key=value ...]\n\n", prog);
     printf("Every key can be set in the INI file under [section] or on the command line.\n");
-    printf("Aliases: --backend, --sweep, --precision, --transport, --output-dir, -o/--output.\n\n");
+    printf("Aliases: --backend, --sweep, --precision, --path, --library, --output-dir, -o/--output.\n\n");
     const char *section = "";
     for (size_t i = 0; i < config_nkeys; i++) {
         const struct config_key *k = &config_keys[i];

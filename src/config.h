@@ -22,9 +22,9 @@ enum optimizer { OPT_SGD = 0, OPT_ADAMW = 1 };
 enum precision { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2, PREC_FP16 = 3 };
 enum backend_kind { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_CUDA = 2 };
 enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
-enum transport { TRANSPORT_AUTO = 0, TRANSPORT_NVLINK = 1, TRANSPORT_PCIE = 2, TRANSPORT_NET = 3 };
+enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_NET = 3 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
-enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 };
+enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 }; /* = enum reduce_op of dtype.h */
 
 struct config {
     char config_path[CONFIG_STR_LEN]; /* "" when no file was given */
@@ -53,6 +53,7 @@ struct config {
     long long seed;
     int precision; /* enum precision */
     double loss_scale; /* fp16: static loss scale; 0 = 1024 in fp16, 1 otherwise */
+    int overlap_update; /* each bucket's update as soon as its gradients are reduced */
 
     /* [run] */
     int backend; /* enum backend_kind */
@@ -66,14 +67,19 @@ struct config {
 
     /* [comm] */
     int library;         /* enum comm_library: who reduces the gradients */
-    int transport;       /* enum transport: the path NCCL must take */
-    char transports[CONFIG_STR_LEN]; /* "nvlink,pcie": one launch each, through jobs/lib/sweep.sh */
+    int path;            /* enum comm_path: the path NCCL must take */
+    char paths[CONFIG_STR_LEN]; /* "nvlink,pcie": one launch each, through jobs/lib/sweep.sh */
     int overlap;         /* allreduce each bucket as backward produces it; off = one allreduce after backward */
     double bucket_mb;    /* gradient bucket size (MB = 1e6 bytes of fp32 gradient) */
     double first_bucket_mb;
     int allreduce_dtype; /* enum allreduce_dtype */
     int allreduce_op;    /* enum allreduce_op */
     int nccl_max_ctas;   /* NCCL's maxCTAs: SMs its kernels may take from the overlapped backward; 0 = NCCL's choice */
+    int shard_optimizer; /* ZeRO-1: reduce-scatter, 1/N update, all-gather */
+    int register_buffers; /* NCCL user buffer registration */
+    int symmetric;       /* NCCL symmetric windows */
+    int cta_policy;      /* NCCL CTAPolicy: 0 default, 1 efficiency, 2 zero */
+    int gemm_sm_margin;  /* SMs the GEMMs leave to NCCL during overlap */
 
     /* [topo] */
     char topo_fixture[CONFIG_STR_LEN]; /* a recorded `nvidia-smi topo -m` instead of detection */
@@ -121,9 +127,9 @@ int config_resolve_for_world(struct config *cfg, int world_size, char *err, size
 /* The loss scale in force: train.loss_scale, or its default for the precision. */
 double config_loss_scale(const struct config *cfg);
 
-/* Check comm.transports; a single entry sets cfg->transport. Returns the number of
- * entries, or -1 with a message. */
-int config_count_transports(struct config *cfg, char *err, size_t errlen);
+/* Check comm.paths; a single entry sets cfg->path. Returns the number of entries,
+ * or -1 with a message. */
+int config_count_paths(struct config *cfg, char *err, size_t errlen);
 
 /* Batch on each rank and across ranks for a run on `n` ranks. */
 int config_batch_per_rank(const struct config *cfg, int n);

@@ -11,7 +11,8 @@ static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL};
 static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const library_names[] = {"auto", "mpi", "nccl", NULL};
-static const char *const transport_names[] = {"auto", "nvlink", "pcie", "net", NULL};
+static const char *const path_names[] = {"auto", "nvlink", "pcie", "net", NULL};
+static const char *const cta_policy_names[] = {"default", "efficiency", "zero", NULL};
 static const char *const allreduce_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_op_names[] = {"avg", "sum", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum dtype */
@@ -45,6 +46,9 @@ const struct config_key config_keys[] = {
     {"train", "precision", KEY_ENUM, OFF(precision), 0, 0, precision_names, "fp32",
      "GEMM precision (the CPU backend runs fp32 only)"},
 
+    {"train", "overlap_update", KEY_BOOL, OFF(overlap_update), 0, 0, NULL, "on",
+     "update a bucket's parameters as soon as its gradients are reduced (1 rank: as soon as backward produced a "
+     "layer's), on a stream of its own; off = one update of the whole arena after backward and communication"},
     {"train", "loss_scale", KEY_DOUBLE, OFF(loss_scale), 0, 16777216, NULL, "0",
      "static loss scale of fp16 training; 0 = 1024 in fp16, 1 otherwise"},
 
@@ -61,12 +65,12 @@ const struct config_key config_keys[] = {
 
     {"comm", "library", KEY_ENUM, OFF(library), 0, 0, library_names, "auto",
      "who reduces the gradients: mpi (host buffers), nccl (GPU buffers); auto = nccl on cuda, mpi on cpu"},
-    {"comm", "transport", KEY_ENUM, OFF(transport), 0, 0, transport_names, "auto",
-     "the path NCCL must take: nvlink (NVLink only, an error without it), pcie (no peer access: through host "
+    {"comm", "path", KEY_ENUM, OFF(path), 0, 0, path_names, "auto",
+     "the path NCCL's bytes must take: nvlink (NVLink only, an error without it), pcie (no peer access: through host "
      "memory), net (the network transport even inside a node: InfiniBand/RoCE if present, else sockets)"},
-    {"comm", "transports", KEY_STRING, OFF(transports), 0, 0, NULL, "",
-     "transports to compare, e.g. nvlink,pcie: jobs/lib/sweep.sh (and the Slurm jobs) run one launch per entry and "
-     "compare them; a single entry is the same as comm.transport"},
+    {"comm", "paths", KEY_STRING, OFF(paths), 0, 0, NULL, "",
+     "paths to compare, e.g. nvlink,pcie: jobs/lib/sweep.sh (and the Slurm jobs) run one launch per entry and "
+     "compare them; a single entry is the same as comm.path"},
     {"comm", "overlap", KEY_BOOL, OFF(overlap), 0, 0, NULL, "on",
      "allreduce each gradient bucket as soon as backward produced it; off = one allreduce after backward"},
     {"comm", "bucket_mb", KEY_DOUBLE, OFF(bucket_mb), 0.001, 1e6, NULL, "25", "gradient bucket size in MB (PyTorch DDP: 25)"},
@@ -76,6 +80,17 @@ const struct config_key config_keys[] = {
      "gradients travel in fp32, or in the compute precision (bf16/fp16 halve the bytes)"},
     {"comm", "nccl_max_ctas", KEY_INT, OFF(nccl_max_ctas), 0, 64, NULL, "0",
      "most thread blocks (SMs) an NCCL collective may use, so that it slows the overlapped backward less; 0 = NCCL's choice"},
+    {"comm", "shard_optimizer", KEY_BOOL, OFF(shard_optimizer), 0, 0, NULL, "off",
+     "ZeRO-1: reduce-scatter the gradients, each rank updates its 1/N of the fp32 master weights, all-gather the "
+     "compute copy before the next forward; off = allreduce, every rank updates everything"},
+    {"comm", "register", KEY_BOOL, OFF(register_buffers), 0, 0, NULL, "off",
+     "NCCL user buffers: gradients and weights in ncclMemAlloc memory registered with ncclCommRegister"},
+    {"comm", "symmetric", KEY_BOOL, OFF(symmetric), 0, 0, NULL, "off",
+     "register those buffers as NCCL symmetric windows (ncclCommWindowRegister: symmetric kernels); implies register"},
+    {"comm", "cta_policy", KEY_ENUM, OFF(cta_policy), 0, 0, cta_policy_names, "default",
+     "NCCL's CTA policy (ncclConfig_t CTAPolicy): efficiency uses fewer SMs; zero uses none where registered buffers allow"},
+    {"comm", "gemm_sm_margin", KEY_INT, OFF(gemm_sm_margin), 0, 128, NULL, "0",
+     "SMs the GEMMs leave to NCCL while it runs beside backward (cuBLASLt SM_COUNT_TARGET = SMs - margin); 0 = all SMs"},
     {"comm", "allreduce_op", KEY_ENUM, OFF(allreduce_op), 0, 0, allreduce_op_names, "avg",
      "avg: NCCL's average (MPI: sum, then the optimizer scales); sum: sum, then the optimizer scales by 1/N"},
 

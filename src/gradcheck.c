@@ -19,14 +19,14 @@
 #define COORDS_PER_TENSOR 8
 
 /* Global loss of the current parameters: the mean over ranks of each rank's mean. */
-static double global_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, struct comm *c)
+static double global_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, struct group *c)
 {
     float local;
-    step_forward_loss(be, m, rb, B, 0, 1.0f);
+    step_forward_loss(be, m, rb, B, 0, 1.0f, NULL);
     be->ops->download(be, &local, rb->loss, sizeof local);
     double sum = local;
-    comm_sum_doubles(c, &sum, 1);
-    return sum / comm_size(c);
+    group_sum_doubles(c, &sum, 1);
+    return sum / group_size(c);
 }
 
 static void set_param(struct backend *be, struct step_buffers *rb, size_t k, float value)
@@ -34,7 +34,7 @@ static void set_param(struct backend *be, struct step_buffers *rb, size_t k, flo
     be->ops->upload(be, rb->params + k, &value, sizeof value);
 }
 
-static double perturbed_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, struct comm *c,
+static double perturbed_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, struct group *c,
                              size_t k, float value)
 {
     set_param(be, rb, k, value);
@@ -55,8 +55,9 @@ int cmd_gradcheck(int argc, char **argv)
         session_end(&s);
         return EXIT_BAD_INPUT;
     }
-    struct comm *c = comm_create(s.launch.size, s.transport, backend_stream(&s.backend));
-    const int N = comm_size(c), B = config_batch_per_rank(&s.cfg, N);
+    struct group *g = group_create(s.launch.size);
+    struct comm *c = session_open_comm(&s, g, 2);
+    const int N = group_size(g), B = config_batch_per_rank(&s.cfg, N);
 
     struct step_buffers rb;
     step_buffers_alloc(be, &s.cfg, m, B, 1, &rb);
@@ -65,14 +66,18 @@ int cmd_gradcheck(int argc, char **argv)
     CHECK_ALLOC(grads);
     model_init_params(m, (uint64_t)s.cfg.seed, params);
     step_set_params(be, m, &rb, params);
-    be->ops->synth_batch(be, rb.x, rb.labels, (uint64_t)comm_rank(c) * (uint64_t)B, B, m->input_dim, m->classes,
+    be->ops->synth_batch(be, rb.x, rb.labels, (uint64_t)group_rank(g) * (uint64_t)B, B, m->input_dim, m->classes,
                          (uint64_t)s.cfg.seed);
 
     /* Analytic: local backward, allreduce sum, divide by N (what the optimizer sees). */
-    step_forward_loss(be, m, &rb, B, 0, 1.0f);
+    step_forward_loss(be, m, &rb, B, 0, 1.0f, NULL);
     step_backward(be, m, &rb, B, NULL);
-    comm_allreduce_start(c, rb.grads, rb.grads, m->nparams, DT_F32, ALLREDUCE_SUM, 0);
-    comm_allreduce_wait_all(c);
+    if (c != NULL) {
+        comm_begin(c, 0);
+        comm_allreduce(c, rb.grads, rb.grads, m->nparams, DT_F32, REDUCE_SUM);
+        comm_end(c, 0);
+        comm_wait_all(c);
+    }
     be->ops->download(be, grads, rb.grads, m->nparams * sizeof(float));
 
     say("gradcheck: %d ranks x batch %d, %zu parameters, central differences with eps %g\n", N, B, m->nparams,
@@ -88,8 +93,8 @@ int cmd_gradcheck(int argc, char **argv)
             const size_t idx = synth_hash3((uint64_t)s.cfg.seed, (uint64_t)l, (uint64_t)t) % count;
             const size_t k = (is_bias ? sh->b_offset : sh->w_offset) + idx;
             const float p = params[k];
-            double plus = perturbed_loss(be, m, &rb, B, c, k, p + GRADCHECK_EPS);
-            double minus = perturbed_loss(be, m, &rb, B, c, k, p - GRADCHECK_EPS);
+            double plus = perturbed_loss(be, m, &rb, B, g, k, p + GRADCHECK_EPS);
+            double minus = perturbed_loss(be, m, &rb, B, g, k, p - GRADCHECK_EPS);
             set_param(be, &rb, k, p);
             const double numeric = (plus - minus) / (2.0 * GRADCHECK_EPS);
             const double analytic = grads[k] / (double)N;
@@ -108,7 +113,8 @@ int cmd_gradcheck(int argc, char **argv)
     free(params);
     free(grads);
     step_buffers_free(be, m, &rb);
-    comm_destroy(c);
+    comm_close(c);
+    group_destroy(g);
     session_end(&s);
     return pass ? EXIT_OK : EXIT_FAILURE_RUN;
 }

@@ -106,16 +106,30 @@ static void dataset_write(struct h5w *w, hid_t parent, const char *name, hid_t t
     h5_close(space);
 }
 
-static hid_t group_create(struct h5w *w, hid_t parent, const char *name)
+static hid_t h5_group_create(struct h5w *w, hid_t parent, const char *name)
 {
     return CHECK_H5(w, H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
 }
 
-/* /runs/<transport> and /collectives/<transport> are shared by the runs of a transport. */
+/* /runs/<library>/<path> and /collectives/<library>/<path> are shared by the runs of
+ * a library and path. */
 static hid_t group_open_or_create(struct h5w *w, hid_t parent, const char *name)
 {
     return H5Lexists(parent, name, H5P_DEFAULT) > 0 ? CHECK_H5(w, H5Gopen2(parent, name, H5P_DEFAULT))
-                                                    : group_create(w, parent, name);
+                                                    : h5_group_create(w, parent, name);
+}
+
+/* parent/<library>/<path>/n<N>, created (the library and path groups shared). */
+static hid_t run_group_create(struct h5w *w, hid_t parent, const char *library, const char *path, int nranks)
+{
+    char name[32];
+    hid_t lg = group_open_or_create(w, parent, library);
+    hid_t pg = group_open_or_create(w, lg, path);
+    snprintf(name, sizeof name, "n%d", nranks);
+    hid_t g = h5_group_create(w, pg, name);
+    h5_close(pg);
+    h5_close(lg);
+    return g;
 }
 
 static void write_root(struct h5w *w, hid_t file, const struct h5out_system *sys)
@@ -152,7 +166,7 @@ static void matrix_write(struct h5w *w, hid_t g, const char *name, const double 
  * adapters, and the peer copy matrices when they were measured. */
 static void write_topology(struct h5w *w, hid_t system, const struct topo_node *t, const struct peer_matrix *p)
 {
-    hid_t g = group_create(w, system, "topology");
+    hid_t g = h5_group_create(w, system, "topology");
     const int n = t->ngpus;
     attr_str(w, g, "source", t->source);
     attr_i64(w, g, "ngpus", n);
@@ -211,7 +225,7 @@ static void write_topology(struct h5w *w, hid_t system, const struct topo_node *
 
 static void write_system(struct h5w *w, hid_t file, const struct h5out_system *sys)
 {
-    hid_t g = group_create(w, file, "system");
+    hid_t g = h5_group_create(w, file, "system");
     attr_str(w, g, "backend", sys->backend);
     attr_str(w, g, "device_name", sys->device_name);
     attr_str(w, g, "backend_library", sys->backend_library);
@@ -225,7 +239,8 @@ static void write_system(struct h5w *w, hid_t file, const struct h5out_system *s
     hsize_t dims[1] = {(hsize_t)sys->world_size};
     dataset_write(w, g, "hosts", type, 1, dims, sys->hosts, NULL);
     h5_close(type);
-    attr_str(w, g, "transport", sys->transport);
+    attr_str(w, g, "library", sys->library);
+    attr_str(w, g, "path", sys->path);
     attr_str(w, g, "nccl_env", sys->nccl_env);
     if (sys->topo != NULL) write_topology(w, g, sys->topo, sys->peers);
     h5_close(g);
@@ -233,7 +248,7 @@ static void write_system(struct h5w *w, hid_t file, const struct h5out_system *s
 
 static void write_config(struct h5w *w, hid_t file, const struct config *cfg)
 {
-    hid_t g = group_create(w, file, "config");
+    hid_t g = h5_group_create(w, file, "config");
     attr_str(w, g, "config_file", cfg->config_path);
     for (size_t i = 0; i < config_nkeys; i++) {
         const struct config_key *k = &config_keys[i];
@@ -254,13 +269,18 @@ static void write_config(struct h5w *w, hid_t file, const struct config *cfg)
 static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg, const struct run_result *r,
                       const struct run_summary *s)
 {
-    char name[32];
-    hid_t tg = group_open_or_create(w, runs_group, r->transport);
-    snprintf(name, sizeof name, "n%d", r->nranks);
-    hid_t g = group_create(w, tg, name);
+    hid_t g = run_group_create(w, runs_group, r->library, r->path, r->nranks);
     attr_i64(w, g, "nranks", r->nranks);
     attr_i64(w, g, "nodes", r->nnodes);
-    attr_str(w, g, "transport", r->transport);
+    attr_str(w, g, "library", r->library);
+    attr_str(w, g, "path", r->path);
+    attr_i64(w, g, "communicates", r->communicates);
+    attr_str(w, g, "overlap_update", cfg->overlap_update ? "on" : "off");
+    attr_str(w, g, "shard_optimizer", cfg->shard_optimizer ? "on" : "off");
+    attr_str(w, g, "register", cfg->register_buffers ? "on" : "off");
+    attr_str(w, g, "symmetric", cfg->symmetric ? "on" : "off");
+    attr_str(w, g, "cta_policy", config_value_name(cfg, "comm", "cta_policy"));
+    attr_i64(w, g, "gemm_sm_margin", cfg->gemm_sm_margin);
     attr_str(w, g, "scaling", config_value_name(cfg, "train", "scaling"));
     attr_str(w, g, "precision", config_value_name(cfg, "train", "precision"));
     attr_str(w, g, "overlap", cfg->overlap ? "on" : "off");
@@ -299,6 +319,7 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     hsize_t reps[2] = {(hsize_t)r->allreduce_reps, (hsize_t)r->nranks};
     dataset_write(w, g, "allreduce_alone_s", H5T_NATIVE_DOUBLE, 2, reps, r->allreduce_alone, "s");
     dataset_write(w, g, "compute_only_s", H5T_NATIVE_DOUBLE, 2, dims, r->compute_only, "s");
+    dataset_write(w, g, "compute_only_fwd_bwd_s", H5T_NATIVE_DOUBLE, 2, dims, r->compute_only_fwd_bwd, "s");
     hsize_t nb[1] = {(hsize_t)r->nbuckets}, ib[3] = {(hsize_t)r->iters, (hsize_t)r->nranks, (hsize_t)r->nbuckets};
     dataset_write(w, g, "bucket_elements", H5T_NATIVE_DOUBLE, 1, nb, r->bucket_count, NULL);
     dataset_write(w, g, "bucket_start_s", H5T_NATIVE_DOUBLE, 3, ib, r->bucket_start, "s");
@@ -308,12 +329,11 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
         dataset_write(w, g, "params", H5T_NATIVE_FLOAT, 1, np, r->params, NULL);
     }
     h5_close(g);
-    h5_close(tg);
 }
 
 /* One row of /summary, a compound table (one call in pandas or h5py). */
 struct summary_row {
-    char transport[16];
+    char library[8], path[8];
     int32_t nranks, nodes, batch_per_rank, global_batch;
 #define ROW_DECLARE(name) double name;
     RUN_SUMMARY_DOUBLES(ROW_DECLARE)
@@ -326,7 +346,8 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
     CHECK_ALLOC(rows);
     for (int i = 0; i < n; i++) {
         struct summary_row *r = &rows[i];
-        snprintf(r->transport, sizeof r->transport, "%s", s[i].transport);
+        snprintf(r->library, sizeof r->library, "%s", s[i].library);
+        snprintf(r->path, sizeof r->path, "%s", s[i].path);
         r->nranks = s[i].nranks;
         r->nodes = s[i].nnodes;
         r->batch_per_rank = s[i].batch_per_rank;
@@ -336,11 +357,12 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
 #undef ROW_COPY
     }
     hid_t str = CHECK_H5(w, H5Tcopy(H5T_C_S1));
-    CHECK_H5(w, H5Tset_size(str, sizeof rows->transport));
+    CHECK_H5(w, H5Tset_size(str, sizeof rows->library));
     hid_t t = CHECK_H5(w, H5Tcreate(H5T_COMPOUND, sizeof(struct summary_row)));
 #define FIELD(name, type) CHECK_H5(w, H5Tinsert(t, #name, HOFFSET(struct summary_row, name), type));
 #define DOUBLE_FIELD(name) FIELD(name, H5T_NATIVE_DOUBLE)
-    FIELD(transport, str)
+    FIELD(library, str)
+    FIELD(path, str)
     FIELD(nranks, H5T_NATIVE_INT32)
     FIELD(nodes, H5T_NATIVE_INT32)
     FIELD(batch_per_rank, H5T_NATIVE_INT32)
@@ -355,13 +377,10 @@ static void write_summary(struct h5w *w, hid_t file, const struct run_summary *s
     free(rows);
 }
 
-/* /collectives/<transport>/n<N>: one allreduce sweep of dpscale comm. */
+/* /collectives/<library>/<path>/n<N>: one allreduce sweep of dpscale comm. */
 static void write_collective(struct h5w *w, hid_t parent, const struct collective_result *r)
 {
-    char name[32];
-    hid_t tg = group_open_or_create(w, parent, r->transport);
-    snprintf(name, sizeof name, "n%d", r->nranks);
-    hid_t g = group_create(w, tg, name);
+    hid_t g = run_group_create(w, parent, r->library, r->path, r->nranks);
     attr_str(w, g, "collective", "allreduce");
     attr_str(w, g, "op", "sum");
     attr_str(w, g, "dtype", r->dtype);
@@ -377,7 +396,6 @@ static void write_collective(struct h5w *w, hid_t parent, const struct collectiv
     dataset_write(w, g, "busbw_gbps", H5T_NATIVE_DOUBLE, 1, ns, r->busbw_gbps, "GB/s");
     dataset_write(w, g, "wrong_elements", H5T_NATIVE_DOUBLE, 1, ns, r->wrong, NULL);
     h5_close(g);
-    h5_close(tg);
 }
 
 static int make_dirs(const char *dir)
@@ -471,14 +489,14 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
         write_system(&w, file, sys);
         write_config(&w, file, cfg);
         if (contents->nruns > 0) {
-            hid_t rg = group_create(&w, file, "runs");
+            hid_t rg = h5_group_create(&w, file, "runs");
             for (int i = 0; i < contents->nruns; i++)
                 write_run(&w, rg, cfg, &contents->runs[i], &contents->summaries[i]);
             h5_close(rg);
             write_summary(&w, file, contents->summaries, contents->nruns);
         }
         if (contents->ncollectives > 0) {
-            hid_t cg = group_create(&w, file, "collectives");
+            hid_t cg = h5_group_create(&w, file, "collectives");
             for (int i = 0; i < contents->ncollectives; i++) write_collective(&w, cg, &contents->collectives[i]);
             h5_close(cg);
         }

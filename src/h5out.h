@@ -14,7 +14,7 @@
 #include "stats.h"
 #include "train.h"
 
-#define H5OUT_SCHEMA_VERSION 1
+#define H5OUT_SCHEMA_VERSION 2 /* 2: /runs/<library>/<path>, the honest 1-rank run, interference */
 
 struct h5out_system {
     const char *dpscale_version;
@@ -29,7 +29,8 @@ struct h5out_system {
     int threads_per_rank;
     int world_size, nnodes;
     const char *hosts; /* world_size x 64 bytes, one host name per rank */
-    const char *transport;  /* comm.transport asked for */
+    const char *library;    /* comm.library in force: mpi or nccl */
+    const char *path;       /* comm.path asked for */
     const char *nccl_env;   /* every NCCL_* variable NCCL saw, "NAME=value ..." */
     const struct topo_node *topo;    /* rank 0's node */
     const struct peer_matrix *peers; /* NULL unless measured (dpscale topo) */

@@ -44,8 +44,8 @@ int result_file_prepare(struct session *s, struct result_file *f)
         session_end(s);
         return EXIT_BAD_INPUT;
     }
-    comm_world_bcast_bytes(f->path, sizeof f->path);
-    comm_world_bcast_bytes(f->created_utc, sizeof f->created_utc);
+    world_bcast_bytes(f->path, sizeof f->path);
+    world_bcast_bytes(f->created_utc, sizeof f->created_utc);
     return EXIT_OK;
 }
 
@@ -53,7 +53,7 @@ int result_file_write(struct session *s, const struct result_file *f, int argc, 
                       const struct run_result *runs, const struct run_summary *sums, int nruns,
                       const struct collective_result *colls, int ncolls)
 {
-    char *hosts = comm_world_gather_hosts(&s->launch);
+    char *hosts = world_gather_hosts(&s->launch);
     int failed = 0;
     if (s->launch.rank == 0) {
         char cmdline[4096], err[1024];
@@ -65,7 +65,7 @@ int result_file_write(struct session *s, const struct result_file *f, int argc, 
             .device_name = s->backend.info.device_name, .backend_library = s->backend.info.library,
             .mpi_library = s->launch.mpi_library, .driver = s->backend.info.driver,
             .threads_per_rank = s->backend.info.threads, .world_size = s->launch.size, .nnodes = s->launch.nnodes,
-            .hosts = hosts, .transport = config_value_name(&s->cfg, "comm", "transport"),
+            .hosts = hosts, .library = session_library_name(s), .path = config_value_name(&s->cfg, "comm", "path"),
             .nccl_env = s->nccl_env, .topo = &s->topo, .peers = f->peers,
         };
         const struct h5out_contents contents = {runs, sums, nruns, colls, ncolls};

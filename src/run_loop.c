@@ -1,11 +1,18 @@
 /* run_loop.c — the timed loops of one run (run_loop.h).
  *
  * A step: synthetic batch -> forward + loss -> backward, which starts each gradient
- * bucket's allreduce as soon as the layers it holds are done (comm.overlap) ->
- * wait for the allreduces -> optimizer. Events mark the phase boundaries of every
- * timed step and, through the transport's marker hook, the start and end of every
- * bucket; they are read only after the loop, so nothing but the allreduce itself
- * synchronises the ranks inside it. */
+ * bucket's reduction as soon as the layers it holds are done (comm.overlap) ->
+ * wait for the reductions -> the update left. With train.overlap_update each
+ * bucket's optimizer runs on the backend's update stream as soon as its reduction
+ * is complete (on one rank: as soon as backward produced the layer), so only the
+ * last bucket's update remains after backward. With comm.shard_optimizer the
+ * reduction is a reduce-scatter, the update touches the rank's block, and the
+ * weights' blocks are all-gathered at the end of the step; the next forward waits
+ * for each layer's all-gather just before it needs the layer.
+ *
+ * Events mark the phase boundaries of every timed step and, through the comm
+ * marker, the start and end of every bucket; they are read only after the loop, so
+ * nothing but the collectives themselves synchronises the ranks inside it. */
 #include "run_loop.h"
 
 #include <math.h>
@@ -16,59 +23,180 @@
 #include "error.h"
 #include "session.h"
 
-static void *bucket_ptr(const struct run_loop *L, const struct bucket *b)
+/* Element `index` of a buffer of `dtype`. */
+static void *elem(void *base, size_t index, int dtype) { return (char *)base + index * dtype_size(dtype); }
+
+/* Where the reduced gradients are, and in which type: the 16-bit copy that
+ * travelled, or the fp32 arena (always, in a pass without communication). */
+static void *grad_src(const struct run_loop *L) { return L->with_comm && L->comm_buf != NULL ? L->comm_buf : L->rb.grads; }
+static int grad_dtype(const struct run_loop *L) { return L->with_comm ? L->ar_dtype : DT_F32; }
+
+/* The optimizer over arena elements [off, off + n), gradients from `g` (grad_dtype). */
+static void update_range(struct run_loop *L, size_t off, size_t n, const void *g)
 {
-    return L->comm_buf != NULL ? (char *)L->comm_buf + b->offset * dtype_size(L->ar_dtype)
-                               : (void *)(L->rb.grads + b->offset);
+    struct step_buffers *rb = &L->rb;
+    L->be->ops->optimizer_step(L->be, rb->params + off, g, grad_dtype(L), rb->state1 + off,
+                               rb->state2 != NULL ? rb->state2 + off : NULL,
+                               rb->params_lp != NULL ? elem(rb->params_lp, off, L->be->act_dtype) : NULL, n, &L->h);
 }
 
-/* The transport's marker hook: record bucket `tag`'s start or end of the marked step. */
-static void mark_bucket(void *ctx, int tag, int is_end, void *stream)
+/* Update bucket k of `plan` from its reduced gradients: all of it, or (sharded) the
+ * rank's block and the replicated ranges. */
+static void update_bucket(struct run_loop *L, const struct bucket_plan *plan, int k)
+{
+    const struct bucket *b = &plan->buckets[k];
+    if (!(L->sharded && L->with_comm)) {
+        update_range(L, b->offset, b->count, elem(grad_src(L), b->offset, grad_dtype(L)));
+        return;
+    }
+    const struct shard_bucket *sb = &L->shard.b[k];
+    for (int i = 0; i < sb->nown; i++)
+        update_range(L, sb->own[i].offset, sb->own[i].count, elem(grad_src(L), sb->own[i].offset, grad_dtype(L)));
+    for (int i = 0; i < sb->nrep; i++)
+        update_range(L, sb->rep[i].offset, sb->rep[i].count, elem(L->rep_buf, sb->rep[i].rep_offset, grad_dtype(L)));
+}
+
+/* The same on the update stream, after the work enqueued so far on `after` (a comm
+ * library's stream, or NULL: the compute stream). */
+static void update_bucket_overlapped(struct run_loop *L, const struct bucket_plan *plan, int k, void *after)
+{
+    void *upd = backend_update_stream(L->be);
+    backend_stream_wait(L->be, upd, after);
+    backend_set_stream(L->be, upd);
+    update_bucket(L, plan, k);
+    backend_set_stream(L->be, NULL);
+}
+
+/* The comm marker: bucket `tag`'s reduction starts or ends (tags from nbuckets on
+ * are the all-gathers of the sharded weights). */
+static void on_marker(void *ctx, int tag, int is_end, void *stream)
 {
     struct run_loop *L = ctx;
-    if (L->marking < 0) return;
-    struct backend_event *e = L->bucket_ev[((size_t)L->marking * L->plan.nbuckets + tag) * 2 + is_end];
-    L->be->ops->event_record_on(L->be, e, stream);
+    const int nb = L->plan.nbuckets;
+    if (tag >= nb) return;
+    if (L->marking >= 0) {
+        struct backend_event *e = L->bucket_ev[((size_t)L->marking * nb + tag) * 2 + is_end];
+        L->be->ops->event_record_on(L->be, e, stream);
+    }
+    if (is_end && L->updating) update_bucket_overlapped(L, &L->plan, tag, stream);
 }
 
+/* Reduce bucket k: one tagged comm operation. */
 static void start_bucket(struct run_loop *L, int k)
 {
     const struct bucket *b = &L->plan.buckets[k];
-    void *p = bucket_ptr(L, b);
-    if (L->comm_buf != NULL) L->be->ops->cast_from_f32(L->be, p, L->rb.grads + b->offset, b->count);
-    comm_allreduce_start(L->c, p, p, b->count, L->ar_dtype, L->ar_op, k);
+    const int dt = L->ar_dtype;
+    void *src = grad_src(L);
+    comm_begin(L->c, k);
+    if (L->comm_buf != NULL) { /* the 16-bit copy, made on the library's stream */
+        backend_set_stream(L->be, comm_stream(L->c));
+        L->be->ops->cast_from_f32(L->be, elem(L->comm_buf, b->offset, dt), L->rb.grads + b->offset, b->count);
+        backend_set_stream(L->be, NULL);
+    }
+    if (!L->sharded) {
+        comm_allreduce(L->c, elem(src, b->offset, dt), elem(src, b->offset, dt), b->count, dt, L->ar_op);
+    } else {
+        /* the replicated ranges first, out of place: the reduce-scatter then overwrites the block */
+        const struct shard_bucket *sb = &L->shard.b[k];
+        for (int i = 0; i < sb->nrep; i++)
+            comm_allreduce(L->c, elem(src, sb->rep[i].offset, dt), elem(L->rep_buf, sb->rep[i].rep_offset, dt),
+                           sb->rep[i].count, dt, L->ar_op);
+        if (sb->block > 0) comm_reduce_scatter(L->c, elem(src, b->offset, dt), sb->block, dt, L->ar_op);
+    }
+    comm_end(L->c, k);
 }
 
-/* step_hook: backward finished `layer`; start every bucket that is now complete. */
+/* Sharded: every bucket's block of the weights the GEMMs read, to every rank; the
+ * bucket of layer 0 first, since the next forward needs it first. */
+static void gather_weights(struct run_loop *L, int fp32_master)
+{
+    const int nb = L->plan.nbuckets, dt = fp32_master || L->rb.params_lp == NULL ? DT_F32 : L->be->act_dtype;
+    void *w = dt == DT_F32 ? (void *)L->rb.params : L->rb.params_lp;
+    for (int k = nb - 1; k >= 0; k--) {
+        comm_begin(L->c, nb + k);
+        if (L->shard.b[k].block > 0) comm_all_gather(L->c, elem(w, L->plan.buckets[k].offset, dt), L->shard.b[k].block, dt);
+        comm_end(L->c, nb + k);
+    }
+}
+
+/* step_hook: forward is about to use layer `layer` (sharded: its weights' all-gather). */
+static void on_layer_begin(void *ctx, int layer)
+{
+    struct run_loop *L = ctx;
+    if (!(L->with_comm && L->sharded)) return;
+    comm_wait(L->c, L->plan.nbuckets + L->weight_bucket[layer]);
+    if (L->bias_bucket[layer] != L->weight_bucket[layer]) comm_wait(L->c, L->plan.nbuckets + L->bias_bucket[layer]);
+}
+
+/* step_hook: backward finished `layer`: start every bucket that is now complete, or
+ * (no communication) update the layer. */
 static void on_layer_done(void *ctx, int layer)
 {
     struct run_loop *L = ctx;
-    while (L->next_bucket < L->plan.nbuckets && L->plan.buckets[L->next_bucket].ready_after_layer >= layer)
-        start_bucket(L, L->next_bucket++);
-    comm_progress(L->c);
+    if (L->with_comm) {
+        if (L->cfg->overlap)
+            while (L->next_bucket < L->plan.nbuckets && L->plan.buckets[L->next_bucket].ready_after_layer >= layer)
+                start_bucket(L, L->next_bucket++);
+        comm_progress(L->c);
+    } else if (L->updating) {
+        update_bucket_overlapped(L, &L->layers, L->m->nlayers - 1 - layer, NULL);
+    }
+}
+
+/* Device memory that collectives touch: registered with the library when asked. */
+static void *comm_buffer(struct run_loop *L, void *plain, size_t bytes, int which)
+{
+    void *p = L->c != NULL ? comm_mem_alloc(L->c, bytes) : NULL;
+    if (p == NULL) return plain != NULL ? plain : L->be->ops->alloc(L->be, bytes);
+    if (plain != NULL) L->be->ops->free(L->be, plain);
+    L->registered[which] = 1;
+    return p;
 }
 
 void run_loop_init(struct run_loop *L, const struct config *cfg, const struct model *m, struct backend *be,
-                   struct comm *c)
+                   struct group *g, struct comm *c)
 {
     memset(L, 0, sizeof *L);
     L->cfg = cfg;
     L->m = m;
     L->be = be;
+    L->g = g;
     L->c = c;
-    L->N = comm_size(c);
-    L->rank = comm_rank(c);
+    L->N = group_size(g);
+    L->rank = group_rank(g);
     L->B = config_batch_per_rank(cfg, L->N);
     L->iters = cfg->iters;
     L->steps = cfg->warmup + cfg->iters;
     L->marking = -1;
     step_buffers_alloc(be, cfg, m, L->B, L->steps, &L->rb);
     bucket_plan_make(m, cfg->overlap, cfg->bucket_mb, cfg->first_bucket_mb, &L->plan);
+    bucket_plan_per_layer(m, &L->layers);
+    L->weight_bucket = calloc((size_t)m->nlayers, sizeof(int));
+    L->bias_bucket = calloc((size_t)m->nlayers, sizeof(int));
+    CHECK_ALLOC(L->weight_bucket);
+    CHECK_ALLOC(L->bias_bucket);
+    for (int l = 0; l < m->nlayers; l++) {
+        L->weight_bucket[l] = bucket_plan_find(&L->plan, m->layers[l].w_offset);
+        L->bias_bucket[l] = bucket_plan_find(&L->plan, m->layers[l].b_offset);
+    }
 
-    L->ar_dtype = cfg->allreduce_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
-    if (L->ar_dtype != DT_F32) L->comm_buf = be->ops->alloc(be, dp_size_mul(m->nparams, dtype_size(L->ar_dtype), "gradients"));
+    L->ar_dtype = c != NULL && cfg->allreduce_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
     L->ar_op = cfg->allreduce_op;
-    const double mean = L->ar_op == ALLREDUCE_AVG && comm_has_avg(c) ? 1.0 : 1.0 / L->N;
+    L->sharded = c != NULL && cfg->shard_optimizer;
+    if (c != NULL) {
+        L->rb.grads = comm_buffer(L, L->rb.grads, dp_size_mul(m->nparams, sizeof(float), "gradients"), 0);
+        if (L->ar_dtype != DT_F32)
+            L->comm_buf = comm_buffer(L, NULL, dp_size_mul(m->nparams, dtype_size(L->ar_dtype), "gradients"), 1);
+        if (L->sharded) {
+            shard_plan_make(m, &L->plan, L->N, L->rank, &L->shard);
+            L->rep_buf = be->ops->alloc(be, dp_size_mul(L->shard.rep_total + 1, dtype_size(L->ar_dtype), "gradients"));
+            if (L->rb.params_lp != NULL)
+                L->rb.params_lp = comm_buffer(L, L->rb.params_lp, m->nparams * dtype_size(be->act_dtype), 2);
+            else
+                L->rb.params = comm_buffer(L, L->rb.params, m->nparams * sizeof(float), 2);
+        }
+    }
+    const double mean = c == NULL || (L->ar_op == REDUCE_AVG && comm_has_avg(c)) ? 1.0 : 1.0 / L->N;
     L->grad_scale = (float)(mean / config_loss_scale(cfg));
 
     L->initial_params = malloc(dp_size_mul(m->nparams, sizeof(float), "the parameters"));
@@ -77,25 +205,40 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
 
     const size_t nphase = (size_t)L->iters * NPHASES, nbucket = (size_t)L->iters * L->plan.nbuckets * 2;
     L->phase_ev = calloc(nphase, sizeof *L->phase_ev);
-    L->bucket_ev = calloc(nbucket, sizeof *L->bucket_ev);
+    L->bucket_ev = calloc(nbucket + 1, sizeof *L->bucket_ev);
     CHECK_ALLOC(L->phase_ev);
     CHECK_ALLOC(L->bucket_ev);
     for (size_t i = 0; i < nphase; i++) L->phase_ev[i] = be->ops->event_create(be);
-    for (size_t i = 0; i < nbucket; i++) L->bucket_ev[i] = be->ops->event_create(be);
-    comm_set_marker(c, mark_bucket, L);
+    if (c != NULL)
+        for (size_t i = 0; i < nbucket; i++) L->bucket_ev[i] = be->ops->event_create(be);
+    if (c != NULL) comm_set_marker(c, on_marker, L);
 }
 
 void run_loop_free(struct run_loop *L)
 {
     struct backend *be = L->be;
-    comm_set_marker(L->c, NULL, NULL);
+    be->ops->synchronize(be);
+    if (L->c != NULL) {
+        comm_set_marker(L->c, NULL, NULL);
+        for (size_t i = 0; i < (size_t)L->iters * L->plan.nbuckets * 2; i++) be->ops->event_destroy(be, L->bucket_ev[i]);
+        void **bufs[3] = {(void **)&L->rb.grads, &L->comm_buf, L->rb.params_lp != NULL ? &L->rb.params_lp : (void **)&L->rb.params};
+        for (int i = 0; i < 3; i++)
+            if (L->registered[i]) {
+                comm_mem_free(L->c, *bufs[i]);
+                *bufs[i] = NULL;
+            }
+    }
     for (size_t i = 0; i < (size_t)L->iters * NPHASES; i++) be->ops->event_destroy(be, L->phase_ev[i]);
-    for (size_t i = 0; i < (size_t)L->iters * L->plan.nbuckets * 2; i++) be->ops->event_destroy(be, L->bucket_ev[i]);
     free(L->phase_ev);
     free(L->bucket_ev);
     if (L->comm_buf != NULL) be->ops->free(be, L->comm_buf);
+    if (L->rep_buf != NULL) be->ops->free(be, L->rep_buf);
+    if (L->sharded) shard_plan_free(&L->shard);
     free(L->initial_params);
+    free(L->weight_bucket);
+    free(L->bias_bucket);
     bucket_plan_free(&L->plan);
+    bucket_plan_free(&L->layers);
     step_buffers_free(be, L->m, &L->rb);
 }
 
@@ -107,39 +250,55 @@ void run_loop_reset(struct run_loop *L)
     if (L->rb.state2 != NULL) L->be->ops->zero(L->be, L->rb.state2, bytes);
 }
 
-static void one_step(struct run_loop *L, int s, int with_comm)
+/* SMs the GEMMs may use while communication runs beside them (comm.gemm_sm_margin). */
+static void limit_gemms(struct run_loop *L, int limited)
+{
+    if (L->cfg->gemm_sm_margin > 0 && L->be->ops->gemm_sm_limit != NULL)
+        L->be->ops->gemm_sm_limit(L->be, limited ? L->cfg->gemm_sm_margin : 0);
+}
+
+static void one_step(struct run_loop *L, int s)
 {
     struct backend *be = L->be;
     const int timed = s >= L->cfg->warmup;
     struct backend_event **e = timed ? L->phase_ev + (size_t)(s - L->cfg->warmup) * NPHASES : NULL;
-    const struct step_hook hook = {on_layer_done, L};
+    const struct step_hook hook = {on_layer_begin, on_layer_done, L};
 
     session_maybe_inject_fault(L->rank, s); /* tests only: a rank that dies mid-run */
     /* The samples of this rank: its slice of the global batch of step s. */
     const uint64_t first = (uint64_t)s * (uint64_t)L->B * L->N + (uint64_t)L->rank * (uint64_t)L->B;
     be->ops->synth_batch(be, L->rb.x, L->rb.labels, first, L->B, L->m->input_dim, L->m->classes, (uint64_t)L->cfg->seed);
-
-    if (timed) be->ops->event_record(be, e[PHASE_STEP]); /* slot STEP holds the step's start */
-    step_forward_loss(be, L->m, &L->rb, L->B, s, (float)config_loss_scale(L->cfg));
-    if (timed) be->ops->event_record(be, e[PHASE_FORWARD]);
-    L->next_bucket = 0;
-    L->marking = timed && with_comm ? s - L->cfg->warmup : -1;
-    step_backward(be, L->m, &L->rb, L->B, with_comm && L->cfg->overlap ? &hook : NULL);
-    if (timed) be->ops->event_record(be, e[PHASE_BACKWARD]);
-    if (with_comm) {
-        while (L->next_bucket < L->plan.nbuckets) start_bucket(L, L->next_bucket++);
-        comm_allreduce_wait_all(L->c);
-        if (L->comm_buf != NULL) be->ops->cast_to_f32(be, L->rb.grads, L->comm_buf, L->m->nparams);
-    }
-    L->marking = -1;
-    if (timed) be->ops->event_record(be, e[PHASE_COMM_EXPOSED]);
-    const struct optim_hparams h = {
+    L->h = (struct optim_hparams){
         .kind = L->cfg->optimizer, .lr = (float)L->cfg->lr, .momentum = (float)L->cfg->momentum,
         .weight_decay = (float)L->cfg->weight_decay, .beta1 = (float)L->cfg->beta1, .beta2 = (float)L->cfg->beta2,
         .eps = (float)L->cfg->eps, .grad_scale = L->grad_scale, .step = s + 1,
     };
-    be->ops->optimizer_step(be, L->rb.params, L->rb.grads, L->rb.state1, L->rb.state2, L->rb.params_lp, L->m->nparams, &h);
+
+    if (timed) be->ops->event_record(be, e[PHASE_STEP]); /* slot STEP holds the step's start */
+    limit_gemms(L, L->with_comm && L->sharded);
+    step_forward_loss(be, L->m, &L->rb, L->B, s, (float)config_loss_scale(L->cfg), &hook);
+    if (timed) be->ops->event_record(be, e[PHASE_FORWARD]);
+    L->next_bucket = 0;
+    L->marking = timed && L->with_comm ? s - L->cfg->warmup : -1;
+    limit_gemms(L, L->with_comm);
+    step_backward(be, L->m, &L->rb, L->B, &hook);
+    limit_gemms(L, 0);
+    if (timed) be->ops->event_record(be, e[PHASE_BACKWARD]);
+    if (L->with_comm) {
+        while (L->next_bucket < L->plan.nbuckets) start_bucket(L, L->next_bucket++);
+        comm_wait_all(L->c);
+    }
+    L->marking = -1;
+    if (timed) be->ops->event_record(be, e[PHASE_COMM_EXPOSED]);
+    if (!L->updating) { /* the whole update, after backward and communication */
+        if (L->sharded && L->with_comm)
+            for (int k = 0; k < L->plan.nbuckets; k++) update_bucket(L, &L->plan, k);
+        else
+            update_range(L, 0, L->m->nparams, grad_src(L));
+    }
+    backend_stream_wait(be, NULL, backend_update_stream(be));
     if (timed) be->ops->event_record(be, e[PHASE_UPDATE]);
+    if (L->with_comm && L->sharded) gather_weights(L, 0);
 }
 
 #define ENERGY_MIN_WINDOW_S 1.0
@@ -154,17 +313,20 @@ static double wall_clock_s(void)
 void run_loop_steps(struct run_loop *L, int with_comm)
 {
     double energy0 = -1.0, wall0 = 0.0;
+    L->with_comm = with_comm && L->c != NULL;
+    L->updating = L->cfg->overlap_update;
     L->be->ops->synchronize(L->be);
     const double nvlink0 = backend_nvlink_tx_bytes(L->be);
-    comm_barrier(L->c); /* start together: the first step must not absorb start-up skew */
+    group_barrier(L->g); /* start together: the first step must not absorb start-up skew */
     for (int s = 0; s < L->steps; s++) {
         if (s == L->cfg->warmup) { /* the energy counter and the clock bracket the timed steps */
             L->be->ops->synchronize(L->be);
             energy0 = backend_energy_j(L->be);
             wall0 = wall_clock_s();
         }
-        one_step(L, s, with_comm);
+        one_step(L, s);
     }
+    if (L->with_comm) comm_wait_all(L->c);
     L->be->ops->synchronize(L->be);
     L->timed_wall_s = wall_clock_s() - wall0;
     const double energy1 = backend_energy_j(L->be);
@@ -173,6 +335,7 @@ void run_loop_steps(struct run_loop *L, int with_comm)
     L->timed_energy_j = energy0 >= 0 && energy1 > energy0 && L->timed_wall_s >= ENERGY_MIN_WINDOW_S ? energy1 - energy0 : NAN;
     const double nvlink1 = backend_nvlink_tx_bytes(L->be);
     L->nvlink_tx_bytes = nvlink0 >= 0 && nvlink1 >= 0 ? nvlink1 - nvlink0 : NAN;
+    L->with_comm = 0;
 }
 
 void run_loop_phase_times(struct run_loop *L, double *out)
@@ -197,28 +360,39 @@ void run_loop_bucket_times(struct run_loop *L, double *start, double *end)
         struct backend_event *step_start = L->phase_ev[(size_t)i * NPHASES + PHASE_STEP];
         for (int k = 0; k < nb; k++) {
             struct backend_event **e = L->bucket_ev + ((size_t)i * nb + k) * 2;
-            start[(size_t)i * nb + k] = be->ops->event_elapsed_s(be, step_start, e[0]);
-            end[(size_t)i * nb + k] = be->ops->event_elapsed_s(be, step_start, e[1]);
+            start[(size_t)i * nb + k] = L->c != NULL ? be->ops->event_elapsed_s(be, step_start, e[0]) : 0.0;
+            end[(size_t)i * nb + k] = L->c != NULL ? be->ops->event_elapsed_s(be, step_start, e[1]) : 0.0;
         }
     }
 }
 
-void run_loop_allreduce_alone(struct run_loop *L, int reps, double *out)
+void run_loop_comm_alone(struct run_loop *L, int reps, double *out)
 {
     struct backend *be = L->be;
     struct backend_event *a = be->ops->event_create(be), *b = be->ops->event_create(be);
+    L->with_comm = 1;
+    L->updating = 0;
     for (int i = 0; i < reps; i++) {
         be->ops->synchronize(be);
-        comm_barrier(L->c);
+        group_barrier(L->g);
         be->ops->event_record(be, a);
-        for (int k = 0; k < L->plan.nbuckets; k++) {
-            void *p = bucket_ptr(L, &L->plan.buckets[k]);
-            comm_allreduce_start(L->c, p, p, L->plan.buckets[k].count, L->ar_dtype, L->ar_op, k);
-        }
-        comm_allreduce_wait_all(L->c);
+        for (int k = 0; k < L->plan.nbuckets; k++) start_bucket(L, k);
+        if (L->sharded) gather_weights(L, 0);
+        comm_wait_all(L->c);
         be->ops->event_record(be, b);
         out[i] = be->ops->event_elapsed_s(be, a, b);
     }
+    L->with_comm = 0;
     be->ops->event_destroy(be, a);
     be->ops->event_destroy(be, b);
+}
+
+void run_loop_gather_params(struct run_loop *L)
+{
+    if (!L->sharded) return;
+    L->with_comm = 1;
+    gather_weights(L, 1);
+    comm_wait_all(L->c);
+    L->with_comm = 0;
+    L->be->ops->synchronize(L->be);
 }

@@ -11,13 +11,13 @@
 #include "error.h"
 #include "log.h"
 
-int session_any_failed(int failed) { return comm_world_max_int(failed ? 1 : 0) != 0; }
+int session_any_failed(int failed) { return world_max_int(failed ? 1 : 0) != 0; }
 
 /* All ranks agree; the lowest failing rank prints its message (config errors are
  * the same on every rank, so one copy is enough). */
 static int agree_once(int rank, int failed, const char *err)
 {
-    int first = comm_world_first_rank_with(failed);
+    int first = world_first_rank_with(failed);
     if (first < 0) return 0;
     if (rank == first) {
         fprintf(stderr, "dpscale: error: %s\n", err);
@@ -27,7 +27,7 @@ static int agree_once(int rank, int failed, const char *err)
 }
 
 /* Gradients on the GPU travel through NCCL; host buffers through MPI. */
-static int choose_transport(struct session *s, char *err, size_t errlen)
+static int choose_library(struct session *s, char *err, size_t errlen)
 {
     const int gpu = s->backend.ops->stream != NULL;
     int t = s->cfg.library;
@@ -41,30 +41,44 @@ static int choose_transport(struct session *s, char *err, size_t errlen)
         snprintf(err, errlen, "comm.library = nccl needs the cuda backend; use comm.library = mpi (or auto) on the cpu");
         return -1;
     }
-    if (s->cfg.transport != TRANSPORT_AUTO && t != LIBRARY_NCCL) {
-        snprintf(err, errlen, "comm.transport = %s chooses NCCL's path and needs the cuda backend; leave it at auto on the cpu",
-                 config_value_name(&s->cfg, "comm", "transport"));
+    if (s->cfg.path != PATH_AUTO && t != LIBRARY_NCCL) {
+        snprintf(err, errlen, "comm.path = %s chooses NCCL's path and needs the cuda backend; leave it at auto on the cpu",
+                 config_value_name(&s->cfg, "comm", "path"));
         return -1;
     }
-#ifdef DPSCALE_HAVE_CUDA
-    s->transport = t == LIBRARY_NCCL ? &comm_transport_nccl : &comm_transport_mpi;
-#else
-    s->transport = &comm_transport_mpi;
-#endif
+    if (t == LIBRARY_MPI && (s->cfg.register_buffers || s->cfg.cta_policy != 0)) {
+        snprintf(err, errlen, "comm.register, comm.symmetric and comm.cta_policy are NCCL's; leave them off with comm.library = mpi");
+        return -1;
+    }
+    s->library = t == LIBRARY_NCCL ? COMM_NCCL : COMM_MPI;
+    s->comm_opt = (struct comm_options){.max_ctas = s->cfg.nccl_max_ctas, .cta_policy = s->cfg.cta_policy,
+                                        .register_buffers = s->cfg.register_buffers, .symmetric = s->cfg.symmetric};
     return 0;
+}
+
+const char *session_library_name(const struct session *s) { return s->library == COMM_NCCL ? "nccl" : "mpi"; }
+
+struct comm *session_open_comm(struct session *s, struct group *g, int min_ranks)
+{
+    if (g == NULL || group_size(g) < min_ranks) return NULL;
+    struct comm *c = NULL;
+    char err[512];
+    if (comm_open(&c, s->library, g, backend_stream(&s->backend), &s->comm_opt, err, sizeof err) != 0)
+        DP_FATAL(NULL, "%s", err);
+    return c;
 }
 
 int session_start(int argc, char **argv, struct session *s)
 {
     char err[1024] = "";
     memset(s, 0, sizeof *s);
-    comm_bootstrap(&argc, &argv, &s->launch);
+    mpi_bootstrap(&argc, &argv, &s->launch);
     log_set_rank(s->launch.rank);
 
     int rc = config_load(&s->cfg, argc, argv, err, sizeof err);
     if (rc == 1) { /* --help */
         if (s->launch.rank == 0) config_print_help("dpscale");
-        comm_finalize();
+        mpi_finish();
         return SESSION_DONE;
     }
     if (rc == 0) rc = config_resolve_for_world(&s->cfg, s->launch.size, err, sizeof err);
@@ -80,15 +94,13 @@ int session_start(int argc, char **argv, struct session *s)
     if (rc != 0) DP_ERROR(NULL, "%s", err);
     if (session_any_failed(rc != 0)) goto bad_input;
     /* the path first: asking for NVLink where there is none is the error to report */
-    if (session_setup_transport(s) != 0) goto bad_input;
-    rc = choose_transport(s, err, sizeof err);
+    if (session_setup_path(s) != 0) goto bad_input;
+    rc = choose_library(s, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
-
-    comm_set_defaults(s->cfg.nccl_max_ctas);
 
     /* Two ranks driving one GPU would measure contention, not scaling. */
     int other = -1;
-    comm_world_node_duplicate(s->backend.info.bus_id, s->launch.local_rank, &other);
+    world_node_duplicate(s->backend.info.bus_id, s->launch.local_rank, &other);
     const int shares_gpu = s->backend.info.bus_id[0] != '\0' && other >= 0;
     if (shares_gpu)
         DP_ERROR("start at most one rank per GPU, or give each task its own GPU (srun --gpus-per-task=1)",
@@ -99,11 +111,11 @@ int session_start(int argc, char **argv, struct session *s)
 bad_input:
     free(s->model);
     s->model = NULL;
-    comm_finalize();
+    mpi_finish();
     return EXIT_BAD_INPUT;
 }
 
-int session_setup_transport(struct session *s)
+int session_setup_path(struct session *s)
 {
     char err[1536] = "", note[160] = "";
     int rc = 0;
@@ -112,7 +124,7 @@ int session_setup_transport(struct session *s)
     /* The GPUs this node's ranks drive, as topology indices, matched by bus id; when
      * none matches (a recorded topology, or no GPU here), every GPU of the node. */
     char *keys = NULL;
-    const int nlocal = comm_node_gather_keys(s->backend.info.bus_id, &keys);
+    const int nlocal = node_gather_keys(s->backend.info.bus_id, &keys);
     int gpus[TOPO_MAX_GPUS], ngpus = 0;
     for (int r = 0; r < nlocal && ngpus < TOPO_MAX_GPUS; r++)
         for (int g = 0; g < s->topo.ngpus; g++)
@@ -120,12 +132,11 @@ int session_setup_transport(struct session *s)
     free(keys);
     if (ngpus == 0)
         for (int g = 0; g < s->topo.ngpus; g++) gpus[ngpus++] = g;
-    if (rc == 0) rc = transport_nccl_settings(s->cfg.transport, &s->topo, gpus, ngpus, &s->nccl, err, sizeof err);
+    if (rc == 0) rc = nccl_path_settings(s->cfg.path, &s->topo, gpus, ngpus, &s->nccl, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) return -1;
-    if (transport_apply(&s->nccl, note, sizeof note) > 0 && s->launch.rank == 0)
-        fprintf(stderr, "dpscale: warning: comm.transport = %s: %s\n",
-                config_value_name(&s->cfg, "comm", "transport"), note);
-    transport_effective_env(s->nccl_env, sizeof s->nccl_env);
+    if (nccl_path_apply(&s->nccl, note, sizeof note) > 0 && s->launch.rank == 0)
+        fprintf(stderr, "dpscale: warning: comm.path = %s: %s\n", config_value_name(&s->cfg, "comm", "path"), note);
+    nccl_effective_env(s->nccl_env, sizeof s->nccl_env);
     return 0;
 }
 
@@ -133,7 +144,7 @@ void session_end(struct session *s)
 {
     backend_close(&s->backend);
     free(s->model);
-    comm_finalize();
+    mpi_finish();
 }
 
 void session_maybe_inject_fault(int world_rank, int step)

@@ -5,12 +5,13 @@
 #ifndef DPSCALE_SESSION_H
 #define DPSCALE_SESSION_H
 
-#include "../mpi/comm.h"
+#include "../comm/comm.h"
+#include "../mpi/group.h"
 #include "backend.h"
 #include "config.h"
 #include "model.h"
 #include "topo.h"
-#include "transport.h"
+#include "nccl_path.h"
 
 #define DPSCALE_VERSION "0.1.0"
 
@@ -22,15 +23,23 @@ struct session {
     struct config cfg;
     struct backend backend;
     struct model *model;
-    const struct comm_transport *transport;
+    int library;                 /* enum comm_library_kind: who reduces the gradients */
+    struct comm_options comm_opt; /* from [comm], for every comm this launch opens */
     struct topo_node topo;       /* this node's, detected or from topo.fixture */
-    struct nccl_settings nccl;   /* what comm.transport set before NCCL started */
+    struct nccl_settings nccl;   /* what comm.path set before NCCL started */
     char nccl_env[1024];         /* every NCCL_* variable NCCL saw */
 };
 
-/* Topology of this node and the NCCL settings of comm.transport, checked against it.
+/* Topology of this node and the NCCL settings of comm.path, checked against it.
  * Collective; returns 0, or -1 on every rank (the lowest failing rank said why). */
-int session_setup_transport(struct session *s);
+int session_setup_path(struct session *s);
+
+/* The comm of a run on group g (collective over g): NULL when g has fewer than
+ * min_ranks ranks (a training run on one rank communicates nothing; dpscale comm
+ * measures even a 1-rank allreduce). A library that cannot start is fatal. */
+struct comm *session_open_comm(struct session *s, struct group *g, int min_ranks);
+/* The name of the launch's library: "mpi" or "nccl". */
+const char *session_library_name(const struct session *s);
 
 /* Returns EXIT_OK with a live session; SESSION_DONE when nothing is left to do
  * (exit 0); or the exit code to leave with. In the last two MPI is finalised. */

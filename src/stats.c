@@ -69,7 +69,8 @@ static double median_across(const double *m, int iters, int ranks, int use_mean)
 void stats_summarize_run(const struct run_result *r, struct run_summary *s)
 {
     memset(s, 0, sizeof *s);
-    memcpy(s->transport, r->transport, sizeof s->transport);
+    memcpy(s->library, r->library, sizeof s->library);
+    memcpy(s->path, r->path, sizeof s->path);
     s->nranks = r->nranks;
     s->nnodes = r->nnodes;
     s->batch_per_rank = r->batch_per_rank;
@@ -96,8 +97,14 @@ void stats_summarize_run(const struct run_result *r, struct run_summary *s)
     s->allreduce_alone_s = median_across(r->allreduce_alone, r->allreduce_reps, r->nranks, 0);
     s->compute_only_s = median_across(r->compute_only, r->iters, r->nranks, 0);
     s->compute_only_mean_s = median_across(r->compute_only, r->iters, r->nranks, 1);
+    s->compute_only_fwd_bwd_s = median_across(r->compute_only_fwd_bwd, r->iters, r->nranks, 0);
+    double *fb = malloc((size_t)r->iters * r->nranks * sizeof *fb);
+    CHECK_ALLOC(fb);
+    for (size_t i = 0; i < (size_t)r->iters * r->nranks; i++) fb[i] = r->times[PHASE_FORWARD][i] + r->times[PHASE_BACKWARD][i];
+    s->fwd_bwd_median_s = median_across(fb, r->iters, r->nranks, 0);
+    free(fb);
     s->overlap_efficiency = r->nranks > 1 ? 1.0 - s->phase_median_s[PHASE_COMM_EXPOSED] / s->allreduce_alone_s : NAN;
-    s->loss_compute = s->loss_imbalance = s->loss_comm = NAN;
+    s->loss_compute = s->loss_imbalance = s->loss_interference = s->loss_comm = NAN;
     const double ar = s->allreduce_alone_s;
     s->allreduce_busbw_gbps = r->nranks > 1 && ar > 0 ? r->allreduce_bytes / ar * 2.0 * (r->nranks - 1) / r->nranks / 1e9 : NAN;
     s->mfu = r->peak_tflops > 0 ? s->gemm_tflops / r->nranks / r->peak_tflops : NAN;
@@ -115,7 +122,8 @@ void stats_fill_scaling(struct run_summary *runs, int n)
     for (int i = 0; i < n; i++) {
         const struct run_summary *base = NULL;
         for (int j = 0; j < n; j++)
-            if (runs[j].nranks == 1 && strcmp(runs[j].transport, runs[i].transport) == 0) base = &runs[j];
+            if (runs[j].nranks == 1 && strcmp(runs[j].library, runs[i].library) == 0 && strcmp(runs[j].path, runs[i].path) == 0)
+                base = &runs[j];
         if (base == NULL) continue;
         runs[i].speedup = runs[i].samples_per_s / base->samples_per_s;
         runs[i].efficiency = runs[i].speedup / runs[i].nranks;
@@ -124,6 +132,7 @@ void stats_fill_scaling(struct run_summary *runs, int n)
         const double ideal = base->step_median_s * r->batch_per_rank / base->batch_per_rank, step = r->step_median_s;
         r->loss_compute = (r->compute_only_mean_s - ideal) / step;
         r->loss_imbalance = (r->compute_only_s - r->compute_only_mean_s) / step;
-        r->loss_comm = (step - r->compute_only_s) / step;
+        r->loss_interference = (r->fwd_bwd_median_s - r->compute_only_fwd_bwd_s) / step;
+        r->loss_comm = (step - r->compute_only_s) / step - r->loss_interference;
     }
 }

@@ -19,13 +19,16 @@
     X(forward_median_s) X(backward_median_s) X(comm_exposed_median_s) X(update_median_s)             \
     X(compute_only_s)         /* the step without the allreduce: median of the max over ranks */    \
     X(compute_only_mean_s)    /* the same, of the mean over ranks (a typical rank) */               \
-    X(allreduce_alone_s)      /* every bucket's allreduce by itself, ranks lined up */              \
+    X(fwd_bwd_median_s)       /* forward + backward of the real step */                             \
+    X(compute_only_fwd_bwd_s) /* forward + backward without communication */                       \
+    X(allreduce_alone_s)      /* the step's communication by itself, ranks lined up; 0 on 1 rank */ \
     X(overlap_efficiency)     /* 1 - exposed communication / allreduce alone */                     \
     X(samples_per_s) X(samples_per_s_per_rank)                                                       \
     X(speedup) X(efficiency)  /* against the 1-rank run of the launch; NaN without one */           \
     X(loss_compute)           /* (typical compute - ideal step) / step */                            \
     X(loss_imbalance)         /* (slowest compute - typical compute) / step */                      \
-    X(loss_comm)              /* (step - slowest compute) / step; the three add up to 1 - efficiency */ \
+    X(loss_interference)      /* (fwd_bwd - compute-only fwd_bwd) / step: compute slowed by comm beside it */ \
+    X(loss_comm)              /* (step - slowest compute) / step - interference; the four add up to 1 - efficiency */ \
     X(gemm_tflops)            /* GEMM FLOP/s over all ranks at the median step */                   \
     X(mfu)                    /* per GPU over the datasheet peak; NaN when unknown */               \
     X(allreduce_busbw_gbps)   /* nccl-tests busbw of the allreduce alone */                         \
@@ -33,7 +36,7 @@
     X(final_loss)
 
 struct run_summary {
-    char transport[16];
+    char library[8], path[8];
     int nranks, nnodes, batch_per_rank, global_batch;
 #define RUN_SUMMARY_DECLARE(name) double name;
     RUN_SUMMARY_DOUBLES(RUN_SUMMARY_DECLARE)
@@ -53,7 +56,7 @@ void stats_max_over_ranks(const double *m, int iters, int ranks, double *out);
 void stats_mean_over_ranks(const double *m, int iters, int ranks, double *out);
 
 void stats_summarize_run(const struct run_result *r, struct run_summary *s);
-/* Speedup and efficiency of every run against the run with one rank of the same transport. */
+/* Speedup and efficiency of every run against the run with one rank of the same library and path. */
 void stats_fill_scaling(struct run_summary *runs, int n);
 
 #endif

@@ -76,11 +76,13 @@ void step_set_params(struct backend *be, const struct model *m, struct step_buff
 }
 
 /* The forward pass; with_elementwise = 0 leaves only its GEMMs (the benchmark's floor). */
-static void forward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int with_elementwise)
+static void forward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int with_elementwise,
+                         const struct step_hook *hook)
 {
     const void *input = rb->x;
     for (int l = 0; l < m->nlayers; l++) {
         const struct layer_shape *s = &m->layers[l];
+        if (hook != NULL && hook->layer_begin != NULL) hook->layer_begin(hook->ctx, l);
         /* pre[B x out] = input[B x in] * W^T */
         be->ops->gemm(be, 0, 1, B, s->out, s->in, 1.0f, input, s->in, at(weights(rb), s->w_offset, rb->elem), s->in,
                       0.0f, rb->pre[l], 0, s->out);
@@ -113,19 +115,19 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
             d = dx;
             which ^= 1;
         }
-        if (hook != NULL) hook->layer_done(hook->ctx, l);
+        if (hook != NULL && hook->layer_done != NULL) hook->layer_done(hook->ctx, l);
     }
 }
 
-void step_forward(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+void step_forward(struct backend *be, const struct model *m, struct step_buffers *rb, int B, const struct step_hook *hook)
 {
-    forward_pass(be, m, rb, B, 1);
+    forward_pass(be, m, rb, B, 1, hook);
 }
 
 void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
-                       float loss_scale)
+                       float loss_scale, const struct step_hook *hook)
 {
-    step_forward(be, m, rb, B);
+    step_forward(be, m, rb, B, hook);
     be->ops->softmax_xent(be, rb->dlogits, rb->loss + slot, rb->pre[m->nlayers - 1], rb->labels, B, m->classes,
                           loss_scale / (float)B);
 }
@@ -138,6 +140,6 @@ void step_backward(struct backend *be, const struct model *m, struct step_buffer
 
 void step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
 {
-    forward_pass(be, m, rb, B, 0);
+    forward_pass(be, m, rb, B, 0, NULL);
     backward_pass(be, m, rb, B, 0, NULL);
 }

@@ -33,17 +33,21 @@ void step_buffers_free(struct backend *be, const struct model *m, struct step_bu
 /* Copy host fp32 parameters in (and refresh the compute copy). */
 void step_set_params(struct backend *be, const struct model *m, struct step_buffers *rb, const float *host);
 
-/* Forward pass of B samples in rb->x; the logits end in rb->pre[last]. */
-void step_forward(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
-/* Forward, then the loss of step `slot` into rb->loss[slot] and its gradient (times
- * loss_scale) into rb->dlogits. */
-void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
-                       float loss_scale);
-/* Called when backward has finished layer `layer` (its gradients are in the arena). */
+/* What the training loop hears of a pass: forward is about to read layer `layer`'s
+ * weights (layer_begin), backward has finished layer `layer` and its gradients are
+ * in the arena (layer_done). Either may be NULL; so may the hook. */
 struct step_hook {
+    void (*layer_begin)(void *ctx, int layer);
     void (*layer_done)(void *ctx, int layer);
     void *ctx;
 };
+
+/* Forward pass of B samples in rb->x; the logits end in rb->pre[last]. */
+void step_forward(struct backend *be, const struct model *m, struct step_buffers *rb, int B, const struct step_hook *hook);
+/* Forward, then the loss of step `slot` into rb->loss[slot] and its gradient (times
+ * loss_scale) into rb->dlogits. */
+void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
+                       float loss_scale, const struct step_hook *hook);
 
 /* Backward from rb->dlogits: fills the gradient arena, last layer first; `hook`
  * (may be NULL) hears of every finished layer, to start gradient buckets. */

@@ -1,14 +1,18 @@
 /* train.c — one run of the sweep, in three passes over the same steps:
  *
- *   1. compute only: warmup + iters steps without the allreduce;
- *   2. the allreduce alone: every bucket, back to back, ranks lined up first;
+ *   1. compute only: warmup + iters steps without communication;
+ *   2. the communication alone: every bucket, back to back, ranks lined up first;
  *   3. the real step: the weights reset to their initial values, warmup + iters
- *      steps with the allreduce (overlapped with backward when comm.overlap is on).
+ *      steps with communication (overlapped with backward when comm.overlap is on).
  *
  * Pass 3 is exactly the run there would be without 1 and 2 (same weights, same
  * samples), so its loss curve and final parameters are the run's. The per-rank
  * timings of all three are gathered on rank 0, which stats.c turns into the
- * decomposition of the step: compute slowdown, rank imbalance, exposed comm. */
+ * decomposition of the step: compute slowdown, rank imbalance, interference,
+ * exposed comm.
+ *
+ * A run on one rank communicates nothing: pass 3 is its only pass, and it is its
+ * own compute-only pass (the honest 1-GPU baseline every efficiency is against). */
 #include "train.h"
 
 #include <math.h>
@@ -19,7 +23,6 @@
 #include "error.h"
 #include "session.h"
 #include "run_loop.h"
-#include "transport.h"
 #include "step.h"
 
 const char *const phase_names[NPHASES] = {"forward_s", "backward_s", "comm_exposed_s", "update_s", "step_s"};
@@ -30,7 +33,7 @@ static void format_bytes(double bytes, char *buf, size_t len)
 }
 
 /* All ranks of c agree whether the memory plan fits; the ranks that lack memory say why. */
-static int check_memory(const struct config *cfg, const struct model *m, struct backend *be, struct comm *c,
+static int check_memory(const struct config *cfg, const struct model *m, struct backend *be, struct group *g,
                         int local_size, int B, int steps)
 {
     struct memory_plan plan;
@@ -40,7 +43,7 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
         DP_ERROR(NULL, "%s", err);
         failed = 1;
     } else {
-        if (cfg->allreduce_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) { /* the 16-bit gradient copy */
+        if (group_size(g) > 1 && cfg->allreduce_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) { /* the 16-bit gradient copy */
             plan.grads_bytes += m->nparams * dtype_size(be->act_dtype);
             plan.total_bytes += m->nparams * dtype_size(be->act_dtype);
         }
@@ -51,31 +54,31 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
             DP_ERROR("lower train.batch_per_gpu (or train.global_batch), model.hidden_dim or model.layers",
                      "the run on %d ranks needs %s per rank (parameters %.2f, gradients %.2f, optimizer %.2f, "
                      "activations %.2f, data %.2f GiB) but %s has %s free for this rank (%d on the node)",
-                     comm_size(c), need, plan.params_bytes / 1073741824.0, plan.grads_bytes / 1073741824.0,
+                     group_size(g), need, plan.params_bytes / 1073741824.0, plan.grads_bytes / 1073741824.0,
                      plan.optimizer_bytes / 1073741824.0, plan.activations_bytes / 1073741824.0,
                      plan.data_bytes / 1073741824.0, be->info.device_name, have, local_size);
             failed = 1;
         }
     }
-    return comm_max_double(c, failed) > 0 ? -1 : 0;
+    return group_max_double(g, failed) > 0 ? -1 : 0;
 }
 
 #define ALLREDUCE_ALONE_MAX_REPS 20
 
 /* Gather `rows` x `width` values of every rank into out[row][rank][width] on rank 0
  * (NULL elsewhere). */
-static double *gather_rows(struct comm *c, const double *mine, int rows, int width)
+static double *gather_rows(struct group *c, const double *mine, int rows, int width)
 {
-    const int N = comm_size(c);
+    const int N = group_size(c);
     const size_t per_rank = (size_t)rows * width;
     double *all = NULL, *out = NULL;
-    if (comm_rank(c) == 0) {
+    if (group_rank(c) == 0) {
         all = calloc(dp_size_mul(per_rank, (size_t)N, "gathered timings") + 1, sizeof(double));
         out = calloc(per_rank * N + 1, sizeof(double));
         CHECK_ALLOC(all);
         CHECK_ALLOC(out);
     }
-    comm_gather_doubles(c, mine, per_rank, all);
+    group_gather_doubles(c, mine, per_rank, all);
     if (out != NULL)
         for (int r = 0; r < N; r++)
             for (int i = 0; i < rows; i++)
@@ -89,7 +92,7 @@ static double *gather_rows(struct comm *c, const double *mine, int rows, int wid
 static void collect_outcome(struct run_loop *L, struct run_result *out)
 {
     struct backend *be = L->be;
-    struct comm *c = L->c;
+    struct group *c = L->g;
     const size_t n = L->m->nparams;
     /* Loss of every step over the global batch: the mean of the ranks' means. */
     float *loss_f = calloc((size_t)L->steps, sizeof(float));
@@ -98,31 +101,32 @@ static void collect_outcome(struct run_loop *L, struct run_result *out)
     CHECK_ALLOC(loss);
     be->ops->download(be, loss_f, L->rb.loss, (size_t)L->steps * sizeof(float));
     for (int s = 0; s < L->steps; s++) loss[s] = loss_f[s];
-    comm_sum_doubles(c, loss, (size_t)L->steps);
+    group_sum_doubles(c, loss, (size_t)L->steps);
     for (int s = 0; s < L->steps; s++) loss[s] /= L->N;
     free(loss_f);
 
     /* Replicas must not drift: compare hashes, and measure the drift if they differ.
      * 53 bits of the hash travel exactly in a double. */
+    run_loop_gather_params(L);
     float *params = malloc(n * sizeof(float));
     CHECK_ALLOC(params);
     be->ops->download(be, params, L->rb.params, n * sizeof(float));
     const uint64_t hash = model_params_hash(params, n);
     double abs_sum = 0.0;
     for (size_t i = 0; i < n; i++) abs_sum += fabs((double)params[i]);
-    const double h53 = (double)(hash >> 11), lo = -comm_max_double(c, -h53), hi = comm_max_double(c, h53);
+    const double h53 = (double)(hash >> 11), lo = -group_max_double(c, -h53), hi = group_max_double(c, h53);
     double max_diff = 0.0;
     if (lo != hi) {
         float *reference = malloc(n * sizeof(float));
         CHECK_ALLOC(reference);
         if (L->rank == 0) memcpy(reference, params, n * sizeof(float));
-        comm_bcast_bytes(c, reference, n * sizeof(float));
+        group_bcast_bytes(c, reference, n * sizeof(float));
         for (size_t i = 0; i < n; i++) {
             double diff = fabs((double)params[i] - (double)reference[i]);
             if (diff > max_diff || isnan(diff)) max_diff = isnan(diff) ? INFINITY : diff;
         }
         free(reference);
-        max_diff = comm_max_double(c, max_diff);
+        max_diff = group_max_double(c, max_diff);
     }
     if (L->rank == 0) {
         out->loss = loss;
@@ -140,69 +144,85 @@ static void collect_outcome(struct run_loop *L, struct run_result *out)
     free(params);
 }
 
-int train_run(const struct config *cfg, const struct model *m, struct backend *be, struct comm *c, int local_size,
-              struct run_result *out)
+int train_run(const struct config *cfg, const struct model *m, struct backend *be, struct group *g, struct comm *c,
+              const char *library, int local_size, struct run_result *out)
 {
-    const int N = comm_size(c);
+    const int N = group_size(g);
     const int B = config_batch_per_rank(cfg, N);
     const int steps = cfg->warmup + cfg->iters, iters = cfg->iters;
     memset(out, 0, sizeof *out);
     out->nranks = N;
-    out->nnodes = comm_nnodes(c);
+    out->nnodes = group_nnodes(g);
     out->batch_per_rank = B;
     out->global_batch = B * N;
     out->iters = iters;
     out->steps = steps;
     out->nparams = m->nparams;
+    out->communicates = c != NULL;
     out->gemm_flops_per_step = model_gemm_flops_per_sample(m) * (double)out->global_batch;
-    snprintf(out->transport, sizeof out->transport, "%s", transport_label(cfg->transport, comm_transport_name(c)));
+    snprintf(out->library, sizeof out->library, "%s", library);
+    snprintf(out->path, sizeof out->path, "%s", config_value_name(cfg, "comm", "path"));
 
-    if (check_memory(cfg, m, be, c, local_size, B, steps) != 0) return -1;
+    if (check_memory(cfg, m, be, g, local_size, B, steps) != 0) return -1;
     struct run_loop L;
-    run_loop_init(&L, cfg, m, be, c);
-    out->allreduce_bytes = (double)m->nparams * dtype_size(L.ar_dtype);
-    snprintf(out->allreduce_dtype, sizeof out->allreduce_dtype, "%s", dtype_name(L.ar_dtype));
+    run_loop_init(&L, cfg, m, be, g, c);
+    out->allreduce_bytes = c != NULL ? (double)m->nparams * dtype_size(L.ar_dtype) : 0.0;
+    snprintf(out->allreduce_dtype, sizeof out->allreduce_dtype, "%s", c != NULL ? dtype_name(L.ar_dtype) : "none");
     out->nbuckets = L.plan.nbuckets;
-    const int nb = L.plan.nbuckets, reps = iters < ALLREDUCE_ALONE_MAX_REPS ? iters : ALLREDUCE_ALONE_MAX_REPS;
+    const int nb = L.plan.nbuckets;
+    /* one rank: no pass 2, and one row of zeros stands for its communication */
+    const int reps = c == NULL ? 1 : iters < ALLREDUCE_ALONE_MAX_REPS ? iters : ALLREDUCE_ALONE_MAX_REPS;
     double *phases = calloc((size_t)iters * NPHASES, sizeof(double)), *compute = calloc((size_t)iters, sizeof(double));
-    double *alone = calloc((size_t)reps, sizeof(double));
+    double *compute_fb = calloc((size_t)iters, sizeof(double)), *alone = calloc((size_t)reps, sizeof(double));
     double *bstart = calloc((size_t)iters * nb, sizeof(double)), *bend = calloc((size_t)iters * nb, sizeof(double));
     CHECK_ALLOC(phases);
     CHECK_ALLOC(compute);
+    CHECK_ALLOC(compute_fb);
     CHECK_ALLOC(alone);
     CHECK_ALLOC(bstart);
     CHECK_ALLOC(bend);
 
-    /* 1. compute only */
-    run_loop_reset(&L);
-    run_loop_steps(&L, 0);
-    run_loop_phase_times(&L, phases);
-    for (int i = 0; i < iters; i++) compute[i] = phases[(size_t)i * NPHASES + PHASE_STEP];
-    /* 2. the allreduce alone */
-    run_loop_allreduce_alone(&L, reps, alone);
+    if (c != NULL) {
+        /* 1. compute only */
+        run_loop_reset(&L);
+        run_loop_steps(&L, 0);
+        run_loop_phase_times(&L, phases);
+        for (int i = 0; i < iters; i++) {
+            compute[i] = phases[(size_t)i * NPHASES + PHASE_STEP];
+            compute_fb[i] = phases[(size_t)i * NPHASES + PHASE_FORWARD] + phases[(size_t)i * NPHASES + PHASE_BACKWARD];
+        }
+        /* 2. the communication alone */
+        run_loop_comm_alone(&L, reps, alone);
+    }
     /* 3. the real step, from the initial weights */
     run_loop_reset(&L);
     run_loop_steps(&L, 1);
     run_loop_phase_times(&L, phases);
     run_loop_bucket_times(&L, bstart, bend);
+    if (c == NULL) /* the real step is its own compute-only step */
+        for (int i = 0; i < iters; i++) {
+            compute[i] = phases[(size_t)i * NPHASES + PHASE_STEP];
+            compute_fb[i] = phases[(size_t)i * NPHASES + PHASE_FORWARD] + phases[(size_t)i * NPHASES + PHASE_BACKWARD];
+        }
 
     double nvlink = L.nvlink_tx_bytes;
-    comm_sum_doubles(c, &nvlink, 1);
+    group_sum_doubles(g, &nvlink, 1);
     out->nvlink_tx_bytes = nvlink;
     out->nvlink_expected_bytes = 2.0 * (N - 1) * out->allreduce_bytes * steps;
     double energy = L.timed_energy_j; /* NaN on any rank makes the sum NaN: no partial figure */
-    comm_sum_doubles(c, &energy, 1);
+    group_sum_doubles(g, &energy, 1);
     out->energy_j = energy;
-    out->timed_wall_s = comm_max_double(c, L.timed_wall_s);
+    out->timed_wall_s = group_max_double(g, L.timed_wall_s);
     out->peak_tflops = be->info.peak_tflops;
 
-    double *gathered = gather_rows(c, phases, iters, NPHASES);
-    out->compute_only = gather_rows(c, compute, iters, 1);
+    double *gathered = gather_rows(g, phases, iters, NPHASES);
+    out->compute_only = gather_rows(g, compute, iters, 1);
+    out->compute_only_fwd_bwd = gather_rows(g, compute_fb, iters, 1);
     out->allreduce_reps = reps;
-    out->allreduce_alone = gather_rows(c, alone, reps, 1);
-    out->bucket_start = gather_rows(c, bstart, iters, nb);
-    out->bucket_end = gather_rows(c, bend, iters, nb);
-    if (comm_rank(c) == 0) {
+    out->allreduce_alone = gather_rows(g, alone, reps, 1);
+    out->bucket_start = gather_rows(g, bstart, iters, nb);
+    out->bucket_end = gather_rows(g, bend, iters, nb);
+    if (group_rank(g) == 0) {
         for (int p = 0; p < NPHASES; p++) {
             out->times[p] = calloc((size_t)iters * N, sizeof(double));
             CHECK_ALLOC(out->times[p]);
@@ -217,6 +237,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     free(gathered);
     free(phases);
     free(compute);
+    free(compute_fb);
     free(alone);
     free(bstart);
     free(bend);
@@ -228,6 +249,7 @@ void run_result_free(struct run_result *r)
 {
     for (int p = 0; p < NPHASES; p++) free(r->times[p]);
     free(r->compute_only);
+    free(r->compute_only_fwd_bwd);
     free(r->bucket_count);
     free(r->bucket_start);
     free(r->bucket_end);

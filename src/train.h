@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "../mpi/comm.h"
+#include "../comm/comm.h"
 #include "backend.h"
 #include "config.h"
 #include "model.h"
@@ -19,16 +19,19 @@ struct run_result {
     int nranks, nnodes;
     int batch_per_rank, global_batch;
     int iters, steps; /* timed steps; all steps (warm-up included) */
-    char transport[16];
+    char library[8];  /* who reduces: the launch's comm.library (mpi, nccl), also on 1 rank, which reduces nothing */
+    char path[8];     /* the path asked for: comm.path (auto, nvlink, pcie, net) */
+    int communicates; /* 0 on one rank: no communicator, no buffer, no collective */
     char allreduce_dtype[8]; /* the gradients' type on the wire: fp32, bf16 or fp16 */
     /* Filled on rank 0 of the run only: */
     double *times[NPHASES]; /* [iter x rank], seconds; COMM_EXPOSED: end of backward to allreduce done */
     double *compute_only;   /* [iter x rank]: the same step without the allreduce */
+    double *compute_only_fwd_bwd; /* [iter x rank]: forward + backward of those steps */
     int nbuckets;
     double *bucket_count;   /* [bucket]: gradient elements in each bucket */
     double *bucket_start, *bucket_end; /* [iter x rank x bucket]: from the step's start */
     double *loss;           /* [steps]: mean loss over the global batch of each step */
-    double *allreduce_alone; /* [reps x rank]: every bucket's allreduce by itself, ranks lined up first */
+    double *allreduce_alone; /* [reps x rank]: the step's communication by itself, ranks lined up first; 0 on 1 rank */
     int allreduce_reps;
     double final_loss;
     uint64_t params_hash;
@@ -41,15 +44,16 @@ struct run_result {
     double peak_tflops;          /* per GPU in the run's precision; 0 = unknown */
     double nvlink_tx_bytes;      /* sent over NVLink by all ranks' GPUs during the real steps; NaN = unknown */
     double nvlink_expected_bytes; /* what the allreduces of those steps send: 2(N-1) x gradient bytes per step */
-    char path_proof[96];         /* how the NVLink counters bear out the transport label */
+    char path_proof[96];         /* how the NVLink counters bear out the path label */
     float *params;               /* final parameters, when run.save_params is on */
     size_t nparams;
 };
 
-/* Collective over the ranks of `c`. Returns 0, or -1 (on every rank of c) when the
- * run cannot start, e.g. the memory plan does not fit. */
-int train_run(const struct config *cfg, const struct model *m, struct backend *be, struct comm *c, int local_size,
-              struct run_result *out);
+/* Collective over the ranks of g; c is the run's comm, NULL on one rank. `library`
+ * labels the run. Returns 0, or -1 (on every rank of g) when the run cannot start,
+ * e.g. the memory plan does not fit. */
+int train_run(const struct config *cfg, const struct model *m, struct backend *be, struct group *g, struct comm *c,
+              const char *library, int local_size, struct run_result *out);
 void run_result_free(struct run_result *r);
 
 #endif

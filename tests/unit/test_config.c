@@ -177,13 +177,13 @@ TEST(transports_list_is_checked_and_one_entry_sets_the_transport)
 {
     struct config c;
     char *one[] = {"run", "--comm.transports=pcie", NULL};
-    CHECK(load(&c, 2, one) == 0 && c.transport == TRANSPORT_PCIE);
+    CHECK(load(&c, 2, one) == 0 && c.transport == PATH_PCIE);
     CHECK(config_resolve_for_world(&c, 2, g_err, sizeof g_err) == 0);
     char *bad[] = {"run", "--comm.transports=nvlink,infiniband", NULL};
     CHECK(load(&c, 2, bad) != 0);
     CHECK_CONTAINS(g_err, "'infiniband' is not a transport");
     char *two[] = {"run", "--comm.transports=nvlink,pcie", NULL};
-    CHECK(load(&c, 2, two) == 0 && c.transport == TRANSPORT_AUTO); /* loads: dpscale config reads it */
+    CHECK(load(&c, 2, two) == 0 && c.transport == PATH_AUTO); /* loads: dpscale config reads it */
     CHECK(config_resolve_for_world(&c, 2, g_err, sizeof g_err) != 0); /* but one launch cannot run both */
     CHECK_CONTAINS(g_err, "run jobs/lib/sweep.sh");
 }

@@ -1,20 +1,25 @@
-/* comm.c — MPI bootstrap, node-local ranks, the per-run group of the first N
- * ranks, and the small collectives used outside the timed loop (see comm.h). */
+/* group.c — MPI bootstrap, node-local ranks, the per-run group of the first N
+ * ranks, and the small collectives used outside the timed loop (see group.h). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "comm_internal.h"
+#include "mpi_check.h"
 
-static void (*g_transport_abort)(void) = NULL;
+struct group {
+    MPI_Comm mpi; /* the first N ranks of the world */
+    int rank, size, nnodes;
+};
 
-void comm_set_transport_abort(void (*hook)(void)) { g_transport_abort = hook; }
+static void (*g_library_abort)(void) = NULL;
+
+void mpi_set_library_abort(void (*hook)(void)) { g_library_abort = hook; }
 
 static void abort_all_ranks(int code)
 {
-    if (g_transport_abort != NULL) g_transport_abort();
+    if (g_library_abort != NULL) g_library_abort();
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -22,7 +27,7 @@ static void abort_all_ranks(int code)
     _exit(code);
 }
 
-int comm_bootstrap(int *argc, char ***argv, struct launch *out)
+int mpi_bootstrap(int *argc, char ***argv, struct launch *out)
 {
     memset(out, 0, sizeof *out);
     CHECK_MPI(MPI_Init(argc, argv));
@@ -52,92 +57,63 @@ int comm_bootstrap(int *argc, char ***argv, struct launch *out)
     return 0;
 }
 
-void comm_finalize(void)
+void mpi_finish(void)
 {
     dp_error_set_abort_hook(NULL);
     MPI_Finalize();
 }
 
-static int g_max_ctas = 0;
-
-void comm_set_defaults(int nccl_max_ctas) { g_max_ctas = nccl_max_ctas; }
-
-struct comm *comm_create(int n, const struct comm_transport *transport, void *stream)
+struct group *group_create(int n)
 {
     int rank;
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MPI_Comm sub;
     CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &sub));
     if (sub == MPI_COMM_NULL) return NULL;
-    struct comm *c = calloc(1, sizeof *c);
-    CHECK_ALLOC(c);
-    c->mpi = sub;
-    c->transport = transport;
-    c->stream = stream;
-    c->max_ctas = g_max_ctas;
+    struct group *g = calloc(1, sizeof *g);
+    CHECK_ALLOC(g);
+    g->mpi = sub;
     CHECK_MPI(MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN));
-    CHECK_MPI(MPI_Comm_rank(sub, &c->rank));
-    CHECK_MPI(MPI_Comm_size(sub, &c->size));
+    CHECK_MPI(MPI_Comm_rank(sub, &g->rank));
+    CHECK_MPI(MPI_Comm_size(sub, &g->size));
 
     MPI_Comm node;
     int local_rank, leader;
-    CHECK_MPI(MPI_Comm_split_type(sub, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node));
+    CHECK_MPI(MPI_Comm_split_type(sub, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node));
     CHECK_MPI(MPI_Comm_rank(node, &local_rank));
     CHECK_MPI(MPI_Comm_free(&node));
     leader = local_rank == 0;
-    CHECK_MPI(MPI_Allreduce(&leader, &c->nnodes, 1, MPI_INT, MPI_SUM, sub));
-
-    if (transport->init(c) != 0) DP_FATAL(NULL, "transport %s failed to start", transport->name);
-    return c;
+    CHECK_MPI(MPI_Allreduce(&leader, &g->nnodes, 1, MPI_INT, MPI_SUM, sub));
+    return g;
 }
 
-void comm_destroy(struct comm *c)
+void group_destroy(struct group *g)
 {
-    if (c == NULL) return;
-    c->transport->destroy(c);
-    MPI_Comm_free(&c->mpi);
-    free(c);
+    if (g == NULL) return;
+    MPI_Comm_free(&g->mpi);
+    free(g);
 }
 
-int comm_rank(const struct comm *c) { return c->rank; }
-int comm_size(const struct comm *c) { return c->size; }
-int comm_nnodes(const struct comm *c) { return c->nnodes; }
-const char *comm_transport_name(const struct comm *c) { return c->transport->name; }
+int group_rank(const struct group *g) { return g->rank; }
+int group_size(const struct group *g) { return g->size; }
+int group_nnodes(const struct group *g) { return g->nnodes; }
+MPI_Comm group_mpi(const struct group *g) { return g->mpi; }
 
-void comm_allreduce_start(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op, int tag)
-{
-    c->transport->allreduce_start(c, send, recv, count, dtype, op, tag);
-}
+void group_barrier(struct group *g) { CHECK_MPI(MPI_Barrier(g->mpi)); }
 
-void comm_progress(struct comm *c)
-{
-    if (c->transport->progress != NULL) c->transport->progress(c);
-}
-
-void comm_allreduce_wait_all(struct comm *c) { c->transport->allreduce_wait_all(c); }
-int comm_has_avg(const struct comm *c) { return c->transport->has_avg; }
-
-void comm_set_marker(struct comm *c, comm_marker_fn fn, void *ctx)
-{
-    c->marker = fn;
-    c->marker_ctx = ctx;
-}
-
-void comm_barrier(struct comm *c) { CHECK_MPI(MPI_Barrier(c->mpi)); }
-
-void comm_gather_doubles(struct comm *c, const double *send, size_t count, double *recv)
+void group_gather_doubles(struct group *c, const double *send, size_t count, double *recv)
 {
     if (count > INT_MAX) DP_FATAL("lower train.iters", "gather of %zu values is too large for MPI", count);
     CHECK_MPI(MPI_Gather(send, (int)count, MPI_DOUBLE, recv, (int)count, MPI_DOUBLE, 0, c->mpi));
 }
 
-void comm_sum_doubles(struct comm *c, double *values, size_t count)
+void group_sum_doubles(struct group *c, double *values, size_t count)
 {
     if (count > INT_MAX) DP_FATAL(NULL, "reduction of %zu values is too large for MPI", count);
     CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, (int)count, MPI_DOUBLE, MPI_SUM, c->mpi));
 }
 
-double comm_max_double(struct comm *c, double value)
+double group_max_double(struct group *c, double value)
 {
     double out;
     CHECK_MPI(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, c->mpi));
@@ -154,19 +130,19 @@ static void bcast_in_pieces(MPI_Comm mpi, void *buf, size_t bytes)
     }
 }
 
-void comm_bcast_bytes(struct comm *c, void *buf, size_t bytes) { bcast_in_pieces(c->mpi, buf, bytes); }
-void comm_world_bcast_bytes(void *buf, size_t bytes) { bcast_in_pieces(MPI_COMM_WORLD, buf, bytes); }
+void group_bcast_bytes(struct group *c, void *buf, size_t bytes) { bcast_in_pieces(c->mpi, buf, bytes); }
+void world_bcast_bytes(void *buf, size_t bytes) { bcast_in_pieces(MPI_COMM_WORLD, buf, bytes); }
 
-void comm_world_barrier(void) { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+void world_barrier(void) { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
 
-int comm_world_max_int(int value)
+int world_max_int(int value)
 {
     int out;
     CHECK_MPI(MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     return out;
 }
 
-int comm_world_first_rank_with(int flag)
+int world_first_rank_with(int flag)
 {
     int rank, first;
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -175,7 +151,7 @@ int comm_world_first_rank_with(int flag)
     return first == INT_MAX ? -1 : first;
 }
 
-int comm_node_gather_keys(const char *key, char **all)
+int node_gather_keys(const char *key, char **all)
 {
     MPI_Comm node;
     int size;
@@ -190,21 +166,21 @@ int comm_node_gather_keys(const char *key, char **all)
     return size;
 }
 
-int comm_world_node_duplicate(const char *key, int local_rank, int *other)
+int world_node_duplicate(const char *key, int local_rank, int *other)
 {
     char *all;
     int dup = 0;
-    const int size = comm_node_gather_keys(key, &all);
+    const int size = node_gather_keys(key, &all);
     for (int r = 0; r < local_rank && r < size && !dup; r++)
         if (strcmp(all + (size_t)r * 64, all + (size_t)local_rank * 64) == 0) {
             dup = 1;
             *other = r;
         }
     free(all);
-    return comm_world_max_int(dup);
+    return world_max_int(dup);
 }
 
-char *comm_world_gather_hosts(const struct launch *l)
+char *world_gather_hosts(const struct launch *l)
 {
     char *all = NULL;
     if (l->rank == 0) {

@@ -1,10 +1,10 @@
-/* transport.c — the NCCL settings of each path (transport.h).
+/* nccl_path.c — the NCCL settings of each path (nccl_path.h).
  *
  *   nvlink: NCCL_P2P_LEVEL=NVL   peer-to-peer only where NVLink connects the GPUs
  *   pcie:   NCCL_P2P_DISABLE=1   no peer access: intra-node traffic through host memory (SHM)
  *   net:    NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1, and NCCL_IB_DISABLE=1 when no InfiniBand or
  *           RoCE adapter is up: NCCL's network transport even between GPUs of one node */
-#include "transport.h"
+#include "nccl_path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@ extern char **environ;
 
 static void add(struct nccl_settings *s, const char *name, const char *value)
 {
-    if (s->n == TRANSPORT_MAX_SETTINGS) return;
+    if (s->n == NCCL_PATH_MAX_SETTINGS) return;
     snprintf(s->v[s->n].name, sizeof s->v[s->n].name, "%s", name);
     snprintf(s->v[s->n].value, sizeof s->v[s->n].value, "%s", value);
     s->n++;
@@ -29,25 +29,25 @@ static int rdma_adapter_up(const struct topo_node *t)
     return 0;
 }
 
-int transport_nccl_settings(int transport, const struct topo_node *t, const int *gpus, int ngpus,
+int nccl_path_settings(int path, const struct topo_node *t, const int *gpus, int ngpus,
                             struct nccl_settings *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    switch (transport) {
-    case TRANSPORT_NVLINK:
+    switch (path) {
+    case PATH_NVLINK:
         if (ngpus > 1 && !topo_all_nvlink(t, gpus, ngpus)) {
             char matrix[1024];
             topo_format_matrix(t, matrix, sizeof matrix);
-            snprintf(err, errlen, "comm.transport = nvlink, but the GPUs of this node are not all NVLink-connected (%s); "
-                     "use comm.transport = pcie or auto", matrix);
+            snprintf(err, errlen, "comm.path = nvlink, but the GPUs of this node are not all NVLink-connected (%s); "
+                     "use comm.path = pcie or auto", matrix);
             return -1;
         }
         add(out, "NCCL_P2P_LEVEL", "NVL");
         return 0;
-    case TRANSPORT_PCIE:
+    case PATH_PCIE:
         add(out, "NCCL_P2P_DISABLE", "1");
         return 0;
-    case TRANSPORT_NET:
+    case PATH_NET:
         add(out, "NCCL_P2P_DISABLE", "1");
         add(out, "NCCL_SHM_DISABLE", "1");
         if (!rdma_adapter_up(t)) add(out, "NCCL_IB_DISABLE", "1");
@@ -57,7 +57,7 @@ int transport_nccl_settings(int transport, const struct topo_node *t, const int 
     }
 }
 
-int transport_apply(const struct nccl_settings *s, char *note, size_t len)
+int nccl_path_apply(const struct nccl_settings *s, char *note, size_t len)
 {
     int replaced = 0;
     for (int i = 0; i < s->n; i++) {
@@ -69,16 +69,10 @@ int transport_apply(const struct nccl_settings *s, char *note, size_t len)
     return replaced;
 }
 
-void transport_effective_env(char *buf, size_t len)
+void nccl_effective_env(char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
     for (char **e = environ; *e != NULL && used < len; e++)
         if (strncmp(*e, "NCCL_", 5) == 0) used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "", *e);
-}
-
-const char *transport_label(int transport, const char *library_name)
-{
-    static const char *const names[] = {"auto", "nvlink", "pcie", "net"};
-    return transport > TRANSPORT_AUTO && transport <= TRANSPORT_NET ? names[transport] : library_name;
 }

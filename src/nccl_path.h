@@ -1,39 +1,37 @@
-/* transport.h — from comm.transport (auto | nvlink | pcie | net) to the NCCL
- * settings that force that path, checked against the node's topology. NCCL reads
+/* nccl_path.h — from comm.path (auto | nvlink | pcie | net) to the NCCL settings
+ * that force that path, checked against the node's topology. NCCL reads
  * its settings once per process, so they are applied before its first
  * communicator and hold for the whole launch; comparing paths takes one launch
  * per path (jobs/lib/sweep.sh does that and merges the files). */
-#ifndef DPSCALE_TRANSPORT_H
-#define DPSCALE_TRANSPORT_H
+#ifndef DPSCALE_NCCL_PATH_H
+#define DPSCALE_NCCL_PATH_H
 
 #include <stddef.h>
 
 #include "topo.h"
 
-#define TRANSPORT_MAX_SETTINGS 8
+#define NCCL_PATH_MAX_SETTINGS 8
 
 struct nccl_settings {
     int n;
     struct {
         char name[32];
         char value[16];
-    } v[TRANSPORT_MAX_SETTINGS];
+    } v[NCCL_PATH_MAX_SETTINGS];
 };
 
-/* The settings for `transport` on a node with topology `t`, whose ranks use the GPUs
+/* The settings for `path` on a node with topology `t`, whose ranks use the GPUs
  * `gpus[0..ngpus)` (topology indices). Returns 0, or -1 with a message when the path
  * cannot be had (nvlink between GPUs that have none: the message shows the matrix). */
-int transport_nccl_settings(int transport, const struct topo_node *t, const int *gpus, int ngpus,
+int nccl_path_settings(int path, const struct topo_node *t, const int *gpus, int ngpus,
                             struct nccl_settings *out, char *err, size_t errlen);
 
 /* setenv() every setting (before NCCL starts); returns how many replaced a different
  * value the user had set, naming the first in `note`. */
-int transport_apply(const struct nccl_settings *s, char *note, size_t len);
+int nccl_path_apply(const struct nccl_settings *s, char *note, size_t len);
 
 /* Every NCCL_* variable in the environment, "NAME=value" joined by spaces: what NCCL saw. */
-void transport_effective_env(char *buf, size_t len);
+void nccl_effective_env(char *buf, size_t len);
 
-/* The label of runs in the result file: nvlink, pcie, net, or the library's name. */
-const char *transport_label(int transport, const char *library_name);
 
 #endif
