@@ -52,6 +52,16 @@ void comm_set_marker(struct comm *c, comm_marker_fn fn, void *ctx)
 void comm_begin(struct comm *c, int tag) { c->ops->begin(c, tag); }
 void comm_end(struct comm *c, int tag) { c->ops->end(c, tag); }
 
+void comm_group_begin(struct comm *c)
+{
+    if (c->ops->group_begin != NULL) c->ops->group_begin(c);
+}
+
+void comm_group_end(struct comm *c)
+{
+    if (c->ops->group_end != NULL) c->ops->group_end(c);
+}
+
 void comm_allreduce(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op)
 {
     c->ops->allreduce(c, send, recv, count, dtype, op);

@@ -10,7 +10,9 @@
  *
  * Work is grouped in tagged operations: comm_begin(tag), one or more collectives,
  * comm_end(tag). An operation's collectives run after everything enqueued so far
- * on the compute stream (GPU libraries) and together (one NCCL group). The marker
+ * on the compute stream (GPU libraries), one after the other; collectives between
+ * comm_group_begin and comm_group_end run together (one NCCL group), so they must
+ * not touch each other's buffers. The marker
  * hears when operation `tag` starts and ends: on the host at that moment (MPI,
  * stream NULL) or to be enqueued on the library's stream (NCCL), which is where a
  * caller hangs work that needs the result (the per-bucket optimizer update). */
@@ -50,6 +52,8 @@ void *comm_stream(const struct comm *c);
 
 void comm_begin(struct comm *c, int tag);
 void comm_end(struct comm *c, int tag);
+void comm_group_begin(struct comm *c);
+void comm_group_end(struct comm *c);
 /* Sum (or mean) of `count` elements from send into recv; send == recv is in place. */
 void comm_allreduce(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op);
 /* In place, as NCCL: buf holds size x count elements; rank r receives the reduction

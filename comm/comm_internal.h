@@ -13,6 +13,8 @@ struct comm_ops {
     void (*close)(struct comm *c);
     void (*begin)(struct comm *c, int tag);
     void (*end)(struct comm *c, int tag);
+    void (*group_begin)(struct comm *c); /* may be NULL */
+    void (*group_end)(struct comm *c);
     void (*allreduce)(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op);
     void (*reduce_scatter)(struct comm *c, void *buf, size_t count, int dtype, int op);
     void (*all_gather)(struct comm *c, void *buf, size_t count, int dtype);

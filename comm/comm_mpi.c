@@ -4,9 +4,10 @@
  * by 1/N. Allreduce counts above INT_MAX/2 are split into pieces.
  *
  * MPI moves data only inside MPI calls, so the training loop calls progress()
- * after every layer of backward; it tests the requests (MPI_Testsome), finishes
- * the ones that completed (a reduce-scatter's block is copied into place), and
- * marks the end of an operation when its last request is done. */
+ * after every layer of backward; it tests the requests (MPI_Testsome), and when
+ * the last request of an operation is done, finishes it (a reduce-scatter's block
+ * is copied into place only then: another collective of the operation may still
+ * have been reading the buffer) and marks its end. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ struct mpi_state {
     MPI_Request req[MPI_MAX_PENDING];
     struct pending what[MPI_MAX_PENDING];
     int npending;
+    struct pending done[MPI_MAX_PENDING]; /* completed reduce-scatters whose operation is not */
+    int ndone;
     int tag; /* of the operation begun last */
 };
 
@@ -124,19 +127,33 @@ static void mpi_all_gather(struct comm *c, void *buf, size_t count, int dtype)
                              push(c, NULL, NULL, 0)));
 }
 
-/* Finish the requests that completed, drop them, and mark every operation whose
- * last request that was. */
+/* Operation `tag` has no request left: copy its reduce-scatter blocks into place. */
+static void finish(struct comm *c, int tag)
+{
+    struct mpi_state *s = st(c);
+    int kept = 0;
+    for (int i = 0; i < s->ndone; i++) {
+        struct pending *p = &s->done[i];
+        if (p->tag != tag) {
+            s->done[kept++] = *p;
+            continue;
+        }
+        memcpy(p->dest, p->scratch, p->count * sizeof(float));
+        free(p->scratch);
+    }
+    s->ndone = kept;
+    comm_mark(c, tag, 1, NULL);
+}
+
+/* Drop the requests that completed (keeping their reduce-scatter blocks aside),
+ * and finish every operation whose last request that was. */
 static void retire(struct comm *c, int ndone, const int *done)
 {
     struct mpi_state *s = st(c);
     int ended[MPI_MAX_PENDING], nended = 0;
     for (int i = 0; i < ndone; i++) {
-        struct pending *p = &s->what[done[i]];
-        if (p->scratch != NULL) {
-            memcpy(p->dest, p->scratch, p->count * sizeof(float));
-            free(p->scratch);
-            p->scratch = NULL;
-        }
+        const struct pending *p = &s->what[done[i]];
+        if (p->scratch != NULL) s->done[s->ndone++] = *p;
         ended[nended++] = p->tag;
     }
     int kept = 0;
@@ -150,7 +167,7 @@ static void retire(struct comm *c, int ndone, const int *done)
     for (int i = 0; i < nended; i++) {
         int seen = 0;
         for (int j = 0; j < i; j++) seen |= ended[j] == ended[i];
-        if (!seen && !has_tag(s, ended[i])) comm_mark(c, ended[i], 1, NULL);
+        if (!seen && !has_tag(s, ended[i])) finish(c, ended[i]);
     }
 }
 
@@ -184,6 +201,8 @@ const struct comm_ops comm_mpi_ops = {
     .close = mpi_close,
     .begin = mpi_begin,
     .end = mpi_end,
+    .group_begin = NULL,
+    .group_end = NULL,
     .allreduce = mpi_allreduce,
     .reduce_scatter = mpi_reduce_scatter,
     .all_gather = mpi_all_gather,

@@ -2,9 +2,10 @@
  * stream of its own.
  *
  * Ordering, as frameworks do it: comm_begin records an event on the compute stream
- * and makes the communication stream wait for it (the gradients are ready), then
- * opens an NCCL group; comm_end closes it and records the operation's own event,
- * which comm_wait makes the compute stream wait for. The host never blocks. The
+ * and makes the communication stream wait for it (the gradients are ready); the
+ * collectives follow in stream order (comm_group_begin/end fuses some into one
+ * NCCL group); comm_end records the operation's own event, which comm_wait makes
+ * the compute stream wait for. The host never blocks. The
  * communicator is created per run from a unique id that rank 0 of the run
  * broadcasts over MPI, with the options of comm.h in its ncclConfig_t.
  *
@@ -77,7 +78,11 @@ static int nccl_open(struct comm *c, char *err, size_t errlen)
     ncclUniqueId id;
     if (c->rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
     CHECK_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, group_mpi(c->group)));
-    CHECK_CUDA_COMM(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    /* as high a priority as the compute stream's: the GEMMs queued behind one another
+     * must not starve the collective of SMs */
+    int least = 0, greatest = 0;
+    CHECK_CUDA_COMM(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CHECK_CUDA_COMM(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
     CHECK_CUDA_COMM(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
     CHECK_CUDA_COMM(cudaEventCreateWithFlags(&s->all_done, cudaEventDisableTiming));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -140,15 +145,25 @@ static void nccl_begin(struct comm *c, int tag)
     CHECK_CUDA_COMM(cudaEventRecord(s->ready, (cudaStream_t)c->compute_stream));
     CHECK_CUDA_COMM(cudaStreamWaitEvent(s->stream, s->ready, 0));
     comm_mark(c, tag, 0, s->stream);
-    CHECK_NCCL(ncclGroupStart());
 }
 
 static void nccl_end(struct comm *c, int tag)
 {
     struct nccl_state *s = st(c);
-    CHECK_NCCL(ncclGroupEnd());
     comm_mark(c, tag, 1, s->stream);
     CHECK_CUDA_COMM(cudaEventRecord(done_event(s, tag), s->stream));
+}
+
+static void nccl_group_begin(struct comm *c)
+{
+    (void)c;
+    CHECK_NCCL(ncclGroupStart());
+}
+
+static void nccl_group_end(struct comm *c)
+{
+    (void)c;
+    CHECK_NCCL(ncclGroupEnd());
 }
 
 static void nccl_allreduce(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op)
@@ -221,6 +236,8 @@ const struct comm_ops comm_nccl_ops = {
     .close = nccl_close,
     .begin = nccl_begin,
     .end = nccl_end,
+    .group_begin = nccl_group_begin,
+    .group_end = nccl_group_end,
     .allreduce = nccl_allreduce,
     .reduce_scatter = nccl_reduce_scatter,
     .all_gather = nccl_all_gather,

@@ -15,9 +15,10 @@
 #   sbatch -p PARTITION -A ACCOUNT -N 4 jobs/multinode.sh [extra dpscale run options...]
 #
 # Overrides (environment): CONFIG (default configs/mlp-gemm-heavy.ini), SWEEP (default
-# 1, then every power of two from one node's GPUs up to the job's), TRANSPORTS (default
-# auto: NVLink inside a node, the network between; add net to force the network even
-# inside), OUTDIR, LAUNCH, DPSCALE_HOME, and any NCCL_* variable (NCCL_IB_HCA,
+# 1, then every power of two from one node's GPUs up to the job's), PATHS (comm.path of
+# each launch, default auto: NVLink inside a node, the network between; add net to force
+# the network even inside; TRANSPORTS, its former name, is taken with a warning),
+# OUTDIR, LAUNCH, DPSCALE_HOME, and any NCCL_* variable (NCCL_IB_HCA,
 # NCCL_SOCKET_IFNAME, ...): every run records ranks per node, the adapters
 # (/system/topology) and the NCCL settings in force (nccl_env).
 set -euo pipefail
@@ -25,6 +26,7 @@ source "${DPSCALE_HOME:-${SLURM_SUBMIT_DIR:-$PWD}}/jobs/lib/common.sh" 2>/dev/nu
     { echo "dpscale job: error: jobs/lib/common.sh not found: submit from the dpscale folder or set DPSCALE_HOME" >&2; exit 2; }
 home=$(dpscale_home)
 cd "$home"
+paths_from_transports
 ntasks=${SLURM_NTASKS:-8}
 nodes=${SLURM_JOB_NUM_NODES:-1}
 per_node=$((ntasks / nodes))
@@ -35,12 +37,12 @@ if [ -z "${SWEEP:-}" ]; then
     SWEEP=1
     for ((n = per_node; n <= ntasks; n *= 2)); do [ "$n" -gt 1 ] && SWEEP+=",$n"; done
 fi
-export TRANSPORTS=${TRANSPORTS:-auto}
+export PATHS=${PATHS:-auto}
 export OUTDIR=${OUTDIR:-results}
 export NAME=dpscale-multinode-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}
 export LAUNCHER
 LAUNCHER=$(dpscale_launcher)
 export DPSCALE=$home/bin/dpscale
 echo "dpscale multinode: job ${SLURM_JOB_ID:-none}, $nodes nodes x $per_node ranks, config $CONFIG, sweep $SWEEP,"
-echo "  transports $TRANSPORTS, launcher '$LAUNCHER'; NCCL: $(env | grep '^NCCL_' | tr '\n' ' ')"
+echo "  paths $PATHS, launcher '$LAUNCHER'; NCCL: $(env | grep '^NCCL_' | tr '\n' ' ')"
 exec "$home/jobs/lib/sweep.sh" --config "$CONFIG" --sweep="$SWEEP" "$@"

@@ -8,11 +8,25 @@
 #include "kernels_cuda.h"
 
 /* T: the compute dtype of the weights' copy; G: the gradients' type (fp32, or T when
- * a 16-bit allreduce's result is read as is). */
+ * a 16-bit allreduce's result is read as is).
+ *
+ * Short blocks, no grid-stride loop: each block updates OPT_ELEMS_PER_BLOCK elements
+ * (OPT_ILP per thread, coalesced) and retires. Overlapped with backward on a stream
+ * of lower priority, such blocks fill the SMs the GEMMs leave idle and give them
+ * back within microseconds, instead of holding SMs that the next GEMM waits for. */
+#define OPT_THREADS 256
+#define OPT_ILP 4
+#define OPT_ELEMS_PER_BLOCK (OPT_THREADS * OPT_ILP)
+
 template <typename T, typename G>
-__global__ void sgd_step(float *p, const G *g, float *m, T *lp, size_t n, float lr, float mu, float wd, float scale)
+__global__ void __launch_bounds__(OPT_THREADS) sgd_step(float *p, const G *g, float *m, T *lp, size_t n, float lr,
+                                                        float mu, float wd, float scale)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t base = (size_t)blockIdx.x * OPT_ELEMS_PER_BLOCK + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < OPT_ILP; k++) {
+        const size_t i = base + (size_t)k * OPT_THREADS;
+        if (i >= n) return;
         float grad = to_f32(g[i]) * scale + wd * p[i];
         float v = mu * m[i] + grad;
         float w = p[i] - lr * v;
@@ -23,10 +37,15 @@ __global__ void sgd_step(float *p, const G *g, float *m, T *lp, size_t n, float 
 }
 
 template <typename T, typename G>
-__global__ void adamw_step(float *p, const G *g, float *m, float *v, T *lp, size_t n, float lr, float b1, float b2,
-                           float eps, float wd, float scale, float c1, float c2)
+__global__ void __launch_bounds__(OPT_THREADS) adamw_step(float *p, const G *g, float *m, float *v, T *lp, size_t n,
+                                                          float lr, float b1, float b2, float eps, float wd, float scale,
+                                                          float c1, float c2)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t base = (size_t)blockIdx.x * OPT_ELEMS_PER_BLOCK + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < OPT_ILP; k++) {
+        const size_t i = base + (size_t)k * OPT_THREADS;
+        if (i >= n) return;
         float grad = to_f32(g[i]) * scale;
         float mi = b1 * m[i] + (1.0f - b1) * grad;
         float vi = b2 * v[i] + (1.0f - b2) * grad * grad;
@@ -43,14 +62,15 @@ static cudaError_t launch_typed(float *params, const G *grads, float *s1, float 
                                 const struct optim_hparams *h, cudaStream_t s)
 {
     if (n == 0) return cudaSuccess;
-    const int blocks = blocks_for(n, 256, 132 * 16);
+    const size_t blocks = (n + OPT_ELEMS_PER_BLOCK - 1) / OPT_ELEMS_PER_BLOCK;
+    if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
     if (h->kind == OPT_SGD) {
-        sgd_step<T, G><<<blocks, 256, 0, s>>>(params, grads, s1, (T *)lp, n, h->lr, h->momentum, h->weight_decay,
-                                              h->grad_scale);
+        sgd_step<T, G><<<(unsigned)blocks, OPT_THREADS, 0, s>>>(params, grads, s1, (T *)lp, n, h->lr, h->momentum,
+                                                                h->weight_decay, h->grad_scale);
     } else {
         const float c1 = 1.0f - powf(h->beta1, (float)h->step), c2 = 1.0f - powf(h->beta2, (float)h->step);
-        adamw_step<T, G><<<blocks, 256, 0, s>>>(params, grads, s1, s2, (T *)lp, n, h->lr, h->beta1, h->beta2, h->eps,
-                                                h->weight_decay, h->grad_scale, c1, c2);
+        adamw_step<T, G><<<(unsigned)blocks, OPT_THREADS, 0, s>>>(params, grads, s1, s2, (T *)lp, n, h->lr, h->beta1,
+                                                                  h->beta2, h->eps, h->weight_decay, h->grad_scale, c1, c2);
     }
     return cudaGetLastError();
 }

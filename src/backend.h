@@ -103,6 +103,9 @@ struct backend_ops {
     struct backend_event *(*event_create)(struct backend *b);
     void (*event_destroy)(struct backend *b, struct backend_event *e);
     void (*event_record)(struct backend *b, struct backend_event *e);
+    /* The current stream runs nothing more until e has happened (a no-op for an event
+     * never recorded). May be NULL (no streams). */
+    void (*event_wait)(struct backend *b, struct backend_event *e);
     /* Record on another stream (a comm library's); NULL stream = the compute stream. */
     void (*event_record_on)(struct backend *b, struct backend_event *e, void *stream);
     double (*event_elapsed_s)(struct backend *b, struct backend_event *start, struct backend_event *end);

@@ -68,6 +68,7 @@ struct cuda_state {
     cublasComputeType_t compute;
     cudaDataType_t ab_type;
     int sms, sm_target; /* the GPU's SMs; the GEMMs' target, 0 = all */
+    int autotune;       /* train.gemm_autotune */
 };
 
 struct backend_event {
@@ -124,11 +125,13 @@ static int cuda_init(struct backend *b, const struct config *cfg, int local_rank
     b->info.peak_tflops = cfg->peak_tflops > 0 ? cfg->peak_tflops : gpu_peak_tflops(prop.name, cfg->precision);
 
     /* The block scheduler serves the higher priority first: the compute stream's GEMMs
-     * before the overlapped optimizer, which fills the gaps they leave. */
+     * before the overlapped optimizer, which fills the gaps they leave (train.update_priority). */
     int least = 0, greatest = 0;
     CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     CHECK_CUDA(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
-    CHECK_CUDA(cudaStreamCreateWithPriority(&s->update_stream, cudaStreamNonBlocking, least));
+    CHECK_CUDA(cudaStreamCreateWithPriority(&s->update_stream, cudaStreamNonBlocking,
+                                            cfg->update_priority ? greatest : least));
+    s->autotune = cfg->gemm_autotune;
     CHECK_CUDA(cudaEventCreateWithFlags(&s->order, cudaEventDisableTiming));
     s->cur = s->stream;
     CHECK_CUBLAS(cublasLtCreate(&s->lt));
@@ -216,10 +219,56 @@ static void cuda_download(struct backend *b, void *dst, const void *src, size_t 
     CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
 }
 
+/* The operands of one GEMM call, for timing the candidates on them. */
+struct gemm_args {
+    const void *A, *B;
+    void *C;
+    float alpha, beta;
+};
+
+#define GEMM_CANDIDATES 8
+#define GEMM_TUNE_REPS 5
+
+/* The fastest of cuBLASLt's candidates for plan p, timed on the call's own operands
+ * on the current stream. Every GEMM of the step has beta = 0, so the scratch results
+ * are overwritten by the real call that follows; with beta != 0 (or one candidate)
+ * the first heuristic is kept. A candidate that fails to run is skipped. */
+static cublasLtMatmulAlgo_t fastest_algo(struct cuda_state *s, const struct gemm_plan *p,
+                                         const cublasLtMatmulHeuristicResult_t *cand, int n, const struct gemm_args *g)
+{
+    if (n == 1 || g->beta != 0.0f) return cand[0].algo;
+    cudaEvent_t e0, e1;
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&e1));
+    int best = 0;
+    float best_ms = 1e30f;
+    for (int i = 0; i < n; i++) {
+        if (cand[i].state != CUBLAS_STATUS_SUCCESS) continue;
+        cublasStatus_t rc = cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->C, p->c, g->C,
+                                           p->c, &cand[i].algo, s->workspace, WORKSPACE_BYTES, s->cur);
+        if (rc != CUBLAS_STATUS_SUCCESS) continue;
+        CHECK_CUDA(cudaEventRecord(e0, s->cur));
+        for (int r = 0; r < GEMM_TUNE_REPS; r++)
+            CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->C, p->c, g->C,
+                                        p->c, &cand[i].algo, s->workspace, WORKSPACE_BYTES, s->cur));
+        CHECK_CUDA(cudaEventRecord(e1, s->cur));
+        CHECK_CUDA(cudaEventSynchronize(e1));
+        float ms = 0.0f;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms < best_ms) {
+            best_ms = ms;
+            best = i;
+        }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return cand[best].algo;
+}
+
 /* The cached cuBLASLt plan of one GEMM shape, made on first use.
  * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B
  * first, with the transposes swapped in meaning but not in flag (see README). */
-static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gemm_key *key)
+static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gemm_key *key, const struct gemm_args *g)
 {
     struct cuda_state *s = state(b);
     for (int i = 0; i < s->nplans; i++)
@@ -244,14 +293,15 @@ static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gem
     size_t ws = WORKSPACE_BYTES;
     CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    cublasLtMatmulHeuristicResult_t result;
+    cublasLtMatmulHeuristicResult_t cand[GEMM_CANDIDATES];
     int found = 0;
-    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(s->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found));
+    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(s->lt, p->desc, p->a, p->b, p->c, p->c, pref,
+                                                s->autotune ? GEMM_CANDIDATES : 1, cand, &found));
     cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0)
         DP_FATAL(NULL, "cuBLASLt has no algorithm for a %s GEMM %dx%dx%d (ta=%d tb=%d)", b->info.device_name, key->m,
                  key->n, key->k, key->ta, key->tb);
-    p->algo = result.algo;
+    p->algo = fastest_algo(s, p, cand, found, g);
     s->nplans++;
     return p;
 }
@@ -261,7 +311,8 @@ static void cuda_gemm(struct backend *b, int ta, int tb, int m, int n, int k, fl
 {
     struct cuda_state *s = state(b);
     const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32, s->sm_target};
-    const struct gemm_plan *p = gemm_plan_for(b, &key);
+    const struct gemm_args args = {A, B, C, alpha, beta};
+    const struct gemm_plan *p = gemm_plan_for(b, &key, &args);
     CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c, &p->algo,
                                 s->workspace, WORKSPACE_BYTES, s->cur));
 }
@@ -363,6 +414,11 @@ static void cuda_event_record(struct backend *b, struct backend_event *e)
     CHECK_CUDA(cudaEventRecord(e->ev, state(b)->cur));
 }
 
+static void cuda_event_wait(struct backend *b, struct backend_event *e)
+{
+    CHECK_CUDA(cudaStreamWaitEvent(state(b)->cur, e->ev, 0));
+}
+
 static void cuda_event_record_on(struct backend *b, struct backend_event *e, void *stream)
 {
     CHECK_CUDA(cudaEventRecord(e->ev, stream != NULL ? (cudaStream_t)stream : state(b)->stream));
@@ -416,6 +472,7 @@ const struct backend_ops backend_cuda_ops = {
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,
+    .event_wait = cuda_event_wait,
     .event_record_on = cuda_event_record_on,
     .event_elapsed_s = cuda_event_elapsed_s,
     .synchronize = cuda_synchronize,

@@ -54,6 +54,9 @@ struct config {
     int precision; /* enum precision */
     double loss_scale; /* fp16: static loss scale; 0 = 1024 in fp16, 1 otherwise */
     int overlap_update; /* each bucket's update as soon as its gradients are reduced */
+    int update_priority; /* 0 low, 1 high: the update stream against the compute stream */
+    int gemm_sm_margin;  /* SMs the backward GEMMs leave to the work beside them */
+    int gemm_autotune;   /* time cuBLASLt's candidates per shape */
 
     /* [run] */
     int backend; /* enum backend_kind */
@@ -79,7 +82,6 @@ struct config {
     int register_buffers; /* NCCL user buffer registration */
     int symmetric;       /* NCCL symmetric windows */
     int cta_policy;      /* NCCL CTAPolicy: 0 default, 1 efficiency, 2 zero */
-    int gemm_sm_margin;  /* SMs the GEMMs leave to NCCL during overlap */
 
     /* [topo] */
     char topo_fixture[CONFIG_STR_LEN]; /* a recorded `nvidia-smi topo -m` instead of detection */

@@ -13,6 +13,7 @@ static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const library_names[] = {"auto", "mpi", "nccl", NULL};
 static const char *const path_names[] = {"auto", "nvlink", "pcie", "net", NULL};
 static const char *const cta_policy_names[] = {"default", "efficiency", "zero", NULL};
+static const char *const priority_names[] = {"low", "high", NULL};
 static const char *const allreduce_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_op_names[] = {"avg", "sum", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum dtype */
@@ -49,6 +50,14 @@ const struct config_key config_keys[] = {
     {"train", "overlap_update", KEY_BOOL, OFF(overlap_update), 0, 0, NULL, "on",
      "update a bucket's parameters as soon as its gradients are reduced (1 rank: as soon as backward produced a "
      "layer's), on a stream of its own; off = one update of the whole arena after backward and communication"},
+    {"train", "update_priority", KEY_ENUM, OFF(update_priority), 0, 0, priority_names, "low",
+     "priority of the overlapped update's stream: low fills the SMs the GEMMs leave idle; high goes first"},
+    {"train", "gemm_sm_margin", KEY_INT, OFF(gemm_sm_margin), 0, 128, NULL, "0",
+     "SMs the backward GEMMs leave to the work beside them (NCCL, the overlapped update): cuBLASLt "
+     "SM_COUNT_TARGET = SMs - margin; 0 = all SMs"},
+    {"train", "gemm_autotune", KEY_BOOL, OFF(gemm_autotune), 0, 0, NULL, "on",
+     "time cuBLASLt's candidate algorithms of each GEMM shape on first use (a warm-up step) and keep the fastest; "
+     "off = its first heuristic"},
     {"train", "loss_scale", KEY_DOUBLE, OFF(loss_scale), 0, 16777216, NULL, "0",
      "static loss scale of fp16 training; 0 = 1024 in fp16, 1 otherwise"},
 
@@ -89,8 +98,6 @@ const struct config_key config_keys[] = {
      "register those buffers as NCCL symmetric windows (ncclCommWindowRegister: symmetric kernels); implies register"},
     {"comm", "cta_policy", KEY_ENUM, OFF(cta_policy), 0, 0, cta_policy_names, "default",
      "NCCL's CTA policy (ncclConfig_t CTAPolicy): efficiency uses fewer SMs; zero uses none where registered buffers allow"},
-    {"comm", "gemm_sm_margin", KEY_INT, OFF(gemm_sm_margin), 0, 128, NULL, "0",
-     "SMs the GEMMs leave to NCCL while it runs beside backward (cuBLASLt SM_COUNT_TARGET = SMs - margin); 0 = all SMs"},
     {"comm", "allreduce_op", KEY_ENUM, OFF(allreduce_op), 0, 0, allreduce_op_names, "avg",
      "avg: NCCL's average (MPI: sum, then the optimizer scales); sum: sum, then the optimizer scales by 1/N"},
 

@@ -1,7 +1,9 @@
 /* report.h — `dpscale report`: result files in, the tables and plots of a
  * procurement report out. report_read.c reads a file (and refuses what dpscale did
- * not write, or a newer schema); report_print.c writes the tables as Markdown, CSV or
- * JSON, and the side-by-side comparison; report_plot.c draws through gnuplot. */
+ * not write, or a newer schema; it reads schema 1 files too); report_print.c writes the
+ * tables as Markdown, CSV or JSON, and the side-by-side comparison; report_plot.c
+ * draws through gnuplot. A system is one (library, path) of one file: "NVIDIA H200,
+ * nccl over nvlink". */
 #ifndef DPSCALE_REPORT_H
 #define DPSCALE_REPORT_H
 
@@ -11,7 +13,8 @@
 #define REPORT_MAX_ROWS 64
 
 struct report_row {
-    char transport[16];
+    char library[16]; /* who reduces: mpi, nccl */
+    char path[16];    /* the path NCCL's bytes take: auto, nvlink, pcie, net */
     int nranks, nodes, global_batch;
     double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
     double step_s, comm_exposed_s, allreduce_busbw_gbps, mfu, joules_per_sample, avg_power_w;
@@ -41,9 +44,14 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
 /* Tag the files with their overlap setting when they differ in it. */
 void report_label(struct report_file *files, int n);
 
-/* The scaling table of every (file, transport). */
+/* The system of a row: "<device>, <library> over <path>" ("NVIDIA H200, nccl over nvlink"). */
+void report_system_label(const struct report_file *f, const struct report_row *r, char *buf, size_t len);
+/* Whether two rows belong to the same system (library and path) of a file. */
+int report_same_system(const struct report_row *a, const struct report_row *b);
+
+/* The scaling table of every (file, library, path). */
 void report_print_tables(FILE *out, const struct report_file *files, int n, int format);
-/* Systems side by side: every (file, transport) is a system; the first is the reference. */
+/* Systems side by side: every (file, library, path) is a system; the first is the reference. */
 void report_print_compare(FILE *out, const struct report_file *files, int n, int format);
 /* Empty when comparable; otherwise what differs, in words. */
 void report_comparability(const struct report_file *a, const struct report_file *b, char *why, size_t len);

@@ -1,5 +1,5 @@
 /* report_plot.c — efficiency and throughput against GPU count, one line per
- * system and transport, with the ideal drawn, through gnuplot (PNG or SVG by the
+ * system (file, library and path), with the ideal drawn, through gnuplot (PNG or SVG by the
  * output's extension). The data go to gnuplot inline, so nothing is left behind. */
 #include <errno.h>
 #include <math.h>
@@ -12,11 +12,11 @@
 
 static int has_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
-/* gnuplot's inline data: one block per (file, transport), "GPUs samples/s efficiency". */
-static void data_block(FILE *gp, const struct report_file *f, const char *transport, int column)
+/* gnuplot's inline data: one block per system (the rows of f like `sys`), "GPUs value". */
+static void data_block(FILE *gp, const struct report_file *f, const struct report_row *sys, int column)
 {
     for (int r = 0; r < f->nrows; r++)
-        if (strcmp(f->rows[r].transport, transport) == 0)
+        if (report_same_system(&f->rows[r], sys))
             fprintf(gp, "%d %.10g\n", f->rows[r].nranks, column == 1 ? f->rows[r].samples_per_s : f->rows[r].efficiency);
     fprintf(gp, "e\n");
 }
@@ -45,16 +45,17 @@ int report_plot(const char *out_path, const struct report_file *files, int n, ch
         snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
         return -1;
     }
-    /* the series: every transport of every file */
-    struct { const struct report_file *f; char t[16]; } series[64];
+    /* the series: every library and path of every file */
+    struct { const struct report_file *f; const struct report_row *sys; char label[192]; } series[64];
     int ns = 0;
     for (int i = 0; i < n; i++)
         for (int r = 0; r < files[i].nrows && ns < 64; r++) {
             int seen = 0;
-            for (int k = 0; k < ns; k++) seen |= series[k].f == &files[i] && strcmp(series[k].t, files[i].rows[r].transport) == 0;
+            for (int k = 0; k < ns; k++) seen |= series[k].f == &files[i] && report_same_system(series[k].sys, &files[i].rows[r]);
             if (seen) continue;
             series[ns].f = &files[i];
-            snprintf(series[ns].t, sizeof series[ns].t, "%s", files[i].rows[r].transport);
+            series[ns].sys = &files[i].rows[r];
+            report_system_label(&files[i], &files[i].rows[r], series[ns].label, sizeof series[ns].label);
             ns++;
         }
     int max_gpus = 1;
@@ -62,7 +63,7 @@ int report_plot(const char *out_path, const struct report_file *files, int n, ch
     for (int k = 0; k < ns; k++)
         for (int r = 0; r < series[k].f->nrows; r++) {
             const struct report_row *row = &series[k].f->rows[r];
-            if (strcmp(row->transport, series[k].t) != 0) continue;
+            if (!report_same_system(row, series[k].sys)) continue;
             if (row->nranks > max_gpus) max_gpus = row->nranks;
             if (k == 0 && row->nranks == 1) thr1 = row->samples_per_s;
         }
@@ -71,17 +72,17 @@ int report_plot(const char *out_path, const struct report_file *files, int n, ch
     fprintf(gp, "set logscale x 2\nset xrange [0.8:%g]\nset xlabel 'GPUs'\nset grid\nset key bottom left\n", max_gpus * 1.25);
     fprintf(gp, "set ylabel 'scaling efficiency'\nset yrange [0:1.1]\nplot 1 with lines dt 2 lc rgb 'gray' title 'ideal'");
     for (int k = 0; k < ns; k++)
-        fprintf(gp, ", '-' using 1:2 with linespoints lw 2 title '%s %s%s%s'", series[k].f->device, series[k].t,
-                series[k].f->tag[0] ? ", " : "", series[k].f->tag);
+        fprintf(gp, ", '-' using 1:2 with linespoints lw 2 title '%s%s%s'", series[k].label, series[k].f->tag[0] ? ", " : "",
+                series[k].f->tag);
     fputc('\n', gp);
-    for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].t, 2);
+    for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].sys, 2);
     fprintf(gp, "set ylabel 'samples/s'\nset autoscale y\nset yrange [0:*]\nset key top left\nplot ");
     if (!isnan(thr1)) fprintf(gp, "x * %.10g with lines dt 2 lc rgb 'gray' title 'ideal (first system x GPUs)', ", thr1);
     for (int k = 0; k < ns; k++)
-        fprintf(gp, "%s'-' using 1:2 with linespoints lw 2 title '%s %s%s%s'", k ? ", " : "", series[k].f->device,
-                series[k].t, series[k].f->tag[0] ? ", " : "", series[k].f->tag);
+        fprintf(gp, "%s'-' using 1:2 with linespoints lw 2 title '%s%s%s'", k ? ", " : "", series[k].label,
+                series[k].f->tag[0] ? ", " : "", series[k].f->tag);
     fputc('\n', gp);
-    for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].t, 1);
+    for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].sys, 1);
     fprintf(gp, "unset multiplot\n");
     const int status = pclose(gp);
     if (status != 0) {

@@ -1,5 +1,5 @@
 /* report_print.c — the report's tables (report.h): one scaling table per
- * (file, transport), and the comparison of systems side by side, as Markdown,
+ * system (file, library, path), and the comparison of systems side by side, as Markdown,
  * CSV or JSON. Every figure is read from the file's /summary; nothing is
  * recomputed but the ratios and the per-watt and per-dollar figures. */
 #include <math.h>
@@ -37,6 +37,22 @@ static void md_cell(FILE *out, double v, int column)
     else fprintf(out, " %.3f |", v);
 }
 
+/* A CSV text field, quoted (RFC 4180) when it holds a comma, a quote or a line break:
+ * system labels do ("NVIDIA H200, nccl over nvlink"). */
+static void csv_text(FILE *out, const char *v)
+{
+    if (strpbrk(v, ",\"\r\n") == NULL) {
+        fputs(v, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *c = v; *c; c++) {
+        if (*c == '"') fputc('"', out);
+        fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
 static void json_number(FILE *out, double v)
 {
     if (isnan(v) || isinf(v)) fprintf(out, "null");
@@ -52,13 +68,24 @@ static void describe(const struct report_file *f, char *buf, size_t len)
              batch);
 }
 
-static int distinct_transports(const struct report_file *f, char names[][16])
+void report_system_label(const struct report_file *f, const struct report_row *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s, %s over %s", f->device, r->library, r->path);
+}
+
+int report_same_system(const struct report_row *a, const struct report_row *b)
+{
+    return strcmp(a->library, b->library) == 0 && strcmp(a->path, b->path) == 0;
+}
+
+/* The systems of a file, in the order of their first row: the index of that row. */
+static int distinct_systems(const struct report_file *f, int first_rows[])
 {
     int n = 0;
     for (int i = 0; i < f->nrows; i++) {
         int seen = 0;
-        for (int k = 0; k < n; k++) seen |= strcmp(names[k], f->rows[i].transport) == 0;
-        if (!seen) snprintf(names[n++], 16, "%s", f->rows[i].transport);
+        for (int k = 0; k < n; k++) seen |= report_same_system(&f->rows[first_rows[k]], &f->rows[i]);
+        if (!seen) first_rows[n++] = i;
     }
     return n;
 }
@@ -66,7 +93,7 @@ static int distinct_transports(const struct report_file *f, char names[][16])
 void report_print_tables(FILE *out, const struct report_file *files, int n, int format)
 {
     if (format == REPORT_CSV) {
-        fprintf(out, "file,device,model,precision,scaling,transport");
+        fprintf(out, "file,device,model,precision,scaling,library,path");
         for (int c = 0; c < NCOLUMNS; c++) fprintf(out, ",%s", columns[c]);
         fputc('\n', out);
     }
@@ -74,13 +101,15 @@ void report_print_tables(FILE *out, const struct report_file *files, int n, int 
     int first_json = 1;
     for (int i = 0; i < n; i++) {
         const struct report_file *f = &files[i];
-        char transports[REPORT_MAX_ROWS][16], what[256];
-        const int nt = distinct_transports(f, transports);
+        int systems[REPORT_MAX_ROWS];
+        char what[256], label[192];
+        const int nt = distinct_systems(f, systems);
         describe(f, what, sizeof what);
         for (int t = 0; t < nt; t++) {
+            const struct report_row *sys = &f->rows[systems[t]];
+            report_system_label(f, sys, label, sizeof label);
             if (format == REPORT_MARKDOWN) {
-                fprintf(out, "### %s, %s: %s\n\n%s, host %s, %s\n\n|", f->device, transports[t], what, f->path, f->host,
-                        f->created);
+                fprintf(out, "### %s: %s\n\n%s, host %s, %s\n\n|", label, what, f->path, f->host, f->created);
                 static const char *const heads[] = {"GPUs", "nodes", "samples/s", "samples/s per GPU", "speedup",
                                                     "efficiency", "exposed comm %", "allreduce busbw GB/s", "MFU",
                                                     "J/sample"};
@@ -90,7 +119,7 @@ void report_print_tables(FILE *out, const struct report_file *files, int n, int 
                 fputc('\n', out);
             }
             for (int r = 0; r < f->nrows; r++) {
-                if (strcmp(f->rows[r].transport, transports[t]) != 0) continue;
+                if (!report_same_system(&f->rows[r], sys)) continue;
                 double v[NCOLUMNS];
                 values_of(&f->rows[r], v);
                 if (format == REPORT_MARKDOWN) {
@@ -98,13 +127,18 @@ void report_print_tables(FILE *out, const struct report_file *files, int n, int 
                     for (int c = 0; c < NCOLUMNS; c++) md_cell(out, v[c], c);
                     fputc('\n', out);
                 } else if (format == REPORT_CSV) {
-                    fprintf(out, "%s,%s,%s,%s,%s,%s", f->path, f->device, f->model, f->precision, f->scaling, transports[t]);
+                    const char *text[] = {f->path, f->device, f->model, f->precision, f->scaling, sys->library, sys->path};
+                    for (int k = 0; k < 7; k++) {
+                        if (k) fputc(',', out);
+                        csv_text(out, text[k]);
+                    }
                     for (int c = 0; c < NCOLUMNS; c++) isnan(v[c]) ? fprintf(out, ",") : fprintf(out, ",%.10g", v[c]);
                     fputc('\n', out);
                 } else {
                     fprintf(out, "%s\n {\"file\": \"%s\", \"device\": \"%s\", \"model\": \"%s\", \"precision\": \"%s\", "
-                                 "\"scaling\": \"%s\", \"transport\": \"%s\"",
-                            first_json ? "" : ",", f->path, f->device, f->model, f->precision, f->scaling, transports[t]);
+                                 "\"scaling\": \"%s\", \"library\": \"%s\", \"path\": \"%s\"",
+                            first_json ? "" : ",", f->path, f->device, f->model, f->precision, f->scaling, sys->library,
+                            sys->path);
                     for (int c = 0; c < NCOLUMNS; c++) {
                         fprintf(out, ", \"%s\": ", columns[c]);
                         json_number(out, v[c]);
@@ -136,16 +170,17 @@ void report_comparability(const struct report_file *a, const struct report_file 
                  strcmp(a->scaling, "weak") == 0 ? a->batch_per_gpu : a->global_batch);
 }
 
-/* A system: one transport of one file. */
+/* A system: one library and path of one file (`first` is its first row). */
 struct system {
     const struct report_file *file;
-    char transport[16];
+    const struct report_row *first;
+    char label[192]; /* "NVIDIA H200, nccl over nvlink" */
 };
 
 static const struct report_row *row_for(const struct system *s, int gpus)
 {
     for (int r = 0; r < s->file->nrows; r++)
-        if (s->file->rows[r].nranks == gpus && strcmp(s->file->rows[r].transport, s->transport) == 0)
+        if (s->file->rows[r].nranks == gpus && report_same_system(&s->file->rows[r], s->first))
             return &s->file->rows[r];
     return NULL;
 }
@@ -155,11 +190,12 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
     struct system sys[64];
     int ns = 0;
     for (int i = 0; i < n; i++) {
-        char transports[REPORT_MAX_ROWS][16];
-        const int nt = distinct_transports(&files[i], transports);
+        int systems[REPORT_MAX_ROWS];
+        const int nt = distinct_systems(&files[i], systems);
         for (int t = 0; t < nt && ns < 64; t++) {
             sys[ns].file = &files[i];
-            snprintf(sys[ns].transport, sizeof sys[ns].transport, "%.15s", transports[t]);
+            sys[ns].first = &files[i].rows[systems[t]];
+            report_system_label(&files[i], sys[ns].first, sys[ns].label, sizeof sys[ns].label);
             ns++;
         }
     }
@@ -167,15 +203,15 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
     char what[256];
     describe(sys[0].file, what, sizeof what);
     int comparable[64];
-    if (format == REPORT_MARKDOWN) fprintf(out, "### Comparison: %s\n\nreference: %s %s (%s)\n\n", what,
-                                           sys[0].file->device, sys[0].transport, sys[0].file->path);
+    if (format == REPORT_MARKDOWN) fprintf(out, "### Comparison: %s\n\nreference: %s (%s)\n\n", what, sys[0].label,
+                                           sys[0].file->path);
     for (int s = 0; s < ns; s++) {
         char why[160];
         report_comparability(sys[0].file, sys[s].file, why, sizeof why);
         comparable[s] = why[0] == '\0';
         if (!comparable[s])
-            fprintf(out, "%snot comparable: %s (%s %s) has %s; it is left out of the comparison\n",
-                    format == REPORT_MARKDOWN ? "**" : "# ", sys[s].file->path, sys[s].file->device, sys[s].transport, why);
+            fprintf(out, "%snot comparable: %s (%s) has %s; it is left out of the comparison\n",
+                    format == REPORT_MARKDOWN ? "**" : "# ", sys[s].file->path, sys[s].label, why);
     }
     if (format == REPORT_MARKDOWN) {
         fprintf(out, "| GPUs | system | samples/s | samples/s per GPU | efficiency | samples/J | samples/$ | "
@@ -211,9 +247,8 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
             const double price = sys[s].file->price_per_gpu_hour;
             const double per_dollar = price > 0 ? r->samples_per_s * 3600.0 / (price * gpus) : NAN;
             const double ratio = ref != NULL ? r->samples_per_s / ref->samples_per_s : NAN;
-            char name[192];
-            snprintf(name, sizeof name, "%s %s%s%s", sys[s].file->device, sys[s].transport, sys[s].file->tag[0] ? ", " : "",
-                     sys[s].file->tag);
+            char name[224];
+            snprintf(name, sizeof name, "%s%s%s", sys[s].label, sys[s].file->tag[0] ? ", " : "", sys[s].file->tag);
             if (format == REPORT_MARKDOWN) {
                 fprintf(out, "| %d | %s | %.1f | %.1f |", gpus, name, r->samples_per_s, r->samples_per_s_per_rank);
                 md_cell(out, r->efficiency, 5);
@@ -221,8 +256,11 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
                 isnan(per_dollar) ? fprintf(out, " - |") : fprintf(out, " %.4g |", per_dollar);
                 isnan(ratio) ? fprintf(out, " - |\n") : fprintf(out, " %.3f |\n", ratio);
             } else if (format == REPORT_CSV) {
-                fprintf(out, "%d,%s,%s,%.10g,%.10g,%.10g,", gpus, name, sys[s].file->path, r->samples_per_s,
-                        r->samples_per_s_per_rank, r->efficiency);
+                fprintf(out, "%d,", gpus);
+                csv_text(out, name);
+                fputc(',', out);
+                csv_text(out, sys[s].file->path);
+                fprintf(out, ",%.10g,%.10g,%.10g,", r->samples_per_s, r->samples_per_s_per_rank, r->efficiency);
                 isnan(per_joule) ? 0 : fprintf(out, "%.10g", per_joule);
                 fputc(',', out);
                 isnan(per_dollar) ? 0 : fprintf(out, "%.10g", per_dollar);

@@ -1,6 +1,10 @@
 /* report_read.c — read what the report needs from one result file (report.h),
  * refusing with a clear reason a file that is not HDF5, that dpscale did not
- * write, that a newer dpscale wrote, or that is damaged. */
+ * write, that a newer dpscale wrote, or that is damaged. Schema 2 names each run
+ * by library and path (/summary columns `library`, `path`); schema 1 (the files
+ * measured before, which cannot be measured again) by one `transport` column that
+ * held either: "mpi"/"nccl" (the library, path auto) or "nvlink"/"pcie"/"net" (a
+ * path, always through NCCL). */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -54,15 +58,54 @@ static double read_attr_num(hid_t obj, const char *name)
     return v;
 }
 
-/* One column of /summary by name, as doubles (or a string column as text). */
+/* Whether the compound dataset has a member of that name (HDF5 reads a missing
+ * member as untouched memory, without an error). */
+static int has_column(hid_t dset, const char *name)
+{
+    hid_t ft = H5Dget_type(dset);
+    const int found = ft >= 0 && H5Tget_class(ft) == H5T_COMPOUND && H5Tget_member_index(ft, name) >= 0;
+    if (ft >= 0) H5Tclose(ft);
+    return found;
+}
+
+/* One column of /summary by name, as doubles. */
 static int read_column(hid_t dset, const char *name, int n, double *out)
 {
+    if (!has_column(dset, name)) return -1;
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(double));
     H5Tinsert(t, name, 0, H5T_NATIVE_DOUBLE);
     int rc = H5Dread(dset, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0 ? -1 : 0;
     H5Tclose(t);
     (void)n;
     return rc;
+}
+
+#define TEXT_LEN 16 /* the text columns of /summary: 16 bytes in schema 1, 8 in schema 2 */
+
+/* One text column of /summary by name, each entry NUL-terminated. */
+static int read_text_column(hid_t dset, const char *name, int n, char out[][TEXT_LEN])
+{
+    char buf[REPORT_MAX_ROWS][TEXT_LEN];
+    if (!has_column(dset, name)) return -1;
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, TEXT_LEN - 1);
+    hid_t t = H5Tcreate(H5T_COMPOUND, TEXT_LEN);
+    H5Tinsert(t, name, 0, str);
+    memset(buf, 0, sizeof buf);
+    int rc = H5Dread(dset, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ? -1 : 0;
+    H5Tclose(t);
+    H5Tclose(str);
+    for (int i = 0; i < n; i++) snprintf(out[i], TEXT_LEN, "%.*s", TEXT_LEN - 1, buf[i]);
+    return rc;
+}
+
+/* Schema 1's `transport` column: a library ("mpi", "nccl": path auto) or a path
+ * that only NCCL took ("nvlink", "pcie", "net"). */
+static void schema1_transport(const char *transport, struct report_row *r)
+{
+    const int is_path = strcmp(transport, "nvlink") == 0 || strcmp(transport, "pcie") == 0 || strcmp(transport, "net") == 0;
+    snprintf(r->library, sizeof r->library, "%.15s", is_path ? "nccl" : transport);
+    snprintf(r->path, sizeof r->path, "%.15s", is_path ? transport : "auto");
 }
 
 int report_read(const char *path, struct report_file *f, char *err, size_t errlen)
@@ -89,13 +132,13 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     char writer[32] = "";
     read_attr_str(file, "writer", writer, sizeof writer);
     const double schema = read_attr_num(file, "schema_version");
-    hid_t cfg = -1, sys = -1, sum = -1, space = -1, ttype = -1;
+    hid_t cfg = -1, sys = -1, sum = -1, space = -1;
     if (strcmp(writer, "dpscale") != 0 || isnan(schema)) {
         snprintf(err, errlen, "%s: not a dpscale result file (no writer = dpscale, schema_version attributes)", path);
         goto done;
     }
-    if (schema != H5OUT_SCHEMA_VERSION) {
-        snprintf(err, errlen, "%s: schema version %.0f, but this dpscale reads version %d; %s", path, schema,
+    if (schema != floor(schema) || schema < 1 || schema > H5OUT_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: schema version %.0f, but this dpscale reads versions 1 to %d; %s", path, schema,
                  H5OUT_SCHEMA_VERSION, schema > H5OUT_SCHEMA_VERSION ? "update dpscale to read it" : "an unknown version");
         goto done;
     }
@@ -142,6 +185,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     }
     f->nrows = (int)n;
     double col[REPORT_MAX_ROWS];
+    char names[REPORT_MAX_ROWS][TEXT_LEN], paths[REPORT_MAX_ROWS][TEXT_LEN];
 #define COLUMN(field, name)                                                                 \
     if (read_column(sum, name, f->nrows, col) != 0) {                                      \
         snprintf(err, errlen, "%s: damaged: /summary has no readable column %s", path, name); \
@@ -162,22 +206,24 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     COLUMN(nodes, "nodes")
     COLUMN(global_batch, "global_batch")
 #undef COLUMN
-    /* the transport column is text */
-    ttype = H5Tcreate(H5T_COMPOUND, 16);
-    hid_t str = H5Tcopy(H5T_C_S1);
-    H5Tset_size(str, 16);
-    H5Tinsert(ttype, "transport", 0, str);
-    char names[REPORT_MAX_ROWS][16];
-    if (H5Dread(sum, ttype, H5S_ALL, H5S_ALL, H5P_DEFAULT, names) < 0) {
-        H5Tclose(str);
-        snprintf(err, errlen, "%s: damaged: /summary has no readable transport column", path);
-        goto done;
+    if (schema >= 2) {
+        if (read_text_column(sum, "library", f->nrows, names) != 0 || read_text_column(sum, "path", f->nrows, paths) != 0) {
+            snprintf(err, errlen, "%s: damaged: /summary has no readable library and path columns", path);
+            goto done;
+        }
+        for (int i = 0; i < f->nrows; i++) {
+            snprintf(f->rows[i].library, sizeof f->rows[i].library, "%.15s", names[i]);
+            snprintf(f->rows[i].path, sizeof f->rows[i].path, "%.15s", paths[i]);
+        }
+    } else {
+        if (read_text_column(sum, "transport", f->nrows, names) != 0) {
+            snprintf(err, errlen, "%s: damaged: /summary has no readable transport column", path);
+            goto done;
+        }
+        for (int i = 0; i < f->nrows; i++) schema1_transport(names[i], &f->rows[i]);
     }
-    H5Tclose(str);
-    for (int i = 0; i < f->nrows; i++) snprintf(f->rows[i].transport, sizeof f->rows[i].transport, "%.15s", names[i]);
     rc = 0;
 done:
-    if (ttype >= 0) H5Tclose(ttype);
     if (space >= 0) H5Sclose(space);
     if (sum >= 0) H5Dclose(sum);
     if (sys >= 0) H5Gclose(sys);

@@ -56,14 +56,30 @@ static void update_bucket(struct run_loop *L, const struct bucket_plan *plan, in
         update_range(L, sb->rep[i].offset, sb->rep[i].count, elem(L->rep_buf, sb->rep[i].rep_offset, grad_dtype(L)));
 }
 
-/* The same on the update stream, after the work enqueued so far on `after` (a comm
- * library's stream, or NULL: the compute stream). */
-static void update_bucket_overlapped(struct run_loop *L, const struct bucket_plan *plan, int k, void *after)
+/* The plan whose buckets the pass in progress updates, and their events. */
+static const struct bucket_plan *update_plan(const struct run_loop *L) { return L->with_comm ? &L->plan : &L->layers; }
+static struct backend_event **updated_events(const struct run_loop *L)
 {
+    return L->with_comm ? L->plan_updated : L->layer_updated;
+}
+
+/* Bucket k of the pass's plan has its final gradients, once the work enqueued so far
+ * on `after` is done (a comm library's stream, or NULL: the compute stream). Its
+ * update goes to the update stream, and the next forward waits for it just before
+ * it reads the bucket's layers; the last bucket's update is the step's critical
+ * path, left to the compute stream right after backward and communication. */
+static void bucket_reduced(struct run_loop *L, int k, void *after)
+{
+    const struct bucket_plan *plan = update_plan(L);
+    if (k == plan->nbuckets - 1) {
+        L->last_ready = 1;
+        return;
+    }
     void *upd = backend_update_stream(L->be);
     backend_stream_wait(L->be, upd, after);
     backend_set_stream(L->be, upd);
     update_bucket(L, plan, k);
+    L->be->ops->event_record(L->be, updated_events(L)[k]);
     backend_set_stream(L->be, NULL);
 }
 
@@ -78,7 +94,7 @@ static void on_marker(void *ctx, int tag, int is_end, void *stream)
         struct backend_event *e = L->bucket_ev[((size_t)L->marking * nb + tag) * 2 + is_end];
         L->be->ops->event_record_on(L->be, e, stream);
     }
-    if (is_end && L->updating) update_bucket_overlapped(L, &L->plan, tag, stream);
+    if (is_end && L->updating) bucket_reduced(L, tag, stream);
 }
 
 /* Reduce bucket k: one tagged comm operation. */
@@ -96,11 +112,14 @@ static void start_bucket(struct run_loop *L, int k)
     if (!L->sharded) {
         comm_allreduce(L->c, elem(src, b->offset, dt), elem(src, b->offset, dt), b->count, dt, L->ar_op);
     } else {
-        /* the replicated ranges first, out of place: the reduce-scatter then overwrites the block */
+        /* the replicated ranges first, out of place, done before the reduce-scatter
+         * overwrites the rank's block (which may hold a bias) */
         const struct shard_bucket *sb = &L->shard.b[k];
+        comm_group_begin(L->c);
         for (int i = 0; i < sb->nrep; i++)
             comm_allreduce(L->c, elem(src, sb->rep[i].offset, dt), elem(L->rep_buf, sb->rep[i].rep_offset, dt),
                            sb->rep[i].count, dt, L->ar_op);
+        comm_group_end(L->c);
         if (sb->block > 0) comm_reduce_scatter(L->c, elem(src, b->offset, dt), sb->block, dt, L->ar_op);
     }
     comm_end(L->c, k);
@@ -119,13 +138,21 @@ static void gather_weights(struct run_loop *L, int fp32_master)
     }
 }
 
-/* step_hook: forward is about to use layer `layer` (sharded: its weights' all-gather). */
+/* step_hook: forward is about to use layer `layer`: wait for its weights' all-gather
+ * (sharded), or for the update of its buckets (the update stream may still be
+ * working through the last step's buckets). */
 static void on_layer_begin(void *ctx, int layer)
 {
     struct run_loop *L = ctx;
-    if (!(L->with_comm && L->sharded)) return;
-    comm_wait(L->c, L->plan.nbuckets + L->weight_bucket[layer]);
-    if (L->bias_bucket[layer] != L->weight_bucket[layer]) comm_wait(L->c, L->plan.nbuckets + L->bias_bucket[layer]);
+    if (L->with_comm && L->sharded) {
+        comm_wait(L->c, L->plan.nbuckets + L->weight_bucket[layer]);
+        if (L->bias_bucket[layer] != L->weight_bucket[layer]) comm_wait(L->c, L->plan.nbuckets + L->bias_bucket[layer]);
+    } else if (L->updating && L->be->ops->event_wait != NULL) {
+        const int w = L->with_comm ? L->weight_bucket[layer] : L->m->nlayers - 1 - layer;
+        const int b = L->with_comm ? L->bias_bucket[layer] : w;
+        L->be->ops->event_wait(L->be, updated_events(L)[w]);
+        if (b != w) L->be->ops->event_wait(L->be, updated_events(L)[b]);
+    }
 }
 
 /* step_hook: backward finished `layer`: start every bucket that is now complete, or
@@ -139,7 +166,7 @@ static void on_layer_done(void *ctx, int layer)
                 start_bucket(L, L->next_bucket++);
         comm_progress(L->c);
     } else if (L->updating) {
-        update_bucket_overlapped(L, &L->layers, L->m->nlayers - 1 - layer, NULL);
+        bucket_reduced(L, L->m->nlayers - 1 - layer, NULL);
     }
 }
 
@@ -209,6 +236,12 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
     CHECK_ALLOC(L->phase_ev);
     CHECK_ALLOC(L->bucket_ev);
     for (size_t i = 0; i < nphase; i++) L->phase_ev[i] = be->ops->event_create(be);
+    L->plan_updated = calloc((size_t)L->plan.nbuckets, sizeof *L->plan_updated);
+    L->layer_updated = calloc((size_t)L->layers.nbuckets, sizeof *L->layer_updated);
+    CHECK_ALLOC(L->plan_updated);
+    CHECK_ALLOC(L->layer_updated);
+    for (int k = 0; k < L->plan.nbuckets; k++) L->plan_updated[k] = be->ops->event_create(be);
+    for (int k = 0; k < L->layers.nbuckets; k++) L->layer_updated[k] = be->ops->event_create(be);
     if (c != NULL)
         for (size_t i = 0; i < nbucket; i++) L->bucket_ev[i] = be->ops->event_create(be);
     if (c != NULL) comm_set_marker(c, on_marker, L);
@@ -229,6 +262,10 @@ void run_loop_free(struct run_loop *L)
             }
     }
     for (size_t i = 0; i < (size_t)L->iters * NPHASES; i++) be->ops->event_destroy(be, L->phase_ev[i]);
+    for (int k = 0; k < L->plan.nbuckets; k++) be->ops->event_destroy(be, L->plan_updated[k]);
+    for (int k = 0; k < L->layers.nbuckets; k++) be->ops->event_destroy(be, L->layer_updated[k]);
+    free(L->plan_updated);
+    free(L->layer_updated);
     free(L->phase_ev);
     free(L->bucket_ev);
     if (L->comm_buf != NULL) be->ops->free(be, L->comm_buf);
@@ -250,7 +287,7 @@ void run_loop_reset(struct run_loop *L)
     if (L->rb.state2 != NULL) L->be->ops->zero(L->be, L->rb.state2, bytes);
 }
 
-/* SMs the GEMMs may use while communication runs beside them (comm.gemm_sm_margin). */
+/* SMs the GEMMs may use while other work runs beside them (train.gemm_sm_margin). */
 static void limit_gemms(struct run_loop *L, int limited)
 {
     if (L->cfg->gemm_sm_margin > 0 && L->be->ops->gemm_sm_limit != NULL)
@@ -275,12 +312,12 @@ static void one_step(struct run_loop *L, int s)
     };
 
     if (timed) be->ops->event_record(be, e[PHASE_STEP]); /* slot STEP holds the step's start */
-    limit_gemms(L, L->with_comm && L->sharded);
+    limit_gemms(L, (L->with_comm && L->sharded) || L->updating);
     step_forward_loss(be, L->m, &L->rb, L->B, s, (float)config_loss_scale(L->cfg), &hook);
     if (timed) be->ops->event_record(be, e[PHASE_FORWARD]);
     L->next_bucket = 0;
     L->marking = timed && L->with_comm ? s - L->cfg->warmup : -1;
-    limit_gemms(L, L->with_comm);
+    limit_gemms(L, L->with_comm || L->updating);
     step_backward(be, L->m, &L->rb, L->B, &hook);
     limit_gemms(L, 0);
     if (timed) be->ops->event_record(be, e[PHASE_BACKWARD]);
@@ -289,14 +326,19 @@ static void one_step(struct run_loop *L, int s)
         comm_wait_all(L->c);
     }
     L->marking = -1;
-    if (timed) be->ops->event_record(be, e[PHASE_COMM_EXPOSED]);
-    if (!L->updating) { /* the whole update, after backward and communication */
+    if (timed && L->with_comm) be->ops->event_record(be, e[PHASE_COMM_EXPOSED]);
+    if (L->updating) { /* the last bucket's update: the one left after backward */
+        if (L->last_ready) update_bucket(L, update_plan(L), update_plan(L)->nbuckets - 1);
+        L->last_ready = 0;
+    } else { /* the whole update, after backward and communication */
         if (L->sharded && L->with_comm)
             for (int k = 0; k < L->plan.nbuckets; k++) update_bucket(L, &L->plan, k);
         else
             update_range(L, 0, L->m->nparams, grad_src(L));
     }
-    backend_stream_wait(be, NULL, backend_update_stream(be));
+    /* the all-gathers send what every update wrote; otherwise the next forward waits
+     * for each bucket's update only when it needs the bucket */
+    if (L->with_comm && L->sharded) backend_stream_wait(be, NULL, backend_update_stream(be));
     if (timed) be->ops->event_record(be, e[PHASE_UPDATE]);
     if (L->with_comm && L->sharded) gather_weights(L, 0);
 }
@@ -335,6 +377,7 @@ void run_loop_steps(struct run_loop *L, int with_comm)
     L->timed_energy_j = energy0 >= 0 && energy1 > energy0 && L->timed_wall_s >= ENERGY_MIN_WINDOW_S ? energy1 - energy0 : NAN;
     const double nvlink1 = backend_nvlink_tx_bytes(L->be);
     L->nvlink_tx_bytes = nvlink0 >= 0 && nvlink1 >= 0 ? nvlink1 - nvlink0 : NAN;
+    L->timed_with_comm = L->with_comm;
     L->with_comm = 0;
 }
 
@@ -346,8 +389,10 @@ void run_loop_phase_times(struct run_loop *L, double *out)
         double *t = out + (size_t)i * NPHASES;
         t[PHASE_FORWARD] = be->ops->event_elapsed_s(be, e[PHASE_STEP], e[PHASE_FORWARD]);
         t[PHASE_BACKWARD] = be->ops->event_elapsed_s(be, e[PHASE_FORWARD], e[PHASE_BACKWARD]);
-        t[PHASE_COMM_EXPOSED] = be->ops->event_elapsed_s(be, e[PHASE_BACKWARD], e[PHASE_COMM_EXPOSED]);
-        t[PHASE_UPDATE] = be->ops->event_elapsed_s(be, e[PHASE_COMM_EXPOSED], e[PHASE_UPDATE]);
+        /* a pass without communication has no such phase: the update follows backward */
+        struct backend_event *comm_done = L->timed_with_comm ? e[PHASE_COMM_EXPOSED] : e[PHASE_BACKWARD];
+        t[PHASE_COMM_EXPOSED] = L->timed_with_comm ? be->ops->event_elapsed_s(be, e[PHASE_BACKWARD], comm_done) : 0.0;
+        t[PHASE_UPDATE] = be->ops->event_elapsed_s(be, comm_done, e[PHASE_UPDATE]);
         t[PHASE_STEP] = be->ops->event_elapsed_s(be, e[PHASE_STEP], e[PHASE_UPDATE]);
     }
 }

@@ -39,7 +39,11 @@ struct run_loop {
     float grad_scale;       /* 1/N unless the library averages, times 1/loss_scale */
     struct optim_hparams h; /* of the step in progress */
     int with_comm;          /* the pass in progress reduces gradients */
+    int timed_with_comm;    /* the last pass did: without, it has no exposed communication at all */
     int updating;           /* the pass in progress updates as buckets complete (train.overlap_update) */
+    int last_ready;         /* the last bucket is reduced: its update is the one left after backward */
+    struct backend_event **plan_updated;  /* [bucket of plan]: its update done, on the update stream */
+    struct backend_event **layer_updated; /* [bucket of layers] */
     int next_bucket;        /* first bucket of this step not started yet */
     int marking;            /* timed step whose bucket markers are recorded, -1 = none */
     struct backend_event **phase_ev;  /* [iters][NPHASES]: ends of phases; slot STEP = the start */

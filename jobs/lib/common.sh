@@ -31,5 +31,19 @@ dpscale_launcher() {
     esac
 }
 
+# PATHS (the comm.path of each launch) was called TRANSPORTS: still taken, with one
+# warning; PATHS wins when both are set. TRANSPORTS is then unset, so that
+# jobs/lib/sweep.sh does not warn again.
+paths_from_transports() {
+    [ -n "${TRANSPORTS:-}" ] || return 0
+    if [ -n "${PATHS:-}" ]; then
+        echo "dpscale job: warning: TRANSPORTS is deprecated and ignored: PATHS=$PATHS is set" >&2
+    else
+        echo "dpscale job: warning: TRANSPORTS is deprecated: use PATHS (taking PATHS=$TRANSPORTS)" >&2
+        PATHS=$TRANSPORTS
+    fi
+    unset TRANSPORTS
+}
+
 # GPUs on this node (0 without a driver): the job then runs on the CPU backend.
 gpus_on_node() { nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true; }

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# sweep.sh — one dpscale scaling sweep per transport, then one comparable table.
+# sweep.sh — one dpscale scaling sweep per path, then one comparable table.
 #
 #   jobs/lib/sweep.sh [dpscale run options...]
 #
-# NCCL fixes its transport settings once per process, so each transport (nvlink,
-# pcie, net) is its own launch, writing NAME-TRANSPORT.h5 into OUTDIR; at the end
-# `dpscale report` prints them side by side. Used by jobs/scale8.sh and
-# jobs/multinode.sh; runs as well outside Slurm with mpirun (LAUNCHER).
+# NCCL fixes the path its bytes take (comm.path: nvlink, pcie, net) once per
+# process, so each path is its own launch (--comm.path=PATH), writing
+# NAME-PATH.h5 into OUTDIR; at the end `dpscale report` prints them side by side.
+# Used by jobs/scale8.sh and jobs/multinode.sh; runs as well outside Slurm with
+# mpirun (LAUNCHER).
 #
 # Environment (all optional):
 #   DPSCALE      the binary                          (default: bin/dpscale beside this repo)
-#   TRANSPORTS   comma-separated transports           (default: the config's comm.transports, else nvlink,pcie)
+#   PATHS        comma-separated paths: auto, nvlink, pcie, net
+#                                                    (default: the config's comm.paths, else nvlink,pcie;
+#                                                    TRANSPORTS, its former name, is taken with a warning)
 #   OUTDIR       folder of the result files           (default: results)
 #   NAME         file name stem                       (default: dpscale-$SLURM_JOB_ID or -<UTC time>)
 #   LAUNCHER     how to start the ranks               (default: srun under Slurm, else mpirun -np $NP)
@@ -24,9 +27,13 @@ NAME=${NAME:-dpscale-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}}
 die() { echo "dpscale: error: $*" >&2; exit 2; }
 [ -x "$DPSCALE" ] || die "no dpscale binary at $DPSCALE; run make first or set DPSCALE"
 mkdir -p "$OUTDIR" || die "cannot create OUTDIR=$OUTDIR"
-if [ -z "${TRANSPORTS:-}" ]; then # the config may name them: comm.transports = nvlink,pcie
-    TRANSPORTS=$("$DPSCALE" config "$@" --get comm.transports) || die "the dpscale options above are not valid"
-    TRANSPORTS=${TRANSPORTS:-nvlink,pcie}
+if [ -n "${TRANSPORTS:-}" ]; then # its former name
+    if [ -n "${PATHS:-}" ]; then echo "dpscale: warning: TRANSPORTS is deprecated and ignored: PATHS=$PATHS is set" >&2
+    else echo "dpscale: warning: TRANSPORTS is deprecated: use PATHS (taking PATHS=$TRANSPORTS)" >&2; PATHS=$TRANSPORTS; fi
+fi
+if [ -z "${PATHS:-}" ]; then # the config may name them: comm.paths = nvlink,pcie
+    PATHS=$("$DPSCALE" config "$@" --get comm.paths) || die "the dpscale options above are not valid"
+    PATHS=${PATHS:-nvlink,pcie}
 fi
 if [ -z "${LAUNCHER:-}" ]; then
     if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null 2>&1; then
@@ -38,14 +45,15 @@ if [ -z "${LAUNCHER:-}" ]; then
 fi
 
 files=()
-IFS=, read -r -a list <<<"$TRANSPORTS"
-for t in "${list[@]}"; do
-    case "$t" in nvlink | pcie | net | auto) ;; *) die "unknown transport '$t' in TRANSPORTS; use nvlink, pcie, net or auto" ;; esac
-    out="$OUTDIR/$NAME-$t.h5"
+IFS=, read -r -a list <<<"$PATHS"
+for p in "${list[@]}"; do
+    case "$p" in nvlink | pcie | net | auto) ;; *) die "unknown path '$p' in PATHS; use nvlink, pcie, net or auto" ;; esac
+    out="$OUTDIR/$NAME-$p.h5"
     [ -e "$out" ] && die "$out exists; results are never overwritten: choose another NAME or OUTDIR"
-    echo "== transport $t: $LAUNCHER $DPSCALE run $* --comm.transports=$t"
+    # --comm.paths too: it replaces a list the config may hold, which one launch cannot run
+    echo "== path $p: $LAUNCHER $DPSCALE run $* --comm.path=$p --comm.paths=$p"
     # shellcheck disable=SC2086 # LAUNCHER is a command line
-    $LAUNCHER "$DPSCALE" run "$@" --comm.transports="$t" --run.output_dir="$OUTDIR" --run.output="$NAME-$t.h5"
+    $LAUNCHER "$DPSCALE" run "$@" --comm.path="$p" --comm.paths="$p" --run.output_dir="$OUTDIR" --run.output="$NAME-$p.h5"
     files+=("$out")
 done
 echo

@@ -3,17 +3,25 @@
   check.py loss-close A.h5 B.h5 RTOL        loss curves of two runs agree within RTOL (relative, every step)
   check.py params-close F.h5 RTOL           the saved parameters of every run in F agree with those of n1
   check.py summary F.h5                     print the summary table of F
-Prints one line, and exits 1 when the check fails."""
+Prints one line, and exits 1 when the check fails. Reads schema 2: runs in
+/runs/<library>/<path>/n<N>."""
 import sys
 
 import h5py
 import numpy as np
 
 
+def first_system(f):
+    """/runs/<library>/<path> of the first library and path in the file."""
+    library = list(f["runs"].keys())[0]
+    path = list(f["runs"][library].keys())[0]
+    return f["runs"][library][path]
+
+
 def first_run(f):
-    t = list(f["runs"].keys())[0]
-    n = sorted(f["runs"][t].keys(), key=lambda k: int(k[1:]))[0]
-    return f["runs"][t][n]
+    runs = first_system(f)
+    n = sorted(runs.keys(), key=lambda k: int(k[1:]))[0]
+    return runs[n]
 
 
 def loss_close(a, b, rtol):
@@ -27,22 +35,22 @@ def loss_close(a, b, rtol):
 
 def params_close(path, rtol):
     f = h5py.File(path)
-    t = list(f["runs"].keys())[0]
-    ref = f["runs"][t]["n1"]["params"][:]
+    runs = first_system(f)
+    ref = runs["n1"]["params"][:]
     worst = 0.0
-    for name, g in f["runs"][t].items():
+    for name, g in runs.items():
         diff = np.abs(g["params"][:] - ref).max() / np.abs(ref).max()
         worst = max(worst, diff)
     ok = worst <= rtol
-    print(f"parameters of {sorted(f['runs'][t].keys())} vs n1: max |diff| / max|p| = {worst:.3e} "
+    print(f"parameters of {sorted(runs.keys())} vs n1: max |diff| / max|p| = {worst:.3e} "
           f"(tolerance {rtol:g}): {'PASS' if ok else 'FAIL'}")
     return ok
 
 
 def summary(path):
     s = h5py.File(path)["summary"][:]
-    cols = ["nranks", "samples_per_s", "efficiency", "step_median_s", "backward_median_s", "allreduce_median_s",
-            "gemm_tflops", "mfu", "allreduce_busbw_gbps", "joules_per_sample", "avg_power_w"]
+    cols = ["nranks", "samples_per_s", "efficiency", "step_median_s", "backward_median_s", "comm_exposed_median_s",
+            "allreduce_alone_s", "loss_interference", "loss_comm", "gemm_tflops", "mfu", "allreduce_busbw_gbps", "joules_per_sample", "avg_power_w"]
     print(" ".join(f"{c:>14s}" for c in cols))
     for row in s:
         print(" ".join(f"{row[c]:14.4g}" for c in cols))

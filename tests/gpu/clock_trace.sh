@@ -15,6 +15,6 @@ sampler=$!
 sleep 1
 date -u +"start %H:%M:%S.%N" | tee "$OUT/marks.txt"
 mpirun --bind-to none -np 2 bin/dpscale run --config configs/mlp-gemm-heavy.ini --sweep=2 --train.iters=60 \
-    --run.output_dir="$OUT" --run.output=clock-run.h5 | tee "$OUT/run.log" | grep -E "^nccl +2"
+    --run.output_dir="$OUT" --run.output=clock-run.h5 | tee "$OUT/run.log" | grep -E "^nccl/auto +2"
 date -u +"end %H:%M:%S.%N" | tee -a "$OUT/marks.txt"
 kill $sampler

@@ -153,7 +153,10 @@ def main():
     samples_per_s = global_batch / (med / 1e3)
 
     if rank == 0:
-        nccl = ".".join(str(v) for v in torch.cuda.nccl.version()) if world > 1 else "unused"
+        nccl = "unused"
+        if world > 1:
+            v = torch.cuda.nccl.version()  # a tuple (2, 28, 3) in recent releases, an int (22803) in old ones
+            nccl = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
         print(f"ddp_reference: {args.mode}, {world} x {torch.cuda.get_device_name(device)} "
               f"(torch {torch.__version__}, NCCL {nccl}, NCCL_P2P_DISABLE={os.environ.get('NCCL_P2P_DISABLE', '-')}), "
               f"MLP {args.layers} layers {args.input_dim} -> {args.hidden_dim} x{args.layers - 1} -> {args.classes} "

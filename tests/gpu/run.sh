@@ -65,31 +65,32 @@ cat "$LOG/sweep_gemm_heavy.log"
 $PY tests/gpu/check.py summary "$LOG/gemm-heavy.h5" | tee "$LOG/summary.txt"
 check sweep_gemm_heavy_overlap_off $MPIRUN -np "$NGPU" bin/dpscale run --config configs/mlp-gemm-heavy.ini \
     --comm.overlap=off $O --run.output=gemm-heavy-off.h5
-sed -n '/^transport/,/^step:/p' "$LOG/sweep_gemm_heavy_overlap_off.log"
+sed -n '/^comm\/path/,/^step:/p' "$LOG/sweep_gemm_heavy_overlap_off.log"
 if [ "$NGPU" -ge 2 ]; then
     # 6. allreduce bandwidth, over NVLink and through host memory (P2P disabled)
     check comm_nvlink $MPIRUN -np 2 bin/dpscale comm --backend=cuda $O --run.output=comm-nvlink.h5
     cat "$LOG/comm_nvlink.log"
     check comm_p2p_disabled $MPIRUN -np 2 -x NCCL_P2P_DISABLE=1 bin/dpscale comm --backend=cuda $O --run.output=comm-nop2p.h5
     cat "$LOG/comm_p2p_disabled.log"
-    # 7. NVLink versus PCIe, each proven by the NVLink counters, through the job scripts' sweep
-    check transports_sweep env OUTDIR="$LOG" NAME=comm-bound TRANSPORTS=nvlink,pcie \
+    # 7. NVLink versus PCIe (comm.path), each proven by the NVLink counters, through the job scripts' sweep
+    check paths_sweep env OUTDIR="$LOG" NAME=comm-bound PATHS=nvlink,pcie \
         LAUNCHER="$MPIRUN -np 2" jobs/lib/sweep.sh --config configs/mlp-comm-bound.ini
-    grep -E "^== transport|^(nvlink|pcie) |path|verified" "$LOG/transports_sweep.log"
-    sed -n '/^transport/,/^step:/p' "$LOG/transports_sweep.log"
-    $PY -c "import h5py,sys; [print(f, h5py.File(f)['runs'][t]['n2'].attrs['path_proof']) for f,t in [(sys.argv[1],'nvlink'),(sys.argv[2],'pcie')]]" \
+    grep -E "^== path|^nccl/(nvlink|pcie) |path|verified" "$LOG/paths_sweep.log"
+    sed -n '/^comm\/path/,/^step:/p' "$LOG/paths_sweep.log"
+    # schema 2: /runs/<library>/<path>/n<N>
+    $PY -c "import h5py,sys; [print(f, h5py.File(f)['runs']['nccl'][p]['n2'].attrs['path_proof']) for f,p in [(sys.argv[1],'nvlink'),(sys.argv[2],'pcie')]]" \
         "$LOG/comm-bound-nvlink.h5" "$LOG/comm-bound-pcie.h5" | tee "$LOG/path_proof.txt"
     # 8. how many SMs NCCL may take from the overlapped backward (GEMM-heavy, NVLink)
     for ctas in 4 8 16; do
         check ctas_${ctas} $MPIRUN -np 2 bin/dpscale run --config configs/mlp-gemm-heavy.ini --comm.nccl_max_ctas=$ctas \
             $O --run.output=gemm-heavy-ctas$ctas.h5
-        grep -E "^nccl +2 " "$LOG/ctas_${ctas}.log"
+        grep -E "^nccl/auto +2 " "$LOG/ctas_${ctas}.log"
     done
     # 9. overlap on and off through host memory, on a model whose allreduce is about half its backward
     for ov in on off; do
-        check overlap_${ov}_p2p_disabled $MPIRUN -np 2 bin/dpscale run --comm.transport=pcie \
+        check overlap_${ov}_p2p_disabled $MPIRUN -np 2 bin/dpscale run --comm.path=pcie \
             --config configs/mlp-comm-bound.ini --comm.overlap=$ov $O --run.output=comm-bound-$ov.h5
-        sed -n '/^transport/,/^step:/p' "$LOG/overlap_${ov}_p2p_disabled.log"
+        sed -n '/^comm\/path/,/^step:/p' "$LOG/overlap_${ov}_p2p_disabled.log"
     done
 fi
 

@@ -67,3 +67,23 @@ def test_a_dying_rank_ends_the_whole_job_quickly(outdir, kind):
         assert "dpscale: error:" in p.stderr and ":1 " in p.stderr, p.stderr  # names host:rank 1
     else:  # mpirun names the dead process: "Process name: [[job,1],1]" or "rank 1"
         assert re.search(r"\[\[\d+,\d+\],1\]|rank 1", p.stderr), p.stderr
+
+
+@pytest.mark.parametrize("where", ["file", "command line"])
+def test_the_former_comm_transport_key_names_comm_path(tmp_path, outdir, where):
+    """comm.transport became comm.path (library = who reduces, path = the way NCCL's bytes go)."""
+    if where == "file":
+        ini = tmp_path / "old.ini"
+        ini.write_text(open(TINY).read() + "\n[comm]\ntransport = nvlink\n")
+        p = dpscale(2, "run", "--config", ini, f"--run.output_dir={outdir}")
+    else:
+        p = dpscale(2, "run", "--config", TINY, f"--run.output_dir={outdir}", "--comm.transport=nvlink")
+    assert p.returncode == 2, p.stderr
+    errors = error_lines(p)
+    assert len(errors) == 1, p.stderr
+    assert "comm.transport is now comm.path" in errors[0]
+    if where == "file":
+        assert str(tmp_path / "old.ini") in errors[0]
+    else:
+        assert "--comm.transport=nvlink" in errors[0]
+    assert list(outdir.iterdir()) == []

@@ -17,7 +17,7 @@ def comm(outdir, *args, name="c.h5", np_=2):
 def test_sweep_is_correct_and_self_consistent(outdir, in_place):
     p = comm(outdir, f"--collective.in_place={in_place}")
     assert p.returncode == 0, p.stdout + p.stderr
-    g = h5py.File(outdir / "c.h5")["collectives/mpi/n2"]
+    g = h5py.File(outdir / "c.h5")["collectives/mpi/auto/n2"]
     assert g.attrs["in_place"] == (in_place == "on") and g.attrs["dtype"] == "fp32"
     sizes = g["size_bytes"][:]
     assert list(sizes) == [2**18, 2**20, 2**22]  # 0.25, 1, 4 MiB: factor 4
@@ -33,12 +33,13 @@ def test_sweeps_every_n_of_the_sweep(outdir):
     p = comm(outdir, "--sweep=2,4", np_=4)
     assert p.returncode == 0, p.stderr
     f = h5py.File(outdir / "c.h5")
-    assert sorted(f["collectives/mpi"].keys()) == ["n2", "n4"]
-    assert "runs" not in f and f.attrs["schema_version"] == 1
+    assert sorted(f["collectives/mpi/auto"].keys()) == ["n2", "n4"]
+    assert "runs" not in f and f.attrs["schema_version"] == 2
+    assert f["system"].attrs["library"] == "mpi" and f["system"].attrs["path"] == "auto"
 
 
 def test_16_bit_allreduce_over_mpi_is_refused_before_work(outdir):
     p = comm(outdir, "--collective.dtype=bf16")
     assert p.returncode == 2
-    assert "needs the nccl transport" in p.stderr
+    assert "needs comm.library = nccl" in p.stderr
     assert list(outdir.iterdir()) == []

@@ -1,5 +1,6 @@
 """Overlap of the gradient allreduce with backward on the CPU backend (MPI), and
-the decomposition of the step that every run records."""
+the decomposition of the step that every run records (compute, imbalance,
+interference, comm: they add up to 1 - efficiency; all zero on one rank)."""
 import numpy as np
 import pytest
 
@@ -19,7 +20,7 @@ def runs(tmp_path_factory):
 
 def test_overlap_cuts_the_arena_into_buckets_and_off_is_one(runs):
     on, off = runs
-    g_on, g_off = on["runs/mpi/n2"], off["runs/mpi/n2"]
+    g_on, g_off = on["runs/mpi/auto/n2"], off["runs/mpi/auto/n2"]
     assert g_on.attrs["overlap"] == "on" and g_on.attrs["nbuckets"] > 2
     assert g_off.attrs["overlap"] == "off" and g_off.attrs["nbuckets"] == 1
     assert g_on["bucket_elements"][:].sum() == g_on.attrs["parameters"]
@@ -29,7 +30,7 @@ def test_overlap_cuts_the_arena_into_buckets_and_off_is_one(runs):
 def test_with_overlap_the_first_bucket_starts_during_backward(runs):
     on, off = runs
     for f, during in ((on, True), (off, False)):
-        g = f["runs/mpi/n2"]
+        g = f["runs/mpi/auto/n2"]
         backward_end = g["forward_s"][:] + g["backward_s"][:]  # from the step's start
         first_start = g["bucket_start_s"][:, :, 0]
         assert np.all((first_start < backward_end) == during), (first_start, backward_end)
@@ -41,8 +42,8 @@ def test_with_overlap_the_first_bucket_starts_during_backward(runs):
 
 def test_overlap_does_not_change_the_training(runs):
     on, off = runs
-    assert on["runs/mpi/n2"].attrs["params_hash"] == off["runs/mpi/n2"].attrs["params_hash"]
-    assert np.array_equal(on["runs/mpi/n2/loss"][:], off["runs/mpi/n2/loss"][:])
+    assert on["runs/mpi/auto/n2"].attrs["params_hash"] == off["runs/mpi/auto/n2"].attrs["params_hash"]
+    assert np.array_equal(on["runs/mpi/auto/n2/loss"][:], off["runs/mpi/auto/n2/loss"][:])
 
 
 def test_decomposition_adds_up_and_agrees_with_its_datasets(runs):
@@ -50,23 +51,37 @@ def test_decomposition_adds_up_and_agrees_with_its_datasets(runs):
         s = f["summary"][:]
         for row in s:
             n = int(row["nranks"])
-            g = f[f"runs/mpi/n{n}"]
+            g = f[f"runs/mpi/auto/n{n}"]
             compute = g["compute_only_s"][:]
             assert compute.shape == (6, n)
             assert row["compute_only_s"] == pytest.approx(np.median(compute.max(axis=1)), rel=1e-12)
             assert row["compute_only_mean_s"] == pytest.approx(np.median(compute.mean(axis=1)), rel=1e-12)
             alone = g["allreduce_alone_s"][:]
             assert row["allreduce_alone_s"] == pytest.approx(np.median(alone.max(axis=1)), rel=1e-12)
+            fwd_bwd = g["forward_s"][:] + g["backward_s"][:]
+            assert row["fwd_bwd_median_s"] == pytest.approx(np.median(fwd_bwd.max(axis=1)), rel=1e-12)
+            co_fwd_bwd = g["compute_only_fwd_bwd_s"][:]
+            assert co_fwd_bwd.shape == (6, n)
+            assert row["compute_only_fwd_bwd_s"] == pytest.approx(np.median(co_fwd_bwd.max(axis=1)), rel=1e-12)
+            step = row["step_median_s"]
+            assert row["loss_interference"] == pytest.approx(
+                (row["fwd_bwd_median_s"] - row["compute_only_fwd_bwd_s"]) / step, abs=1e-12)
+            assert row["loss_comm"] == pytest.approx((step - row["compute_only_s"]) / step - row["loss_interference"],
+                                                     abs=1e-12)
             exposed = np.median(g["comm_exposed_s"][:].max(axis=1))
             assert row["comm_exposed_median_s"] == pytest.approx(exposed, rel=1e-12)
             if n > 1:
                 assert row["overlap_efficiency"] == pytest.approx(1 - exposed / row["allreduce_alone_s"], rel=1e-9)
-            parts = row["loss_compute"] + row["loss_imbalance"] + row["loss_comm"]
+            parts = row["loss_compute"] + row["loss_imbalance"] + row["loss_interference"] + row["loss_comm"]
             assert parts == pytest.approx(1 - row["efficiency"], abs=1e-9)
+            if n == 1:  # one rank communicates nothing: nothing is lost
+                assert np.all(alone == 0) and row["comm_exposed_median_s"] < 1e-6
+                for loss in ("loss_compute", "loss_imbalance", "loss_interference", "loss_comm"):
+                    assert row[loss] == pytest.approx(0, abs=1e-12), loss
 
 
 def test_allreduce_op_sum_and_avg_train_the_same(tmp_path):
     a, _ = run_tiny(2, tmp_path, "--comm.allreduce_op=avg", "--sweep=2", name="avg.h5")
     b, _ = run_tiny(2, tmp_path, "--comm.allreduce_op=sum", "--sweep=2", name="sum.h5")
-    assert a["runs/mpi/n2"].attrs["params_hash"] == b["runs/mpi/n2"].attrs["params_hash"]
-    assert a["runs/mpi/n2"].attrs["allreduce_op"] == "avg"
+    assert a["runs/mpi/auto/n2"].attrs["params_hash"] == b["runs/mpi/auto/n2"].attrs["params_hash"]
+    assert a["runs/mpi/auto/n2"].attrs["allreduce_op"] == "avg"

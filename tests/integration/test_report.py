@@ -1,5 +1,6 @@
 """dpscale report on files the tool itself wrote: tables checked row by row
-against the files, CSV and JSON parsed back, comparisons, plots, bad files."""
+against the files, CSV and JSON parsed back, comparisons, plots, bad files; and
+on a schema-1 file measured before (results/), which is still read."""
 import csv
 import io
 import json
@@ -10,7 +11,9 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import BINARY, run_tiny
+from conftest import BINARY, ROOT, run_tiny
+
+OLD = ROOT / "results/h200x4-mlp-comm-bound-overlap-on-nvlink.h5"  # schema 1: a `transport` column
 
 
 def report(*args, env=None):
@@ -30,6 +33,8 @@ def files(tmp_path_factory):
 def test_markdown_rows_match_the_file(files):
     p = report(files / "a.h5")
     assert p.returncode == 0, p.stderr
+    device = h5py.File(files / "a.h5")["system"].attrs["device_name"]
+    assert f"### {device}, mpi over auto: mlp-tiny" in p.stdout
     rows = [l.strip("|").split("|") for l in p.stdout.splitlines() if l.startswith("| ") and l[2].isdigit()]
     summary = h5py.File(files / "a.h5")["summary"][:]
     assert len(rows) == len(summary) == 2
@@ -46,7 +51,9 @@ def test_csv_parses_back_to_the_file_figures(files):
     assert p.returncode == 0, p.stderr
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert len(rows) == 4
+    assert "transport" not in rows[0]
     for row in rows:
+        assert row["library"] == "mpi" and row["path"] == "auto"
         s = h5py.File(row["file"])["summary"][:]
         mine = s[s["nranks"] == int(row["gpus"])][0]
         assert float(row["samples_per_s"]) == pytest.approx(mine["samples_per_s"], rel=1e-9)
@@ -61,6 +68,8 @@ def test_json_parses(files):
     p = report("--format", "json", files / "a.h5")
     data = json.loads(p.stdout)
     assert [d["gpus"] for d in data] == [1, 2] and data[0]["allreduce_busbw_gbps"] is None
+    assert all(d["library"] == "mpi" and d["path"] == "auto" and "transport" not in d for d in data)
+    assert data[0]["exposed_comm_pct"] == pytest.approx(0, abs=0.05)  # one rank communicates nothing
 
 
 def test_compare_gives_ratios_and_prices(files):
@@ -72,6 +81,17 @@ def test_compare_gives_ratios_and_prices(files):
     cells = [c.strip() for c in lines[1].strip("|").split("|")]
     assert float(cells[-1]) == pytest.approx(a2["samples_per_s"] / a["samples_per_s"], abs=5e-4)
     assert float(cells[-2]) == pytest.approx(a2["samples_per_s"] * 3600 / (4 * 2), rel=1e-3)
+    device = h5py.File(files / "a.h5")["system"].attrs["device_name"]
+    assert f"reference: {device}, mpi over auto (" in p.stdout
+    assert cells[1] == f"{device}, mpi over auto"
+
+
+def test_compare_as_csv_quotes_the_system(files):
+    p = report("--compare", "--format", "csv", files / "a.h5", files / "a2.h5")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert len(rows) == 4 and all(r["system"].endswith(", mpi over auto") for r in rows)
+    assert {r["file"] for r in rows} == {str(files / "a.h5"), str(files / "a2.h5")}
 
 
 def test_compare_says_plainly_when_runs_are_not_comparable(files):
@@ -103,7 +123,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     newer = tmp_path / "newer.h5"
     shutil.copy(files / "a.h5", newer)
     with h5py.File(newer, "r+") as f:
-        f.attrs["schema_version"] = 2
+        f.attrs["schema_version"] = 3
     text = tmp_path / "notes.h5"
     text.write_text("not hdf5")
     p = report(truncated, foreign, files / "a.h5", newer, text)
@@ -112,6 +132,36 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     assert len(errors) == 4, p.stderr
     assert any("truncated.h5" in e and ("damaged" in e or "not an HDF5" in e) for e in errors)
     assert any("foreign.h5: not a dpscale result file" in e for e in errors)
-    assert any("newer.h5: schema version 2" in e and "update dpscale" in e for e in errors)
+    assert any("newer.h5: schema version 3" in e and "update dpscale" in e for e in errors)
     assert any("notes.h5: not an HDF5 file" in e for e in errors)
     assert str(files / "a.h5") in p.stdout  # the good one is still reported
+
+
+@pytest.mark.skipif(not OLD.exists(), reason="results/ holds no schema-1 file")
+def test_a_schema_1_file_is_still_read():
+    """Files measured before schema 2 cannot be measured again: their `transport`
+    column becomes library nccl and path nvlink."""
+    with h5py.File(OLD) as f:
+        assert f.attrs["schema_version"] == 1 and "transport" in f["summary"].dtype.names
+        summary = f["summary"][:]
+    p = report("--format", "csv", OLD)
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert [int(r["gpus"]) for r in rows] == list(summary["nranks"]) == [1, 2, 4]
+    for row, s in zip(rows, summary):
+        assert row["library"] == "nccl" and row["path"] == "nvlink"
+        assert float(row["samples_per_s"]) == pytest.approx(s["samples_per_s"], rel=1e-9)
+    p = report(OLD)
+    assert p.returncode == 0 and "### NVIDIA H200, nccl over nvlink: mlp-comm-bound" in p.stdout
+
+
+def test_schema_1_and_2_files_compare_side_by_side(files):
+    """A schema-1 transport that named the library (mpi, nccl) is that library over path auto."""
+    old = ROOT / "results/h200x2-gemm-heavy-nvlink.h5"  # schema 1, transport "nccl"
+    if not old.exists():
+        pytest.skip("results/ holds no schema-1 nccl file")
+    p = report("--compare", "--format", "csv", old, files / "a.h5")
+    assert p.returncode == 0, p.stderr
+    assert "not comparable:" in p.stdout and "mpi over auto" in p.stdout
+    rows = list(csv.DictReader(io.StringIO("\n".join(l for l in p.stdout.splitlines() if not l.startswith("#")))))
+    assert rows and all(r["system"] == "NVIDIA H200, nccl over auto" for r in rows)

@@ -1,5 +1,6 @@
-"""The HDF5 result file holds what the README's schema says, and its summary
-figures can be recomputed from its own timing datasets."""
+"""The HDF5 result file holds what the README's schema (version 2) says, and its
+summary figures can be recomputed from its own timing datasets. Runs live in
+/runs/<library>/<path>/n<N>; the 1-rank run communicates nothing."""
 import numpy as np
 import pytest
 
@@ -17,13 +18,14 @@ def result(tmp_path_factory):
 
 def test_root_system_and_config_are_self_describing(result):
     f, _ = result
-    assert f.attrs["schema_version"] == 1
+    assert f.attrs["schema_version"] == 2
     assert f.attrs["writer"] == "dpscale"
     for key in ["dpscale_version", "created_utc", "command_line", "job_id"]:
         assert key in f.attrs
     assert "run --config" in f.attrs["command_line"]
     s = f["system"]
     assert s.attrs["backend"] == "cpu" and s.attrs["world_size"] == 2
+    assert s.attrs["library"] == "mpi" and s.attrs["path"] == "auto" and "transport" not in s.attrs
     assert s["hosts"].shape == (2,)
     c = f["config"]
     assert c.attrs["model.layers"] == 3 and c.attrs["train.iters"] == 6
@@ -32,10 +34,16 @@ def test_root_system_and_config_are_self_describing(result):
 
 def test_every_run_has_iteration_by_rank_datasets(result):
     f, _ = result
+    assert list(f["runs"].keys()) == ["mpi"] and list(f["runs/mpi"].keys()) == ["auto"]
     for n in (1, 2):
-        g = f[f"runs/mpi/n{n}"]
+        g = f[f"runs/mpi/auto/n{n}"]
         assert g.attrs["nranks"] == n and g.attrs["timed_steps"] == 6
-        for name in PHASES:
+        assert g.attrs["library"] == "mpi" and g.attrs["path"] == "auto" and "transport" not in g.attrs
+        assert g.attrs["communicates"] == (n > 1)
+        for key, value in [("overlap_update", "on"), ("shard_optimizer", "off"), ("register", "off"),
+                           ("symmetric", "off"), ("cta_policy", "default"), ("gemm_sm_margin", 0)]:
+            assert g.attrs[key] == value, key
+        for name in PHASES + ["compute_only_s", "compute_only_fwd_bwd_s"]:
             d = g[name]
             assert d.shape == (6, n), (name, d.shape)
             assert d.attrs["units"] == "s"
@@ -46,14 +54,39 @@ def test_every_run_has_iteration_by_rank_datasets(result):
         assert np.allclose(parts, g["step_s"][:], rtol=1e-6, atol=1e-9)
 
 
+def test_the_one_rank_run_communicates_nothing(result):
+    f, _ = result
+    g = f["runs/mpi/auto/n1"]
+    assert g.attrs["communicates"] == 0
+    assert g.attrs["allreduce_bytes"] == 0 and g.attrs["allreduce_dtype"] == "none"
+    alone = g["allreduce_alone_s"][:]
+    assert alone.shape == (1, 1) and np.all(alone == 0)  # one row of zeros: no collective was run
+    assert np.all(g["comm_exposed_s"][:] < 1e-6)
+    s = f["summary"][:]
+    one = s[s["nranks"] == 1][0]
+    assert one["allreduce_alone_s"] == 0 and np.isnan(one["allreduce_busbw_gbps"])
+    assert one["comm_exposed_median_s"] < 1e-6
+    for loss in ("loss_compute", "loss_imbalance", "loss_interference", "loss_comm"):
+        assert one[loss] == pytest.approx(0, abs=1e-12), loss
+    two = f["runs/mpi/auto/n2"]
+    assert two.attrs["communicates"] == 1 and two.attrs["allreduce_bytes"] > 0
+    assert two.attrs["allreduce_dtype"] == "fp32"
+
+
 def test_summary_efficiency_agrees_with_the_timing_datasets(result):
     f, _ = result
     summary = f["summary"][:]
     assert list(summary["nranks"]) == [1, 2]
+    names = summary.dtype.names
+    assert "transport" not in names and names[:2] == ("library", "path")
+    assert summary.dtype["library"].itemsize == 8 and summary.dtype["path"].itemsize == 8
+    assert list(summary["library"]) == [b"mpi", b"mpi"] and list(summary["path"]) == [b"auto", b"auto"]
+    for col in ("fwd_bwd_median_s", "compute_only_fwd_bwd_s", "loss_interference"):
+        assert col in names
     thr = {}
     for row in summary:
         n = int(row["nranks"])
-        step = f[f"runs/mpi/n{n}/step_s"][:]
+        step = f[f"runs/mpi/auto/n{n}/step_s"][:]
         median_of_slowest = np.median(step.max(axis=1))
         assert row["step_median_s"] == pytest.approx(median_of_slowest, rel=1e-12)
         assert row["step_p95_s"] == pytest.approx(np.percentile(step.max(axis=1), 95), rel=1e-12)
@@ -62,12 +95,13 @@ def test_summary_efficiency_agrees_with_the_timing_datasets(result):
     for row in summary:
         n = int(row["nranks"])
         assert row["efficiency"] == pytest.approx(thr[n] / (n * thr[1]), rel=1e-12)
-        assert f[f"runs/mpi/n{n}"].attrs["efficiency"] == pytest.approx(row["efficiency"], rel=1e-12)
+        assert f[f"runs/mpi/auto/n{n}"].attrs["efficiency"] == pytest.approx(row["efficiency"], rel=1e-12)
 
 
 def test_stdout_table_shows_the_same_numbers(result):
     f, p = result
-    rows = [line.split() for line in p.stdout.splitlines() if line.startswith("mpi ")]
+    assert "comm/path" in p.stdout
+    rows = [line.split() for line in p.stdout.splitlines() if line.startswith("mpi/auto ")]
     assert len(rows) == 4  # the scaling table, then where the time went
     for row, where, s in zip(rows[:2], rows[2:], f["summary"][:]):
         assert float(row[4]) == pytest.approx(1e3 * s["step_median_s"], abs=5e-4)

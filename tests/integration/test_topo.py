@@ -1,4 +1,4 @@
-"""dpscale topo and the transport check, on recorded topologies (fixtures) and a
+"""dpscale topo and the check of comm.path, on recorded topologies (fixtures) and a
 recorded /sys, on a machine without GPUs."""
 import os
 
@@ -26,7 +26,7 @@ def test_pcie_node_prints_the_matrix_and_stores_it(outdir):
 
 
 def test_nvlink_asked_of_a_pcie_node_is_refused_with_the_matrix(outdir):
-    p = topo(outdir, f"--topo.fixture={PCIE}", "--comm.transport=nvlink")
+    p = topo(outdir, f"--topo.fixture={PCIE}", "--comm.path=nvlink")
     assert p.returncode == 2
     errors = [l for l in p.stderr.splitlines() if l.startswith("dpscale: error:")]
     assert len(errors) == 1
@@ -57,10 +57,11 @@ def test_every_run_file_records_topology_and_nccl_environment(outdir):
     s = h5py.File(outdir / "r.h5")["system"]
     assert s["topology/link"].shape == (8, 8)
     assert "NCCL_DEBUG=WARN" in s.attrs["nccl_env"]
-    assert s.attrs["transport"] == "auto"
+    assert s.attrs["library"] == "mpi" and s.attrs["path"] == "auto"
+    assert "transport" not in s.attrs
 
 
-def test_transports_other_than_auto_need_nccl(outdir):
+def test_paths_other_than_auto_need_nccl(outdir):
     p = dpscale(2, "run", "--config", ROOT / "configs/mlp-tiny.ini", f"--run.output_dir={outdir}",
-                f"--topo.fixture={NVSWITCH}", "--comm.transport=pcie")
+                f"--topo.fixture={NVSWITCH}", "--comm.path=pcie")
     assert p.returncode == 2 and "needs the cuda backend" in p.stderr

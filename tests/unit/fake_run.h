@@ -1,7 +1,10 @@
 /* fake_run.h — a run_result filled with known timings, for the tests of the
  * statistics and of the HDF5 writer: every phase step_s/4 (step_s for the step),
  * one slow first iteration on rank 0, the allreduce alone step_s/8, the compute-only
- * step 0.9 step_s, one bucket. */
+ * step 0.9 step_s with forward + backward as in the real step (step_s/2: no
+ * interference), one bucket; labelled mpi over auto. On one rank it is the honest
+ * baseline: no communication (exposed 0, the update step_s/2, the allreduce alone
+ * one row of zeros, no gradient bytes, dtype "none"). */
 #ifndef DPSCALE_TEST_FAKE_RUN_H
 #define DPSCALE_TEST_FAKE_RUN_H
 
@@ -28,15 +31,23 @@ static struct run_result fake_run(int nranks, double step_s, int batch)
     r.iters = 3;
     r.steps = 4;
     r.nparams = 10;
-    r.allreduce_bytes = 1e9;
+    r.communicates = nranks > 1;
+    r.allreduce_bytes = r.communicates ? 1e9 : 0;
     r.gemm_flops_per_step = 1e12;
-    snprintf(r.transport, sizeof r.transport, "mpi");
-    snprintf(r.allreduce_dtype, sizeof r.allreduce_dtype, "fp32");
+    snprintf(r.library, sizeof r.library, "mpi");
+    snprintf(r.path, sizeof r.path, "auto");
+    snprintf(r.allreduce_dtype, sizeof r.allreduce_dtype, "%s", r.communicates ? "fp32" : "none");
     for (int p = 0; p < NPHASES; p++) r.times[p] = filled(cells, p == PHASE_STEP ? step_s : step_s / 4);
     r.times[PHASE_STEP][0] = step_s * 10; /* one slow iteration on rank 0: the median ignores it */
-    r.allreduce_reps = 3;
-    r.allreduce_alone = filled(cells, step_s / 8);
+    if (!r.communicates)
+        for (size_t i = 0; i < cells; i++) {
+            r.times[PHASE_COMM_EXPOSED][i] = 0;
+            r.times[PHASE_UPDATE][i] = step_s / 2;
+        }
+    r.allreduce_reps = r.communicates ? 3 : 1;
+    r.allreduce_alone = filled((size_t)r.allreduce_reps * nranks, r.communicates ? step_s / 8 : 0);
     r.compute_only = filled(cells, 0.9 * step_s);
+    r.compute_only_fwd_bwd = filled(cells, step_s / 2);
     r.nbuckets = 1;
     r.bucket_count = filled(1, 10);
     r.bucket_start = filled(cells, step_s / 2);

@@ -173,19 +173,60 @@ TEST(strong_scaling_batch_must_split_evenly)
     CHECK(config_batch_per_rank(&c, 4) == 2 && config_batch_per_rank(&c, 1) == 8);
 }
 
-TEST(transports_list_is_checked_and_one_entry_sets_the_transport)
+TEST(paths_list_is_checked_and_one_entry_sets_the_path)
 {
     struct config c;
-    char *one[] = {"run", "--comm.transports=pcie", NULL};
-    CHECK(load(&c, 2, one) == 0 && c.transport == PATH_PCIE);
+    char *one[] = {"run", "--comm.paths=pcie", NULL};
+    CHECK(load(&c, 2, one) == 0 && c.path == PATH_PCIE);
     CHECK(config_resolve_for_world(&c, 2, g_err, sizeof g_err) == 0);
-    char *bad[] = {"run", "--comm.transports=nvlink,infiniband", NULL};
+    char *bad[] = {"run", "--comm.paths=nvlink,infiniband", NULL};
     CHECK(load(&c, 2, bad) != 0);
-    CHECK_CONTAINS(g_err, "'infiniband' is not a transport");
-    char *two[] = {"run", "--comm.transports=nvlink,pcie", NULL};
-    CHECK(load(&c, 2, two) == 0 && c.transport == PATH_AUTO); /* loads: dpscale config reads it */
+    CHECK_CONTAINS(g_err, "'infiniband' is not a path");
+    char *two[] = {"run", "--comm.paths=nvlink,pcie", NULL};
+    CHECK(load(&c, 2, two) == 0 && c.path == PATH_AUTO); /* loads: dpscale config reads it */
     CHECK(config_resolve_for_world(&c, 2, g_err, sizeof g_err) != 0); /* but one launch cannot run both */
     CHECK_CONTAINS(g_err, "run jobs/lib/sweep.sh");
+    char *alias[] = {"run", "--path=nvlink", NULL};
+    CHECK(load(&c, 2, alias) == 0 && c.path == PATH_NVLINK);
+    char *library[] = {"run", "--library=mpi", NULL};
+    CHECK(load(&c, 2, library) == 0 && c.library == LIBRARY_MPI);
+}
+
+TEST(the_former_transport_keys_name_their_new_names)
+{
+    struct config c;
+    char *a1[] = {"run", "--config", (char *)ini("[comm]\ntransport = nvlink\n"), NULL};
+    CHECK(load(&c, 3, a1) != 0);
+    CHECK_CONTAINS(g_err, ":2: comm.transport is now comm.path");
+    CHECK(strchr(g_err, '\n') == NULL);
+    char *a2[] = {"run", "--config", (char *)ini("[comm]\ntransports = nvlink,pcie\n"), NULL};
+    CHECK(load(&c, 3, a2) != 0);
+    CHECK_CONTAINS(g_err, ":2: comm.transports is now comm.paths");
+    char *a3[] = {"run", "--comm.transport=nvlink", NULL};
+    CHECK(load(&c, 2, a3) != 0);
+    CHECK_CONTAINS(g_err, "--comm.transport=nvlink: comm.transport is now comm.path");
+    char *a4[] = {"run", "--comm.transports=nvlink", NULL};
+    CHECK(load(&c, 2, a4) != 0);
+    CHECK_CONTAINS(g_err, "comm.transports is now comm.paths");
+    char *a5[] = {"run", "--transport=pcie", NULL};
+    CHECK(load(&c, 2, a5) != 0);
+    CHECK_CONTAINS(g_err, "comm.path");
+}
+
+TEST(the_new_comm_and_train_keys_have_their_defaults)
+{
+    struct config c;
+    char *argv[] = {"run", NULL};
+    CHECK(load(&c, 1, argv) == 0);
+    CHECK(c.overlap_update == 1 && c.shard_optimizer == 0 && c.register_buffers == 0 && c.symmetric == 0);
+    CHECK(c.cta_policy == 0 && c.gemm_sm_margin == 0 && c.path == PATH_AUTO && c.library == LIBRARY_AUTO);
+    CHECK(strcmp(config_value_name(&c, "comm", "cta_policy"), "default") == 0);
+    char *set[] = {"run", "--train.overlap_update=off", "--comm.shard_optimizer=on", "--comm.cta_policy=zero", NULL};
+    CHECK(load(&c, 4, set) == 0);
+    CHECK(c.overlap_update == 0 && c.shard_optimizer == 1 && c.cta_policy == 2);
+    char *bad[] = {"run", "--comm.cta_policy=greedy", NULL};
+    CHECK(load(&c, 2, bad) != 0);
+    CHECK_CONTAINS(g_err, "expected one of default|efficiency|zero");
 }
 
 TEST(every_default_formats_back_to_itself)

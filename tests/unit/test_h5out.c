@@ -31,7 +31,29 @@ static const struct h5out_system g_sys = {
     .dpscale_version = "test", .created_utc = "2026-01-01T00:00:00Z", .command_line = "dpscale run",
     .job_id = "", .backend = "cpu", .device_name = "cpu", .backend_library = "none", .mpi_library = "none",
     .threads_per_rank = 1, .world_size = 2, .nnodes = 1, .hosts = "host-a\0...............................................................host-b",
+    .library = "mpi", .path = "auto",
 };
+
+/* A string attribute, as text ("" when missing). */
+static void read_attr_text(hid_t obj, const char *name, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (H5Aexists(obj, name) <= 0) return;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), ft = H5Aget_type(a), mt = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mt, H5T_VARIABLE);
+    H5Tset_cset(mt, H5Tget_cset(ft));
+    char *v = NULL;
+    if (H5Tis_variable_str(ft) > 0 && H5Aread(a, mt, &v) >= 0 && v != NULL) {
+        snprintf(buf, len, "%s", v);
+        H5free_memory(v);
+    } else if (H5Tis_variable_str(ft) <= 0 && H5Tget_size(ft) < len) {
+        memset(buf, 0, len);
+        H5Aread(a, ft, buf);
+    }
+    H5Tclose(mt);
+    H5Tclose(ft);
+    H5Aclose(a);
+}
 
 static double read_attr_double(hid_t obj, const char *name)
 {
@@ -54,12 +76,53 @@ TEST(file_reads_back_with_schema_runs_and_summary)
 
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     CHECK(f >= 0);
-    CHECK_NEAR(read_attr_double(f, "schema_version"), 1, 0);
+    CHECK_NEAR(read_attr_double(f, "schema_version"), H5OUT_SCHEMA_VERSION, 0);
+    CHECK(H5OUT_SCHEMA_VERSION == 2);
+    char text[64];
+    hid_t sys_group = H5Gopen2(f, "system", H5P_DEFAULT);
+    read_attr_text(sys_group, "library", text, sizeof text);
+    CHECK(strcmp(text, "mpi") == 0);
+    read_attr_text(sys_group, "path", text, sizeof text);
+    CHECK(strcmp(text, "auto") == 0);
+    CHECK(H5Aexists(sys_group, "transport") == 0);
+    H5Gclose(sys_group);
     hid_t cfg_group = H5Gopen2(f, "config", H5P_DEFAULT);
     CHECK_NEAR(read_attr_double(cfg_group, "model.layers"), 2, 0);
     H5Gclose(cfg_group);
 
-    hid_t d = H5Dopen2(f, "runs/mpi/n2/step_s", H5P_DEFAULT);
+    /* /runs/<library>/<path>/n<N>: the 1-rank run communicates nothing */
+    for (int n = 1; n <= 2; n++) {
+        char name[64];
+        snprintf(name, sizeof name, "runs/mpi/auto/n%d", n);
+        hid_t g = H5Gopen2(f, name, H5P_DEFAULT);
+        CHECK(g >= 0);
+        read_attr_text(g, "library", text, sizeof text);
+        CHECK(strcmp(text, "mpi") == 0);
+        read_attr_text(g, "path", text, sizeof text);
+        CHECK(strcmp(text, "auto") == 0);
+        CHECK(H5Aexists(g, "transport") == 0);
+        CHECK_NEAR(read_attr_double(g, "communicates"), n > 1, 0);
+        CHECK_NEAR(read_attr_double(g, "allreduce_bytes"), n > 1 ? 1e9 : 0, 0);
+        read_attr_text(g, "allreduce_dtype", text, sizeof text);
+        CHECK(strcmp(text, n > 1 ? "fp32" : "none") == 0);
+        for (size_t k = 0; k < 6; k++) {
+            static const char *const attrs[] = {"overlap_update", "shard_optimizer", "register", "symmetric", "cta_policy",
+                                                "gemm_sm_margin"};
+            CHECK(H5Aexists(g, attrs[k]) > 0);
+        }
+        CHECK(H5Lexists(g, "compute_only_fwd_bwd_s", H5P_DEFAULT) > 0);
+        hid_t alone = H5Dopen2(g, "allreduce_alone_s", H5P_DEFAULT), as = H5Dget_space(alone);
+        hsize_t adims[2];
+        H5Sget_simple_extent_dims(as, adims, NULL);
+        double a[6] = {0};
+        CHECK(adims[0] * adims[1] <= 6 && H5Dread(alone, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, a) >= 0);
+        if (n == 1) CHECK(adims[0] == 1 && adims[1] == 1 && a[0] == 0.0);
+        H5Sclose(as);
+        H5Dclose(alone);
+        H5Gclose(g);
+    }
+
+    hid_t d = H5Dopen2(f, "runs/mpi/auto/n2/step_s", H5P_DEFAULT);
     hid_t space = H5Dget_space(d);
     hsize_t dims[2];
     CHECK(H5Sget_simple_extent_ndims(space) == 2);
@@ -80,6 +143,22 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     CHECK_NEAR(eff[0], 1.0, 1e-15);
     CHECK_NEAR(eff[1], sums[1].efficiency, 0);
     H5Tclose(t);
+    /* the library and path columns, 8-byte strings */
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, 8);
+    t = H5Tcreate(H5T_COMPOUND, 16);
+    H5Tinsert(t, "library", 0, str);
+    H5Tinsert(t, "path", 8, str);
+    char labels[2][16];
+    CHECK(H5Dread(s, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0);
+    for (int k = 0; k < 2; k++) CHECK(strncmp(labels[k], "mpi", 8) == 0 && strncmp(labels[k] + 8, "auto", 8) == 0);
+    H5Tclose(t);
+    t = H5Dget_type(s);
+    CHECK(H5Tget_member_index(t, "transport") < 0); /* schema 1's column is gone */
+    CHECK(H5Tget_member_index(t, "loss_interference") >= 0 && H5Tget_member_index(t, "fwd_bwd_median_s") >= 0);
+    CHECK(H5Tget_member_index(t, "compute_only_fwd_bwd_s") >= 0);
+    H5Tclose(t);
+    H5Tclose(str);
     H5Dclose(s);
     H5Fclose(f);
     CHECK(access(path, F_OK) == 0);

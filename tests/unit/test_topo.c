@@ -1,11 +1,11 @@
 /* test_topo.c — topology from recorded `nvidia-smi topo -m` output and /sys, and
- * the NCCL settings of every transport, on an 8-GPU NVSwitch node and a PCIe-only
+ * the NCCL settings of every path (comm.path), on an 8-GPU NVSwitch node and a PCIe-only
  * dual-socket node. */
 #include <stdlib.h>
 
 #include "../../src/config.h"
 #include "../../src/topo.h"
-#include "../../src/transport.h"
+#include "../../src/nccl_path.h"
 #include "check.h"
 
 static struct topo_node g_nvswitch, g_pcie;
@@ -57,7 +57,7 @@ TEST(nvlink_on_the_nvswitch_node_restricts_p2p_to_nvlink)
 {
     struct nccl_settings s;
     char err[512];
-    CHECK(transport_nccl_settings(PATH_NVLINK, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
+    CHECK(nccl_path_settings(PATH_NVLINK, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
     CHECK(setting(&s, "NCCL_P2P_LEVEL") != NULL && strcmp(setting(&s, "NCCL_P2P_LEVEL"), "NVL") == 0);
 }
 
@@ -65,7 +65,7 @@ TEST(nvlink_on_a_pcie_node_is_an_error_that_shows_the_matrix)
 {
     struct nccl_settings s;
     char err[1024];
-    CHECK(transport_nccl_settings(PATH_NVLINK, &g_pcie, all8, 2, &s, err, sizeof err) != 0);
+    CHECK(nccl_path_settings(PATH_NVLINK, &g_pcie, all8, 2, &s, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "not all NVLink-connected");
     CHECK_CONTAINS(err, "GPU0: X PIX PXB");
 }
@@ -74,13 +74,13 @@ TEST(pcie_disables_peer_access_and_net_disables_shared_memory_too)
 {
     struct nccl_settings s;
     char err[256];
-    CHECK(transport_nccl_settings(PATH_PCIE, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
+    CHECK(nccl_path_settings(PATH_PCIE, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
     CHECK(s.n == 1 && strcmp(setting(&s, "NCCL_P2P_DISABLE"), "1") == 0);
-    CHECK(transport_nccl_settings(PATH_NET, &g_pcie, all8, 8, &s, err, sizeof err) == 0);
+    CHECK(nccl_path_settings(PATH_NET, &g_pcie, all8, 8, &s, err, sizeof err) == 0);
     CHECK(strcmp(setting(&s, "NCCL_P2P_DISABLE"), "1") == 0 && strcmp(setting(&s, "NCCL_SHM_DISABLE"), "1") == 0);
     /* the fixture's adapters are of unknown state: no InfiniBand known up, so sockets */
     CHECK(setting(&s, "NCCL_IB_DISABLE") != NULL);
-    CHECK(transport_nccl_settings(PATH_AUTO, &g_pcie, all8, 8, &s, err, sizeof err) == 0 && s.n == 0);
+    CHECK(nccl_path_settings(PATH_AUTO, &g_pcie, all8, 8, &s, err, sizeof err) == 0 && s.n == 0);
 }
 
 TEST(sysfs_adapters_are_read_with_rate_state_and_link_layer)
@@ -97,7 +97,7 @@ TEST(sysfs_adapters_are_read_with_rate_state_and_link_layer)
     /* with an InfiniBand adapter up, net keeps InfiniBand */
     struct nccl_settings s;
     char err[256];
-    CHECK(transport_nccl_settings(PATH_NET, &t, all8, 0, &s, err, sizeof err) == 0);
+    CHECK(nccl_path_settings(PATH_NET, &t, all8, 0, &s, err, sizeof err) == 0);
     CHECK(setting(&s, "NCCL_IB_DISABLE") == NULL);
 }
 
@@ -106,11 +106,11 @@ TEST(applying_settings_reports_a_user_value_it_replaced)
     struct nccl_settings s;
     char err[256], note[128] = "";
     setenv("NCCL_P2P_DISABLE", "0", 1);
-    transport_nccl_settings(PATH_PCIE, &g_pcie, all8, 8, &s, err, sizeof err);
-    CHECK(transport_apply(&s, note, sizeof note) == 1);
+    nccl_path_settings(PATH_PCIE, &g_pcie, all8, 8, &s, err, sizeof err);
+    CHECK(nccl_path_apply(&s, note, sizeof note) == 1);
     CHECK_CONTAINS(note, "NCCL_P2P_DISABLE=0 replaced by 1");
     char env[512];
-    transport_effective_env(env, sizeof env);
+    nccl_effective_env(env, sizeof env);
     CHECK_CONTAINS(env, "NCCL_P2P_DISABLE=1");
     unsetenv("NCCL_P2P_DISABLE");
 }
