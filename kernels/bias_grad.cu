@@ -22,27 +22,29 @@ template <typename T> __global__ void column_partials(float *partial, const T *d
     partial[(size_t)blockIdx.y * cols + col] = sum;
 }
 
-__global__ void sum_chunks(float *dbias, const float *partial, int chunks, int cols)
+/* O: the bias gradient's type (fp32, or the compute dtype of a 16-bit gradient arena) */
+template <typename O> __global__ void sum_chunks(O *dbias, const float *partial, int chunks, int cols)
 {
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col >= cols) return;
     float sum = 0.0f;
     for (int c = 0; c < chunks; c++) sum += partial[(size_t)c * cols + col];
-    dbias[col] = sum;
+    dbias[col] = from_f32<O>(sum);
 }
 
 template <typename T>
-static cudaError_t launch(float *dbias, const void *d, int rows, int cols, float *partial, cudaStream_t s)
+static cudaError_t launch(void *dbias, int dbias_in_dtype, const void *d, int rows, int cols, float *partial, cudaStream_t s)
 {
     const int chunks = chunks_for(rows);
     dim3 grid((cols + BG_THREADS - 1) / BG_THREADS, chunks);
     column_partials<T><<<grid, BG_THREADS, 0, s>>>(partial, (const T *)d, rows, cols);
-    sum_chunks<<<(cols + 255) / 256, 256, 0, s>>>(dbias, partial, chunks, cols);
+    if (dbias_in_dtype) sum_chunks<T><<<(cols + 255) / 256, 256, 0, s>>>((T *)dbias, partial, chunks, cols);
+    else sum_chunks<float><<<(cols + 255) / 256, 256, 0, s>>>((float *)dbias, partial, chunks, cols);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cuda_bias_grad(float *dbias, const void *d, int rows, int cols, int dtype, float *partial,
-                                      cudaStream_t stream)
+extern "C" cudaError_t cuda_bias_grad(void *dbias, int dbias_in_dtype, const void *d, int rows, int cols, int dtype,
+                                      float *partial, cudaStream_t stream)
 {
-    return DISPATCH_DTYPE(dtype, launch, dbias, d, rows, cols, partial, stream);
+    return DISPATCH_DTYPE(dtype, launch, dbias, dbias_in_dtype, d, rows, cols, partial, stream);
 }

@@ -20,7 +20,8 @@ cudaError_t cuda_bias_act_forward(void *out, void *pre, const float *bias, int r
 cudaError_t cuda_act_backward(void *d, const void *pre, int rows, int cols, int act, int dtype, cudaStream_t stream);
 /* partial: scratch of at least cuda_bias_grad_scratch_floats(rows, cols) floats */
 size_t cuda_bias_grad_scratch_floats(int rows, int cols);
-cudaError_t cuda_bias_grad(float *dbias, const void *d, int rows, int cols, int dtype, float *partial,
+/* dbias in fp32, or (dbias_in_dtype) in the compute dtype */
+cudaError_t cuda_bias_grad(void *dbias, int dbias_in_dtype, const void *d, int rows, int cols, int dtype, float *partial,
                            cudaStream_t stream);
 /* row_loss: scratch of `rows` floats */
 cudaError_t cuda_softmax_xent(void *dlogits, float *loss, const void *logits, const int *labels, int rows, int classes,

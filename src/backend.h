@@ -79,8 +79,8 @@ struct backend_ops {
     void (*bias_act_forward)(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act);
     /* d *= act'(pre), in place: turns dL/d(out) into dL/d(pre). */
     void (*act_backward)(struct backend *b, void *d, const void *pre, int rows, int cols, int act);
-    /* dbias[j] (fp32) = sum over rows of d[i][j]. */
-    void (*bias_grad)(struct backend *b, float *dbias, const void *d, int rows, int cols);
+    /* dbias[j] = sum over rows of d[i][j], summed in fp32, stored as dbias_dtype (fp32 or the compute dtype). */
+    void (*bias_grad)(struct backend *b, void *dbias, int dbias_dtype, const void *d, int rows, int cols);
     /* Mean softmax cross-entropy of the rows into *loss (fp32, backend memory);
      * dlogits = (softmax - onehot) * grad_scale. */
     void (*softmax_xent)(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,

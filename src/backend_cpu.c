@@ -106,8 +106,9 @@ static void be_act_backward(struct backend *b, void *d, const void *pre, int row
     cpu_act_backward(d, pre, rows, cols, act);
 }
 
-static void be_bias_grad(struct backend *b, float *dbias, const void *d, int rows, int cols)
+static void be_bias_grad(struct backend *b, void *dbias, int dbias_dtype, const void *d, int rows, int cols)
 {
+    (void)dbias_dtype; /* fp32 only */
     (void)b;
     cpu_bias_grad(dbias, d, rows, cols);
 }

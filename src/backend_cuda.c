@@ -349,12 +349,12 @@ static void cuda_act_bwd(struct backend *b, void *d, const void *pre, int rows, 
     CHECK_CUDA(cuda_act_backward(d, pre, rows, cols, act, b->act_dtype, state(b)->cur));
 }
 
-static void cuda_bias_grad_op(struct backend *b, float *dbias, const void *d, int rows, int cols)
+static void cuda_bias_grad_op(struct backend *b, void *dbias, int dbias_dtype, const void *d, int rows, int cols)
 {
     struct cuda_state *s = state(b);
     if (cuda_bias_grad_scratch_floats(rows, cols) > s->bias_partial_floats)
         DP_FATAL(NULL, "bias gradient of %d x %d exceeds the reserved scratch", rows, cols);
-    CHECK_CUDA(cuda_bias_grad(dbias, d, rows, cols, b->act_dtype, s->bias_partial, s->cur));
+    CHECK_CUDA(cuda_bias_grad(dbias, dbias_dtype != DT_F32, d, rows, cols, b->act_dtype, s->bias_partial, s->cur));
 }
 
 static void cuda_softmax_xent_op(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,

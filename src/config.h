@@ -54,6 +54,7 @@ struct config {
     int precision; /* enum precision */
     double loss_scale; /* fp16: static loss scale; 0 = 1024 in fp16, 1 otherwise */
     int overlap_update; /* each bucket's update as soon as its gradients are reduced */
+    int grad_dtype;      /* enum allreduce_dtype's values: fp32, or the compute dtype */
     int update_priority; /* 0 low, 1 high: the update stream against the compute stream */
     int gemm_sm_margin;  /* SMs the backward GEMMs leave to the work beside them */
     int gemm_autotune;   /* time cuBLASLt's candidates per shape */

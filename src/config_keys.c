@@ -14,6 +14,7 @@ static const char *const library_names[] = {"auto", "mpi", "nccl", NULL};
 static const char *const path_names[] = {"auto", "nvlink", "pcie", "net", NULL};
 static const char *const cta_policy_names[] = {"default", "efficiency", "zero", NULL};
 static const char *const priority_names[] = {"low", "high", NULL};
+static const char *const grad_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_op_names[] = {"avg", "sum", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum dtype */
@@ -50,6 +51,9 @@ const struct config_key config_keys[] = {
     {"train", "overlap_update", KEY_BOOL, OFF(overlap_update), 0, 0, NULL, "on",
      "update a bucket's parameters as soon as its gradients are reduced (1 rank: as soon as backward produced a "
      "layer's), on a stream of its own; off = one update of the whole arena after backward and communication"},
+    {"train", "grad_dtype", KEY_ENUM, OFF(grad_dtype), 0, 0, grad_dtype_names, "fp32",
+     "the gradients' type: fp32, or the compute dtype (bf16/fp16: backward writes 16-bit gradients, which travel "
+     "and reach the optimizer as they are, with no cast; needs comm.allreduce_dtype = compute)"},
     {"train", "update_priority", KEY_ENUM, OFF(update_priority), 0, 0, priority_names, "low",
      "priority of the overlapped update's stream: low fills the SMs the GEMMs leave idle; high goes first"},
     {"train", "gemm_sm_margin", KEY_INT, OFF(gemm_sm_margin), 0, 128, NULL, "0",

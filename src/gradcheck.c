@@ -78,7 +78,7 @@ int cmd_gradcheck(int argc, char **argv)
         comm_end(c, 0);
         comm_wait_all(c);
     }
-    be->ops->download(be, grads, rb.grads, m->nparams * sizeof(float));
+    be->ops->download(be, grads, rb.grads, m->nparams * sizeof(float)); /* fp32: gradcheck runs in fp32 */
 
     say("gradcheck: %d ranks x batch %d, %zu parameters, central differences with eps %g\n", N, B, m->nparams,
         (double)GRADCHECK_EPS);

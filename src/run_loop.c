@@ -27,9 +27,9 @@
 static void *elem(void *base, size_t index, int dtype) { return (char *)base + index * dtype_size(dtype); }
 
 /* Where the reduced gradients are, and in which type: the 16-bit copy that
- * travelled, or the fp32 arena (always, in a pass without communication). */
+ * travelled, or the gradient arena (always, in a pass without communication). */
 static void *grad_src(const struct run_loop *L) { return L->with_comm && L->comm_buf != NULL ? L->comm_buf : L->rb.grads; }
-static int grad_dtype(const struct run_loop *L) { return L->with_comm ? L->ar_dtype : DT_F32; }
+static int grad_dtype(const struct run_loop *L) { return L->with_comm ? L->ar_dtype : L->rb.grad_dtype; }
 
 /* The optimizer over arena elements [off, off + n), gradients from `g` (grad_dtype). */
 static void update_range(struct run_loop *L, size_t off, size_t n, const void *g)
@@ -104,9 +104,10 @@ static void start_bucket(struct run_loop *L, int k)
     const int dt = L->ar_dtype;
     void *src = grad_src(L);
     comm_begin(L->c, k);
-    if (L->comm_buf != NULL) { /* the 16-bit copy, made on the library's stream */
+    if (L->comm_buf != NULL) { /* the 16-bit copy of fp32 gradients, made on the library's stream */
         backend_set_stream(L->be, comm_stream(L->c));
-        L->be->ops->cast_from_f32(L->be, elem(L->comm_buf, b->offset, dt), L->rb.grads + b->offset, b->count);
+        L->be->ops->cast_from_f32(L->be, elem(L->comm_buf, b->offset, dt), (const float *)L->rb.grads + b->offset,
+                                  b->count);
         backend_set_stream(L->be, NULL);
     }
     if (!L->sharded) {
@@ -211,8 +212,8 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
     L->ar_op = cfg->allreduce_op;
     L->sharded = c != NULL && cfg->shard_optimizer;
     if (c != NULL) {
-        L->rb.grads = comm_buffer(L, L->rb.grads, dp_size_mul(m->nparams, sizeof(float), "gradients"), 0);
-        if (L->ar_dtype != DT_F32)
+        L->rb.grads = comm_buffer(L, L->rb.grads, dp_size_mul(m->nparams, dtype_size(L->rb.grad_dtype), "gradients"), 0);
+        if (L->ar_dtype != L->rb.grad_dtype)
             L->comm_buf = comm_buffer(L, NULL, dp_size_mul(m->nparams, dtype_size(L->ar_dtype), "gradients"), 1);
         if (L->sharded) {
             shard_plan_make(m, &L->plan, L->N, L->rank, &L->shard);

@@ -26,7 +26,8 @@ void step_buffers_alloc(struct backend *be, const struct config *cfg, const stru
     const size_t e = dtype_size(be->act_dtype), b = (size_t)B;
     rb->elem = e;
     rb->params = balloc(be, m->nparams, sizeof(float));
-    rb->grads = balloc(be, m->nparams, sizeof(float));
+    rb->grad_dtype = cfg->grad_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
+    rb->grads = balloc(be, m->nparams, dtype_size(rb->grad_dtype));
     rb->state1 = balloc(be, m->nparams, sizeof(float));
     rb->state2 = cfg->optimizer == OPT_ADAMW ? balloc(be, m->nparams, sizeof(float)) : NULL;
     rb->params_lp = be->act_dtype != DT_F32 ? balloc(be, m->nparams, e) : NULL;
@@ -103,10 +104,11 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         const void *input = l == 0 ? rb->x : rb->act[l - 1];
         if (with_elementwise) {
             be->ops->act_backward(be, d, rb->pre[l], B, s->out, s->act);
-            be->ops->bias_grad(be, rb->grads + s->b_offset, d, B, s->out);
+            be->ops->bias_grad(be, step_grad_at(rb, s->b_offset), rb->grad_dtype, d, B, s->out);
         }
-        /* dW[out x in] = d^T[out x B] * input[B x in], straight into the fp32 gradient arena */
-        be->ops->gemm(be, 1, 0, s->out, s->in, B, 1.0f, d, s->out, input, s->in, 0.0f, rb->grads + s->w_offset, 1, s->in);
+        /* dW[out x in] = d^T[out x B] * input[B x in], straight into the gradient arena */
+        be->ops->gemm(be, 1, 0, s->out, s->in, B, 1.0f, d, s->out, input, s->in, 0.0f, step_grad_at(rb, s->w_offset),
+                      rb->grad_dtype == DT_F32, s->in);
         if (l > 0) {
             /* dX[B x in] = d[B x out] * W[out x in] */
             void *dx = rb->scratch[which];

@@ -14,7 +14,9 @@
 #include "model.h"
 
 struct step_buffers {
-    float *params, *grads, *state1, *state2; /* fp32 arenas of model->nparams */
+    float *params, *state1, *state2; /* fp32 arenas of model->nparams */
+    void *grads;      /* the gradient arena, in grad_dtype (train.grad_dtype: fp32 or the compute dtype) */
+    int grad_dtype;   /* enum dtype */
     void *params_lp;  /* compute-dtype copy of params, NULL in fp32 */
     void *x;          /* [B x input_dim] */
     int *labels;      /* [B] */
@@ -28,6 +30,12 @@ struct step_buffers {
 
 void step_buffers_alloc(struct backend *be, const struct config *cfg, const struct model *m, int B, int steps,
                         struct step_buffers *rb);
+/* Element `index` of the gradient arena. */
+static inline void *step_grad_at(const struct step_buffers *rb, size_t index)
+{
+    return (char *)rb->grads + index * dtype_size(rb->grad_dtype);
+}
+
 void step_buffers_free(struct backend *be, const struct model *m, struct step_buffers *rb);
 
 /* Copy host fp32 parameters in (and refresh the compute copy). */

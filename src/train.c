@@ -43,9 +43,13 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
         DP_ERROR(NULL, "%s", err);
         failed = 1;
     } else {
-        if (group_size(g) > 1 && cfg->allreduce_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) { /* the 16-bit gradient copy */
-            plan.grads_bytes += m->nparams * dtype_size(be->act_dtype);
-            plan.total_bytes += m->nparams * dtype_size(be->act_dtype);
+        const size_t half = m->nparams * dtype_size(be->act_dtype);
+        if (cfg->grad_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) { /* a 16-bit gradient arena */
+            plan.grads_bytes -= half;
+            plan.total_bytes -= half;
+        } else if (group_size(g) > 1 && cfg->allreduce_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) {
+            plan.grads_bytes += half; /* the 16-bit copy that travels */
+            plan.total_bytes += half;
         }
         size_t available = be->ops->memory_available(be, local_size);
         if (available > 0 && plan.total_bytes > available) {
