@@ -228,6 +228,7 @@ struct gemm_args {
 
 #define GEMM_CANDIDATES 8
 #define GEMM_TUNE_REPS 5
+#define GEMM_TUNE_MIN_MS 2.0f
 
 /* The fastest of cuBLASLt's candidates for plan p, timed on the call's own operands
  * on the current stream. Every GEMM of the step has beta = 0, so the scratch results
@@ -247,14 +248,23 @@ static cublasLtMatmulAlgo_t fastest_algo(struct cuda_state *s, const struct gemm
         cublasStatus_t rc = cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->C, p->c, g->C,
                                            p->c, &cand[i].algo, s->workspace, WORKSPACE_BYTES, s->cur);
         if (rc != CUBLAS_STATUS_SUCCESS) continue;
-        CHECK_CUDA(cudaEventRecord(e0, s->cur));
-        for (int r = 0; r < GEMM_TUNE_REPS; r++)
-            CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->C, p->c, g->C,
-                                        p->c, &cand[i].algo, s->workspace, WORKSPACE_BYTES, s->cur));
-        CHECK_CUDA(cudaEventRecord(e1, s->cur));
-        CHECK_CUDA(cudaEventSynchronize(e1));
+        /* at least GEMM_TUNE_REPS calls and GEMM_TUNE_MIN_MS of them: small GEMMs
+         * are timed over enough calls that noise does not pick the algorithm */
         float ms = 0.0f;
-        CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        int reps = 0;
+        for (int batch = GEMM_TUNE_REPS; ms < GEMM_TUNE_MIN_MS && reps < 4096; batch *= 2) {
+            float part = 0.0f;
+            CHECK_CUDA(cudaEventRecord(e0, s->cur));
+            for (int r = 0; r < batch; r++)
+                CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->C, p->c,
+                                            g->C, p->c, &cand[i].algo, s->workspace, WORKSPACE_BYTES, s->cur));
+            CHECK_CUDA(cudaEventRecord(e1, s->cur));
+            CHECK_CUDA(cudaEventSynchronize(e1));
+            CHECK_CUDA(cudaEventElapsedTime(&part, e0, e1));
+            ms += part;
+            reps += batch;
+        }
+        ms /= (float)reps;
         if (ms < best_ms) {
             best_ms = ms;
             best = i;

@@ -50,11 +50,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
-usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFG; default ABCDEFG]"
+usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFGH; default ABCDEFGH]"
 if [ $# -lt 1 ] || [ -z "$1" ]; then echo "$usage" >&2; exit 2; fi
-SECTIONS=${2:-ABCDEFG}
-if ! [[ $SECTIONS =~ ^[A-G]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
-for s in A B C D E F G; do
+SECTIONS=${2:-ABCDEFGH}
+if ! [[ $SECTIONS =~ ^[A-H]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
+for s in A B C D E F G H; do
     if [[ $SECTIONS == *$s*$s* ]]; then echo "$usage; section $s is named twice in '$SECTIONS'" >&2; exit 2; fi
 done
 mkdir -p "$1" || exit 2
@@ -333,10 +333,10 @@ def cmd_bars(tsv):
     print(f"      vs 0.9 x DDP bf16 1-GPU step {num(d1, '.3f')} ms = {num(0.9 * d1, '.3f')} ms: {verdict(ok_ddp)}"
           f"  (DDP autocast 1-GPU: {num(val(get('F-M1-autocast', 1, 'ddp'), 'step_ms'), '.3f')} ms)")
     # bar 2: the 2-GPU efficiency of M1 over NVLink with the compute-dtype allreduce or the sharded optimizer
-    b2 = best(lambda r: dp(r) and r["n"] == 2 and (r["label"].startswith("C") or (
+    b2 = best(lambda r: dp(r) and r["n"] == 2 and (r["label"].startswith("C") or r["label"].startswith("H-M1") or (
         r["label"].startswith("A") and ("compute" in r["label"] or "shard" in r["label"]))), "efficiency", max)
     e2 = val(b2, "efficiency")
-    print(f"bar2  M1 NVLink 2-GPU efficiency, best of A (compute dtype or shard) and C: {num(e2, '.3f')} "
+    print(f"bar2  M1 NVLink 2-GPU efficiency, best of A (compute dtype or shard), C and H: {num(e2, '.3f')} "
           f"({b2['label'] if b2 else '-'}) vs 0.95: {verdict(None if b2 is None else e2 >= 0.95)}")
     print(f"      fp32 allreduce (A1-fp32): {num(val(get('A1-fp32', 2, 'dpscale'), 'efficiency'), '.3f')}; "
           f"DDP bf16: {num(val(get('F-M1-bf16', 2, 'ddp'), 'efficiency'), '.3f')}, "
@@ -541,6 +541,27 @@ main() {
         "$DPSCALE" bench --run.backend=cuda "${M1[@]}" "${SHORT[@]}" 2>&1 | tail -12
     }
 
+    section_H() {
+        echo; echo "######## H. ZeRO-1 with symmetric buffers and NCCL's zero-CTA policy: bars 2-4, and its bit-identity"
+        local z=(--comm.shard_optimizer=on --comm.symmetric=on --comm.cta_policy=zero)
+        dp H-M1-grad16-zero "${M1[@]}" "${SHORT[@]}" --comm.path=nvlink --comm.allreduce_dtype=compute \
+            --train.grad_dtype=compute "${z[@]}"
+        dp H-M1-compute-zero "${M1[@]}" "${SHORT[@]}" --comm.path=nvlink --comm.allreduce_dtype=compute "${z[@]}"
+        dp H-M1-fp32-zero "${M1[@]}" "${SHORT[@]}" --comm.path=nvlink --comm.allreduce_dtype=fp32 "${z[@]}"
+        local small=(--model.layers=3 --model.input_dim=2048 --model.hidden_dim=2048 --model.classes=1024
+            --train.precision=bf16 --train.batch_per_gpu=512 "${SHORT[@]}" --comm.path=nvlink
+            --comm.allreduce_dtype=compute --train.grad_dtype=compute --train.gemm_autotune=off)
+        dp H-small-plain "${small[@]}"
+        dp H-small-zero "${small[@]}" "${z[@]}"
+        "$PY" "$HELPER" hash "$H5DIR/H-small-plain.h5" "$H5DIR/H-small-zero.h5" | sed 's/overlap_update=on/plain/; s/== off/== sharded+symmetric+zero/' | tee -a "$CHECKS"
+        dp D-pcie-b16384-grad16-shard "${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie \
+            --comm.allreduce_dtype=compute --train.grad_dtype=compute --comm.shard_optimizer=on --train.iters=10 --train.warmup=2
+        local e=(--model.layers=5 --model.input_dim=1024 --model.hidden_dim=1024 --model.classes=1024
+            --train.precision=fp32 --train.batch_per_gpu=256 --comm.path=nvlink --train.iters=200 --train.warmup=20)
+        dp E-bucket2-zero "${e[@]}" --comm.bucket_mb=2 "${z[@]}"
+        dp E-bucket1 "${e[@]}" --comm.bucket_mb=1 --comm.first_bucket_mb=0.5
+    }
+
     section_F() {
         echo; echo "######## F. the PyTorch DDP reference (tests/gpu/ddp_reference.py), 1 and 2 GPUs"
         local m1=(--layers 9 --input-dim 8192 --hidden-dim 8192 --classes 1024)
@@ -556,7 +577,7 @@ main() {
     for ((i = 0; i < ${#SECTIONS}; i++)); do
         case ${SECTIONS:i:1} in
             A) section_A ;; B) section_B ;; C) section_C ;; D) section_D ;; E) section_E ;; F) section_F ;;
-            G) section_G ;;
+            G) section_G ;; H) section_H ;;
         esac
     done
 
