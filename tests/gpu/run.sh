@@ -45,6 +45,10 @@ check loss_fp32_vs_cpu_1e-4 $PY tests/gpu/check.py loss-close "$LOG/cuda32.h5" "
 check loss_tf32_vs_cpu_1e-3 $PY tests/gpu/check.py loss-close "$LOG/cudatf.h5" "$LOG/cpu.h5" 9.8e-4
 check loss_bf16_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16.h5" "$LOG/cpu.h5" 3.9e-3
 check loss_fp16_vs_cpu_1e-3 $PY tests/gpu/check.py loss-close "$LOG/cudah.h5" "$LOG/cpu.h5" 9.8e-4
+# bf16 gradients written by backward (train.grad_dtype = compute): the same bar as bf16
+check cuda_bf16_grad16 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
+    --train.grad_dtype=compute --comm.allreduce_dtype=compute $O --run.output=cuda16g.h5
+check loss_bf16_grad16_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16g.h5" "$LOG/cpu.h5" 3.9e-3
 # 2. gradients against finite differences, on 1 and N GPUs (the NCCL path)
 check gradcheck_1gpu $MPIRUN -np 1 bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
 check gradcheck_${NGPU}gpu $MPIRUN -np "$NGPU" bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
@@ -53,6 +57,11 @@ if [ "$NGPU" -ge 2 ]; then
     check dp_sweep_fp32 $MPIRUN -np 2 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda \
         --train.scaling=strong --train.global_batch=128 --sweep=1,2 --run.save_params=on $O --run.output=dp.h5
     check dp_equivalence_1e-5 $PY tests/gpu/check.py params-close "$LOG/dp.h5" 1e-5
+    # the same with ZeRO-1 (reduce-scatter, 1/N update, all-gather) on symmetric buffers, zero-CTA policy
+    check dp_sweep_zero1 $MPIRUN -np 2 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda \
+        --train.scaling=strong --train.global_batch=128 --sweep=1,2 --run.save_params=on \
+        --comm.shard_optimizer=on --comm.symmetric=on --comm.cta_policy=zero $O --run.output=dp-zero1.h5
+    check dp_equivalence_zero1_1e-5 $PY tests/gpu/check.py params-close "$LOG/dp-zero1.h5" 1e-5
     fails two_ranks_one_gpu env CUDA_VISIBLE_DEVICES=0 $MPIRUN -np 2 bin/dpscale run --config configs/mlp-tiny.ini --backend=cuda $O
 fi
 # 4. a model that does not fit: the memory plan in the error, before any allocation fails
