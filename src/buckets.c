@@ -38,6 +38,25 @@ int bucket_plan_make(const struct model *m, int overlap, double bucket_mb, doubl
     return 0;
 }
 
+int bucket_plan_split_last(const struct model *m, int chunks, struct bucket_plan *plan)
+{
+    const struct layer_shape *s = &m->layers[0];
+    if (chunks <= 1 || plan->nbuckets == 0 || s->out < 2) return 0;
+    const int rows = (s->out + chunks - 1) / chunks, blocks = (s->out + rows - 1) / rows;
+    struct bucket *more = realloc(plan->buckets, (size_t)(plan->nbuckets + blocks) * sizeof *more);
+    CHECK_ALLOC(more);
+    plan->buckets = more;
+    /* the last bucket ends with layer 0's weight: it keeps the first block */
+    struct bucket *last = &plan->buckets[plan->nbuckets - 1];
+    const size_t first_block_end = s->w_offset + (size_t)rows * (size_t)s->in;
+    last->count = first_block_end - last->offset;
+    for (int r = rows; r < s->out; r += rows) {
+        const int n = s->out - r < rows ? s->out - r : rows;
+        plan->buckets[plan->nbuckets++] = (struct bucket){s->w_offset + (size_t)r * (size_t)s->in, (size_t)n * (size_t)s->in, 0};
+    }
+    return rows;
+}
+
 void bucket_plan_per_layer(const struct model *m, struct bucket_plan *plan)
 {
     plan->buckets = calloc((size_t)m->nlayers, sizeof *plan->buckets);

@@ -13,8 +13,8 @@
 #include "model.h"
 
 struct bucket {
-    size_t offset, count; /* floats of the arena */
-    int ready_after_layer; /* backward has produced it once this layer is done */
+    size_t offset, count; /* elements of the arena; complete once backward has produced the prefix up to offset + count */
+    int ready_after_layer; /* the layer of its last tensor */
 };
 
 struct bucket_plan {
@@ -25,6 +25,11 @@ struct bucket_plan {
 /* overlap = 0: one bucket, the whole arena, after the last layer. */
 int bucket_plan_make(const struct model *m, int overlap, double bucket_mb, double first_bucket_mb,
                      struct bucket_plan *plan);
+/* Cut the weight of layer 0 (the last gradient backward produces) into `chunks` row
+ * blocks, each the end of a bucket of its own: backward computes its gradient block
+ * by block (step.h), and each block's reduction starts while the next is computed.
+ * Returns the rows per block (what the backward pass needs), or 0 when unsplit. */
+int bucket_plan_split_last(const struct model *m, int chunks, struct bucket_plan *plan);
 /* One bucket per layer (its bias and weight): what a 1-GPU job updates as soon as
  * backward has produced it. */
 void bucket_plan_per_layer(const struct model *m, struct bucket_plan *plan);

@@ -79,6 +79,7 @@ struct config {
     int allreduce_dtype; /* enum allreduce_dtype */
     int allreduce_op;    /* enum allreduce_op */
     int nccl_max_ctas;   /* NCCL's maxCTAs: SMs its kernels may take from the overlapped backward; 0 = NCCL's choice */
+    int last_layer_chunks; /* row blocks of the last weight gradient of backward, each its own bucket */
     int shard_optimizer; /* ZeRO-1: reduce-scatter, 1/N update, all-gather */
     int register_buffers; /* NCCL user buffer registration */
     int symmetric;       /* NCCL symmetric windows */

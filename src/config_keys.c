@@ -93,6 +93,9 @@ const struct config_key config_keys[] = {
      "gradients travel in fp32, or in the compute precision (bf16/fp16 halve the bytes)"},
     {"comm", "nccl_max_ctas", KEY_INT, OFF(nccl_max_ctas), 0, 64, NULL, "0",
      "most thread blocks (SMs) an NCCL collective may use, so that it slows the overlapped backward less; 0 = NCCL's choice"},
+    {"comm", "last_layer_chunks", KEY_INT, OFF(last_layer_chunks), 1, 64, NULL, "1",
+     "cut the weight gradient of the layer backward ends with into this many row blocks, each its own GEMM and "
+     "bucket, so that its reduction starts while the rest of it is computed (the exposed tail shrinks)"},
     {"comm", "shard_optimizer", KEY_BOOL, OFF(shard_optimizer), 0, 0, NULL, "off",
      "ZeRO-1: reduce-scatter the gradients, each rank updates its 1/N of the fp32 master weights, all-gather the "
      "compute copy before the next forward; off = allreduce, every rank updates everything"},

@@ -145,29 +145,30 @@ static void gather_weights(struct run_loop *L, int fp32_master)
 static void on_layer_begin(void *ctx, int layer)
 {
     struct run_loop *L = ctx;
-    if (L->with_comm && L->sharded) {
-        comm_wait(L->c, L->plan.nbuckets + L->weight_bucket[layer]);
-        if (L->bias_bucket[layer] != L->weight_bucket[layer]) comm_wait(L->c, L->plan.nbuckets + L->bias_bucket[layer]);
-    } else if (L->updating && L->be->ops->event_wait != NULL) {
-        const int w = L->with_comm ? L->weight_bucket[layer] : L->m->nlayers - 1 - layer;
-        const int b = L->with_comm ? L->bias_bucket[layer] : w;
-        L->be->ops->event_wait(L->be, updated_events(L)[w]);
-        if (b != w) L->be->ops->event_wait(L->be, updated_events(L)[b]);
+    /* the buckets that hold the layer's bias and weight: one or a few consecutive ones */
+    const int first = L->with_comm ? L->first_bucket[layer] : L->m->nlayers - 1 - layer;
+    const int last = L->with_comm ? L->last_bucket[layer] : first;
+    for (int k = first; k <= last; k++) {
+        if (L->with_comm && L->sharded) comm_wait(L->c, L->plan.nbuckets + k);
+        else if (L->updating && L->be->ops->event_wait != NULL) L->be->ops->event_wait(L->be, updated_events(L)[k]);
     }
 }
 
-/* step_hook: backward finished `layer`: start every bucket that is now complete, or
- * (no communication) update the layer. */
-static void on_layer_done(void *ctx, int layer)
+static size_t bucket_end(const struct bucket *b) { return b->offset + b->count; }
+
+/* step_hook: backward has produced the gradients [0, prefix): start every bucket
+ * that is now complete, or (no communication) update every layer that is. */
+static void on_grads_done(void *ctx, size_t prefix)
 {
     struct run_loop *L = ctx;
     if (L->with_comm) {
         if (L->cfg->overlap)
-            while (L->next_bucket < L->plan.nbuckets && L->plan.buckets[L->next_bucket].ready_after_layer >= layer)
+            while (L->next_bucket < L->plan.nbuckets && bucket_end(&L->plan.buckets[L->next_bucket]) <= prefix)
                 start_bucket(L, L->next_bucket++);
         comm_progress(L->c);
     } else if (L->updating) {
-        bucket_reduced(L, L->m->nlayers - 1 - layer, NULL);
+        while (L->next_bucket < L->layers.nbuckets && bucket_end(&L->layers.buckets[L->next_bucket]) <= prefix)
+            bucket_reduced(L, L->next_bucket++, NULL);
     }
 }
 
@@ -198,14 +199,16 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
     L->marking = -1;
     step_buffers_alloc(be, cfg, m, L->B, L->steps, &L->rb);
     bucket_plan_make(m, cfg->overlap, cfg->bucket_mb, cfg->first_bucket_mb, &L->plan);
+    if (c != NULL && cfg->overlap) L->rb.last_rows = bucket_plan_split_last(m, cfg->last_layer_chunks, &L->plan);
     bucket_plan_per_layer(m, &L->layers);
-    L->weight_bucket = calloc((size_t)m->nlayers, sizeof(int));
-    L->bias_bucket = calloc((size_t)m->nlayers, sizeof(int));
-    CHECK_ALLOC(L->weight_bucket);
-    CHECK_ALLOC(L->bias_bucket);
-    for (int l = 0; l < m->nlayers; l++) {
-        L->weight_bucket[l] = bucket_plan_find(&L->plan, m->layers[l].w_offset);
-        L->bias_bucket[l] = bucket_plan_find(&L->plan, m->layers[l].b_offset);
+    L->first_bucket = calloc((size_t)m->nlayers, sizeof(int));
+    L->last_bucket = calloc((size_t)m->nlayers, sizeof(int));
+    CHECK_ALLOC(L->first_bucket);
+    CHECK_ALLOC(L->last_bucket);
+    for (int l = 0; l < m->nlayers; l++) { /* a layer is [bias, weight] in the arena */
+        const struct layer_shape *s = &m->layers[l];
+        L->first_bucket[l] = bucket_plan_find(&L->plan, s->b_offset);
+        L->last_bucket[l] = bucket_plan_find(&L->plan, s->w_offset + (size_t)s->out * s->in - 1);
     }
 
     L->ar_dtype = c != NULL && cfg->allreduce_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
@@ -273,8 +276,8 @@ void run_loop_free(struct run_loop *L)
     if (L->rep_buf != NULL) be->ops->free(be, L->rep_buf);
     if (L->sharded) shard_plan_free(&L->shard);
     free(L->initial_params);
-    free(L->weight_bucket);
-    free(L->bias_bucket);
+    free(L->first_bucket);
+    free(L->last_bucket);
     bucket_plan_free(&L->plan);
     bucket_plan_free(&L->layers);
     step_buffers_free(be, L->m, &L->rb);
@@ -300,7 +303,7 @@ static void one_step(struct run_loop *L, int s)
     struct backend *be = L->be;
     const int timed = s >= L->cfg->warmup;
     struct backend_event **e = timed ? L->phase_ev + (size_t)(s - L->cfg->warmup) * NPHASES : NULL;
-    const struct step_hook hook = {on_layer_begin, on_layer_done, L};
+    const struct step_hook hook = {on_layer_begin, on_grads_done, L};
 
     session_maybe_inject_fault(L->rank, s); /* tests only: a rank that dies mid-run */
     /* The samples of this rank: its slice of the global batch of step s. */
@@ -316,7 +319,7 @@ static void one_step(struct run_loop *L, int s)
     limit_gemms(L, (L->with_comm && L->sharded) || L->updating);
     step_forward_loss(be, L->m, &L->rb, L->B, s, (float)config_loss_scale(L->cfg), &hook);
     if (timed) be->ops->event_record(be, e[PHASE_FORWARD]);
-    L->next_bucket = 0;
+    L->next_bucket = 0; /* of the plan this pass updates or reduces by */
     L->marking = timed && L->with_comm ? s - L->cfg->warmup : -1;
     limit_gemms(L, L->with_comm || L->updating);
     step_backward(be, L->m, &L->rb, L->B, &hook);

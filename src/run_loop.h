@@ -29,8 +29,7 @@ struct run_loop {
     struct bucket_plan layers; /* one per layer: the updates of a pass without communication */
     int sharded;               /* comm.shard_optimizer on a run that communicates */
     struct shard_plan shard;
-    int *weight_bucket;        /* [layer]: the bucket that holds its weight (sharded: whose all-gather forward waits for) */
-    int *bias_bucket;
+    int *first_bucket, *last_bucket; /* [layer]: the buckets that hold its bias and weight (forward waits for them) */
     float *initial_params;  /* host copy: every pass starts from the same weights */
     void *comm_buf;         /* gradients in the compute dtype when they travel in 16 bits, else NULL */
     void *rep_buf;          /* sharded: the replicated ranges' reduced gradients */
@@ -44,7 +43,7 @@ struct run_loop {
     int last_ready;         /* the last bucket is reduced: its update is the one left after backward */
     struct backend_event **plan_updated;  /* [bucket of plan]: its update done, on the update stream */
     struct backend_event **layer_updated; /* [bucket of layers] */
-    int next_bucket;        /* first bucket of this step not started yet */
+    int next_bucket;        /* first bucket of this step not started (comm) or not updated (no comm) yet */
     int marking;            /* timed step whose bucket markers are recorded, -1 = none */
     struct backend_event **phase_ev;  /* [iters][NPHASES]: ends of phases; slot STEP = the start */
     struct backend_event **bucket_ev; /* [iters][nbuckets][2]: start and end of each bucket's reduction */

@@ -106,9 +106,16 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
             be->ops->act_backward(be, d, rb->pre[l], B, s->out, s->act);
             be->ops->bias_grad(be, step_grad_at(rb, s->b_offset), rb->grad_dtype, d, B, s->out);
         }
-        /* dW[out x in] = d^T[out x B] * input[B x in], straight into the gradient arena */
-        be->ops->gemm(be, 1, 0, s->out, s->in, B, 1.0f, d, s->out, input, s->in, 0.0f, step_grad_at(rb, s->w_offset),
-                      rb->grad_dtype == DT_F32, s->in);
+        /* dW[out x in] = d^T[out x B] * input[B x in], straight into the gradient arena; layer 0,
+         * which ends backward, in row blocks whose reduction can start one by one */
+        const int rows = l == 0 && rb->last_rows > 0 ? rb->last_rows : s->out;
+        for (int r = 0; r < s->out; r += rows) {
+            const int n = s->out - r < rows ? s->out - r : rows;
+            be->ops->gemm(be, 1, 0, n, s->in, B, 1.0f, at(d, (size_t)r, rb->elem), s->out, input, s->in, 0.0f,
+                          step_grad_at(rb, s->w_offset + (size_t)r * s->in), rb->grad_dtype == DT_F32, s->in);
+            if (l == 0 && hook != NULL && hook->grads_done != NULL) /* layer 0 has no input gradient to compute */
+                hook->grads_done(hook->ctx, s->w_offset + (size_t)(r + n) * s->in);
+        }
         if (l > 0) {
             /* dX[B x in] = d[B x out] * W[out x in] */
             void *dx = rb->scratch[which];
@@ -117,7 +124,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
             d = dx;
             which ^= 1;
         }
-        if (hook != NULL && hook->layer_done != NULL) hook->layer_done(hook->ctx, l);
+        if (l > 0 && hook != NULL && hook->grads_done != NULL) hook->grads_done(hook->ctx, s->w_offset + (size_t)s->out * s->in);
     }
 }
 

@@ -17,6 +17,7 @@ struct step_buffers {
     float *params, *state1, *state2; /* fp32 arenas of model->nparams */
     void *grads;      /* the gradient arena, in grad_dtype (train.grad_dtype: fp32 or the compute dtype) */
     int grad_dtype;   /* enum dtype */
+    int last_rows;    /* layer 0's weight gradient in blocks of this many rows (comm.last_layer_chunks); 0 = one GEMM */
     void *params_lp;  /* compute-dtype copy of params, NULL in fp32 */
     void *x;          /* [B x input_dim] */
     int *labels;      /* [B] */
@@ -42,11 +43,12 @@ void step_buffers_free(struct backend *be, const struct model *m, struct step_bu
 void step_set_params(struct backend *be, const struct model *m, struct step_buffers *rb, const float *host);
 
 /* What the training loop hears of a pass: forward is about to read layer `layer`'s
- * weights (layer_begin), backward has finished layer `layer` and its gradients are
- * in the arena (layer_done). Either may be NULL; so may the hook. */
+ * weights (layer_begin); backward has produced the arena's gradients [0, prefix) and
+ * reads none of the weights there any more (grads_done: after each layer, and after
+ * each row block of layer 0's weight gradient). Either may be NULL; so may the hook. */
 struct step_hook {
     void (*layer_begin)(void *ctx, int layer);
-    void (*layer_done)(void *ctx, int layer);
+    void (*grads_done)(void *ctx, size_t prefix);
     void *ctx;
 };
 

@@ -50,11 +50,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
-usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFGH; default ABCDEFGH]"
+usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFGHI; default ABCDEFGHI]"
 if [ $# -lt 1 ] || [ -z "$1" ]; then echo "$usage" >&2; exit 2; fi
-SECTIONS=${2:-ABCDEFGH}
-if ! [[ $SECTIONS =~ ^[A-H]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
-for s in A B C D E F G H; do
+SECTIONS=${2:-ABCDEFGHI}
+if ! [[ $SECTIONS =~ ^[A-I]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
+for s in A B C D E F G H I; do
     if [[ $SECTIONS == *$s*$s* ]]; then echo "$usage; section $s is named twice in '$SECTIONS'" >&2; exit 2; fi
 done
 mkdir -p "$1" || exit 2
@@ -562,6 +562,24 @@ main() {
         dp E-bucket1 "${e[@]}" --comm.bucket_mb=1 --comm.first_bucket_mb=0.5
     }
 
+    section_I() {
+        echo; echo "######## I. layer 0's weight gradient in row blocks (comm.last_layer_chunks): the exposed tail"
+        local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie --comm.allreduce_dtype=compute
+            --train.grad_dtype=compute --train.iters=10 --train.warmup=2)
+        dp D-pcie-b16384-grad16-again "${d[@]}"
+        dp D-pcie-b16384-grad16-chunks4 "${d[@]}" --comm.last_layer_chunks=4
+        dp D-pcie-b16384-grad16-chunks8 "${d[@]}" --comm.last_layer_chunks=8
+        dp H-M1-grad16-zero-chunks4 "${M1[@]}" "${SHORT[@]}" --comm.path=nvlink --comm.allreduce_dtype=compute \
+            --train.grad_dtype=compute --comm.shard_optimizer=on --comm.symmetric=on --comm.cta_policy=zero \
+            --comm.last_layer_chunks=4
+        dp A5-grad16-chunks4 "${M1[@]}" "${SHORT[@]}" --comm.path=nvlink --comm.allreduce_dtype=compute \
+            --train.grad_dtype=compute --comm.last_layer_chunks=4
+        local e=(--model.layers=5 --model.input_dim=1024 --model.hidden_dim=1024 --model.classes=1024
+            --train.precision=fp32 --train.batch_per_gpu=256 --comm.path=nvlink --train.iters=200 --train.warmup=20)
+        dp E-bucket1-chunks4 "${e[@]}" --comm.bucket_mb=1 --comm.first_bucket_mb=0.5 --comm.last_layer_chunks=4
+        dp E-bucket2-chunks4 "${e[@]}" --comm.bucket_mb=2 --comm.last_layer_chunks=4
+    }
+
     section_F() {
         echo; echo "######## F. the PyTorch DDP reference (tests/gpu/ddp_reference.py), 1 and 2 GPUs"
         local m1=(--layers 9 --input-dim 8192 --hidden-dim 8192 --classes 1024)
@@ -577,7 +595,7 @@ main() {
     for ((i = 0; i < ${#SECTIONS}; i++)); do
         case ${SECTIONS:i:1} in
             A) section_A ;; B) section_B ;; C) section_C ;; D) section_D ;; E) section_E ;; F) section_F ;;
-            G) section_G ;; H) section_H ;;
+            G) section_G ;; H) section_H ;; I) section_I ;;
         esac
     done
 

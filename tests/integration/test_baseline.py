@@ -89,3 +89,16 @@ def test_sharded_run_prints_its_mode_and_the_one_rank_baseline(outdir):
     _, p = run_tiny(2, outdir, "--comm.shard_optimizer=on")
     assert "reduce-scattered" in p.stdout and "ZeRO-1" in p.stdout, p.stdout
     assert "1 rank: no communication at all" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("extra", [(), ("--comm.shard_optimizer=on",)])
+def test_last_layer_in_row_blocks_trains_the_same(outdir, extra):
+    """comm.last_layer_chunks cuts layer 0's weight gradient into row blocks, each its
+    own GEMM and bucket: more buckets, the same parameters."""
+    common = ("--train.iters=6", "--model.layers=5", "--run.save_params=on", *extra)
+    whole, _ = run_tiny(2, outdir, *common, name="whole.h5")
+    cut, p = run_tiny(2, outdir, "--comm.last_layer_chunks=3", *common, name="cut.h5")
+    assert cut["runs/mpi/auto/n2"].attrs["nbuckets"] == whole["runs/mpi/auto/n2"].attrs["nbuckets"] + 2, p.stdout
+    for n in ("n1", "n2"):
+        a, b = whole[f"runs/mpi/auto/{n}/params"][:], cut[f"runs/mpi/auto/{n}/params"][:]
+        assert np.allclose(a, b, rtol=1e-6, atol=1e-7), f"{n}: max diff {np.abs(a - b).max()}"

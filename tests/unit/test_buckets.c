@@ -75,4 +75,21 @@ TEST(a_tensor_larger_than_the_cap_gets_its_own_bucket)
     bucket_plan_free(&p);
 }
 
+TEST(the_last_weight_cut_in_row_blocks_ends_a_bucket_each)
+{
+    struct model *m = model_of(3, 64); /* layer 0: 64 x 64 */
+    struct bucket_plan p;
+    bucket_plan_make(m, 1, 25, 1, &p);
+    const int before = p.nbuckets;
+    const int rows = bucket_plan_split_last(m, 3, &p); /* 64 rows in blocks of 22, 22, 20 */
+    CHECK(rows == 22);
+    CHECK(p.nbuckets == before + 2);
+    check_tiles_the_arena(m, &p);
+    const struct layer_shape *l0 = &m->layers[0];
+    CHECK(p.buckets[p.nbuckets - 3].offset + p.buckets[p.nbuckets - 3].count == l0->w_offset + 22 * 64);
+    CHECK(p.buckets[p.nbuckets - 2].count == 22 * 64 && p.buckets[p.nbuckets - 1].count == 20 * 64);
+    CHECK(bucket_plan_split_last(m, 1, &p) == 0); /* one chunk: nothing to cut */
+    bucket_plan_free(&p);
+}
+
 int main(void) { return test_main("buckets"); }
