@@ -67,7 +67,7 @@ build/%.o: %.cu $(wildcard kernels/*.h src/backend.h)
 	@mkdir -p $(@D)
 	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -c -o $@ $<
 
-bin/tests/%: tests/unit/%.c tests/unit/check.h tests/unit/fake_run.h $(LIB_OBJ)
+bin/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB_OBJ) $(LDLIBS)
 

@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
-# issue11_bench.sh — issue 11 measured in ONE call of the 2 x H200 machine: dpscale's
-# honest 1-GPU baseline and its faster step (bars 1 to 4), the bit-identity of the
-# overlapped update, the interference knobs, and the PyTorch DDP reference
-# (tests/gpu/ddp_reference.py) measured in the same call, so that the "framework DDP"
-# figures the bars are set against are measured, not quoted.
+# issue11_bench.sh — issue 11 measured on the 2 x H200 machine: dpscale's honest 1-GPU
+# baseline and its faster step (bars 1 to 4), the bit-identity of the overlapped update
+# and of ZeRO-1, the interference knobs, and the PyTorch DDP reference
+# (tests/gpu/ddp_reference.py) measured on the same machine, so that the "framework DDP"
+# figures the bars are set against are measured, not quoted. All sections take more than
+# one 10-minute device call: run them in groups (results/h200x2-issue11/ has four calls).
 #
 #   tests/gpu/issue11_bench.sh OUTDIR [SECTIONS]      from the repo root, bin/dpscale prebuilt
-#   e.g. in a device call:   tests/gpu/issue11_bench.sh "$OUT"          everything (~6-7 min)
-#                            tests/gpu/issue11_bench.sh "$OUT" BF       sections B and F only
-#                            tests/gpu/issue11_bench.sh "$OUT" FABCDE   the reference first
+#   e.g. in a device call:   tests/gpu/issue11_bench.sh "$OUT" BGAF     (~5 min)
+#                            tests/gpu/issue11_bench.sh "$OUT" DEC      (~6 min)
 #
-# Sections (SECTIONS = letters of these, run in the order given, default ABCDEF; each dpscale
-# launch is 2 MPI ranks, sweep 1,2, so every file holds the 1-GPU baseline and the 2-GPU run):
-#   A  bars 1+2: M1 over NVLink, allreduce in fp32 / in the compute dtype, with and without
-#      the sharded optimizer (4 launches)
-#   B  bit-identity: a small M1 with overlap_update on vs off; the params hashes of n=1 and
-#      n=2 must be equal between the two files (2 launches, then PASS/FAIL lines)
-#   C  the interference knobs on M1 NVLink compute dtype: GEMM SM margin, registered and
-#      symmetric buffers, CTA policies, bucket sizes (10 launches)
-#   D  bar 3: M1 at batch 16384 per GPU over PCIe, plain and sharded (2 launches)
-#   E  bar 4: a small fp32 model (5 x 1024) over NVLink, three bucket layouts (3 launches)
+# Sections (SECTIONS = letters of these, run in the order given, default all; each dpscale
+# launch is 2 MPI ranks, sweep 1,2, so every file holds the 1-GPU baseline and the 2-GPU
+# run; G is 1 rank):
+#   A  bars 1+2: M1 over NVLink, allreduce in fp32 / in the compute dtype, bf16 gradients,
+#      with and without the sharded optimizer (6 launches)
+#   B  bit-identity: a small M1 with overlap_update on vs off, and ZeRO-1; the params hashes
+#      of n=1 and n=2 must be equal between the files; NCCL lines of a 1-GPU launch (0)
+#   C  the interference knobs on M1 NVLink, bf16 gradients: GEMM SM margin, NCCL CTAs,
+#      update priority, registered and symmetric buffers, CTA policies, bucket sizes (11)
+#   D  bar 3: M1 at batch 16384 per GPU over PCIe, plain, sharded, bf16 gradients (3)
+#   E  bar 4: a small fp32 model (5 x 1024) over NVLink, three bucket layouts (3)
 #   F  the PyTorch DDP reference on 1 and on 2 GPUs: M1 bf16, M1 autocast, the bar-4 model
 #      in fp32, M1 at batch 16384 with NCCL_P2P_DISABLE=1 (8 torchrun launches)
+#   G  the 1-GPU step of M1: overlapped update, autotuning, priority, SM margin, bf16
+#      gradients (1-rank launches), then `dpscale bench`
+#   H  ZeRO-1 on symmetric buffers with the zero-CTA policy (bars 2-4) and its bit-identity
+#   I  layer 0's weight gradient in row blocks (comm.last_layer_chunks)
 #   then ALL RUNS (one table), CHECKS (section B) and BARS (each bar with PASS/FAIL).
 #
 # Writes into OUTDIR, no subfolders, three files (the device call brings back 8 at most,

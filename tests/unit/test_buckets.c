@@ -4,21 +4,9 @@
 #include "../../src/buckets.h"
 #include "../../src/config.h"
 #include "check.h"
+#include "test_model_of.h"
 
-static struct model *model_of(int layers, int width)
-{
-    static struct model m;
-    struct config c;
-    char err[256], l[32], w[32], in[32], cl[32];
-    snprintf(l, sizeof l, "--model.layers=%d", layers);
-    snprintf(w, sizeof w, "--model.hidden_dim=%d", width);
-    snprintf(in, sizeof in, "--model.input_dim=%d", width);
-    snprintf(cl, sizeof cl, "--model.classes=%d", width);
-    char *argv[] = {"run", l, w, in, cl, NULL};
-    config_load(&c, 5, argv, err, sizeof err);
-    model_describe(&c, &m, err, sizeof err);
-    return &m;
-}
+static struct model *model_of(int layers, int width) { return test_model_of(layers, width, width, width); }
 
 static void check_tiles_the_arena(const struct model *m, const struct bucket_plan *p)
 {

@@ -7,21 +7,7 @@
 #include "../../src/config.h"
 #include "../../src/shard.h"
 #include "check.h"
-
-static struct model *model_of(int layers, int in, int width, int classes)
-{
-    static struct model m;
-    struct config c;
-    char err[256], l[32], w[32], i[32], cl[32];
-    snprintf(l, sizeof l, "--model.layers=%d", layers);
-    snprintf(w, sizeof w, "--model.hidden_dim=%d", width);
-    snprintf(i, sizeof i, "--model.input_dim=%d", in);
-    snprintf(cl, sizeof cl, "--model.classes=%d", classes);
-    char *argv[] = {"run", l, w, i, cl, NULL};
-    config_load(&c, 5, argv, err, sizeof err);
-    model_describe(&c, &m, err, sizeof err);
-    return &m;
-}
+#include "test_model_of.h"
 
 static int is_bias(const struct model *m, size_t x)
 {
@@ -85,23 +71,23 @@ static void check_cut(const struct model *m, double bucket_mb, double first_mb, 
 
 TEST(two_ranks_split_every_bucket_and_replicate_the_biases)
 {
-    check_cut(model_of(4, 33, 65, 7), 0.01, 0.001, 2);
+    check_cut(test_model_of(4, 33, 65, 7), 0.01, 0.001, 2);
 }
 
 TEST(odd_sizes_leave_a_tail_that_every_rank_updates)
 {
-    check_cut(model_of(3, 31, 17, 5), 0.001, 0.001, 3);
-    check_cut(model_of(5, 7, 9, 3), 0.0005, 0.0001, 8);
+    check_cut(test_model_of(3, 31, 17, 5), 0.001, 0.001, 3);
+    check_cut(test_model_of(5, 7, 9, 3), 0.0005, 0.0001, 8);
 }
 
 TEST(one_bucket_for_the_whole_arena)
 {
-    check_cut(model_of(4, 64, 64, 10), 1000, 1000, 4);
+    check_cut(test_model_of(4, 64, 64, 10), 1000, 1000, 4);
 }
 
 TEST(more_ranks_than_elements_of_a_bucket_replicates_it_whole)
 {
-    struct model *m = model_of(2, 2, 2, 2); /* tiny buckets */
+    struct model *m = test_model_of(2, 2, 2, 2); /* tiny buckets */
     check_cut(m, 0.000001, 0.000001, 16);
 }
 
