@@ -31,7 +31,8 @@ struct mpi_state {
     int npending;
     struct pending done[MPI_MAX_PENDING]; /* completed reduce-scatters whose operation is not */
     int ndone;
-    int tag; /* of the operation begun last */
+    int tag;  /* of the operation begun last */
+    int open; /* that operation is between comm_begin and comm_end */
 };
 
 static struct mpi_state *st(const struct comm *c) { return c->impl; }
@@ -75,15 +76,25 @@ static int has_tag(const struct mpi_state *s, int tag)
     return 0;
 }
 
+static void finish(struct comm *c, int tag);
+
 static void mpi_begin(struct comm *c, int tag)
 {
-    st(c)->tag = tag;
+    struct mpi_state *s = st(c);
+    if (s->open) DP_FATAL(NULL, "comm operation %d begun inside operation %d", tag, s->tag);
+    if (has_tag(s, tag)) DP_FATAL(NULL, "comm operation %d begun again before it completed", tag);
+    s->tag = tag;
+    s->open = 1;
     comm_mark(c, tag, 0, NULL);
 }
 
+/* The operation ends once it is closed and its last request is done: here, or in
+ * retire() when requests are still in flight. */
 static void mpi_end(struct comm *c, int tag)
 {
-    if (!has_tag(st(c), tag)) comm_mark(c, tag, 1, NULL); /* nothing was started */
+    struct mpi_state *s = st(c);
+    s->open = 0;
+    if (!has_tag(s, tag)) finish(c, tag);
 }
 
 static void mpi_allreduce(struct comm *c, const void *send, void *recv, size_t count, int dtype, int op)
@@ -153,7 +164,10 @@ static void retire(struct comm *c, int ndone, const int *done)
     int ended[MPI_MAX_PENDING], nended = 0;
     for (int i = 0; i < ndone; i++) {
         const struct pending *p = &s->what[done[i]];
-        if (p->scratch != NULL) s->done[s->ndone++] = *p;
+        if (p->scratch != NULL) {
+            if (s->ndone == MPI_MAX_PENDING) DP_FATAL(NULL, "more than %d reduce-scatters in flight", MPI_MAX_PENDING);
+            s->done[s->ndone++] = *p;
+        }
         ended[nended++] = p->tag;
     }
     int kept = 0;
@@ -167,7 +181,7 @@ static void retire(struct comm *c, int ndone, const int *done)
     for (int i = 0; i < nended; i++) {
         int seen = 0;
         for (int j = 0; j < i; j++) seen |= ended[j] == ended[i];
-        if (!seen && !has_tag(s, ended[i])) finish(c, ended[i]);
+        if (!seen && !has_tag(s, ended[i]) && !(s->open && s->tag == ended[i])) finish(c, ended[i]);
     }
 }
 

@@ -100,7 +100,7 @@ static void nccl_close(struct comm *c)
 {
     struct nccl_state *s = st(c);
     if (s == NULL) return;
-    CHECK_CUDA_COMM(cudaStreamSynchronize(s->stream));
+    CHECK_CUDA_COMM(cudaDeviceSynchronize()); /* no stream may still touch a buffer freed below */
     for (int i = 0; i < s->nbuf; i++) {
         if (s->buf[i].win != NULL) CHECK_NCCL(ncclCommWindowDeregister(s->comm, s->buf[i].win));
         if (s->buf[i].handle != NULL) CHECK_NCCL(ncclCommDeregister(s->comm, s->buf[i].handle));

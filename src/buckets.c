@@ -42,7 +42,11 @@ int bucket_plan_split_last(const struct model *m, int chunks, struct bucket_plan
 {
     const struct layer_shape *s = &m->layers[0];
     if (chunks <= 1 || plan->nbuckets == 0 || s->out < 2) return 0;
-    const int rows = (s->out + chunks - 1) / chunks, blocks = (s->out + rows - 1) / rows;
+    /* whole multiples of 64 rows: every block's operands stay 128-byte aligned for cuBLASLt */
+    int rows = (s->out + chunks - 1) / chunks;
+    rows = (rows + 63) / 64 * 64;
+    if (rows >= s->out) return 0;
+    const int blocks = (s->out + rows - 1) / rows;
     struct bucket *more = realloc(plan->buckets, (size_t)(plan->nbuckets + blocks) * sizeof *more);
     CHECK_ALLOC(more);
     plan->buckets = more;

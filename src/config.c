@@ -407,6 +407,11 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
     /* comm.paths: names of comm.path; a single one sets it (several: config_resolve_for_world) */
     if (config_count_paths(cfg, err, errlen) < 0) return -1;
     if (cfg->symmetric) cfg->register_buffers = 1;
+    if (cfg->grad_dtype == ALLREDUCE_COMPUTE && cfg->precision == PREC_FP16) {
+        set_err(err, errlen, "train.grad_dtype = compute with train.precision = fp16 would store loss-scaled gradients "
+                "in fp16, where they overflow; use train.grad_dtype = fp32 (or train.precision = bf16)");
+        return -1;
+    }
     if (cfg->grad_dtype == ALLREDUCE_COMPUTE && cfg->allreduce_dtype == ALLREDUCE_FP32 &&
         (cfg->precision == PREC_BF16 || cfg->precision == PREC_FP16)) {
         set_err(err, errlen, "train.grad_dtype = compute keeps the gradients in %s, and they travel as they are: set "

@@ -300,6 +300,7 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     attr_i64(w, g, "parameters", (long long)r->nparams);
     attr_f64(w, g, "gemm_flops_per_step", r->gemm_flops_per_step);
     attr_f64(w, g, "allreduce_bytes", r->allreduce_bytes);
+    attr_f64(w, g, "gather_bytes", r->gather_bytes);
     attr_f64(w, g, "peak_tflops", r->peak_tflops > 0 ? r->peak_tflops : NAN);
     attr_f64(w, g, "energy_j", r->energy_j);
     attr_f64(w, g, "timed_wall_s", r->timed_wall_s);
@@ -319,7 +320,7 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     hsize_t reps[2] = {(hsize_t)r->allreduce_reps, (hsize_t)r->nranks};
     dataset_write(w, g, "allreduce_alone_s", H5T_NATIVE_DOUBLE, 2, reps, r->allreduce_alone, "s");
     dataset_write(w, g, "compute_only_s", H5T_NATIVE_DOUBLE, 2, dims, r->compute_only, "s");
-    dataset_write(w, g, "compute_only_fwd_bwd_s", H5T_NATIVE_DOUBLE, 2, dims, r->compute_only_fwd_bwd, "s");
+    dataset_write(w, g, "compute_only_backward_s", H5T_NATIVE_DOUBLE, 2, dims, r->compute_only_backward, "s");
     hsize_t nb[1] = {(hsize_t)r->nbuckets}, ib[3] = {(hsize_t)r->iters, (hsize_t)r->nranks, (hsize_t)r->nbuckets};
     dataset_write(w, g, "bucket_elements", H5T_NATIVE_DOUBLE, 1, nb, r->bucket_count, NULL);
     dataset_write(w, g, "bucket_start_s", H5T_NATIVE_DOUBLE, 3, ib, r->bucket_start, "s");

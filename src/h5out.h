@@ -14,7 +14,7 @@
 #include "stats.h"
 #include "train.h"
 
-#define H5OUT_SCHEMA_VERSION 2 /* 2: /runs/<library>/<path>, the honest 1-rank run, interference */
+#define H5OUT_SCHEMA_VERSION 3 /* 2: /runs/<library>/<path>, the honest 1-rank run; 3: interference over backward alone */
 
 struct h5out_system {
     const char *dpscale_version;

@@ -172,12 +172,14 @@ static void on_grads_done(void *ctx, size_t prefix)
     }
 }
 
-/* Device memory that collectives touch: registered with the library when asked. */
+/* Device memory that collectives touch: registered with the library when asked
+ * (the plain buffer is freed first, so that both never exist at once). */
 static void *comm_buffer(struct run_loop *L, void *plain, size_t bytes, int which)
 {
-    void *p = L->c != NULL ? comm_mem_alloc(L->c, bytes) : NULL;
-    if (p == NULL) return plain != NULL ? plain : L->be->ops->alloc(L->be, bytes);
+    if (L->c == NULL || !L->cfg->register_buffers) return plain != NULL ? plain : L->be->ops->alloc(L->be, bytes);
     if (plain != NULL) L->be->ops->free(L->be, plain);
+    void *p = comm_mem_alloc(L->c, bytes);
+    if (p == NULL) return L->be->ops->alloc(L->be, bytes); /* a library without registered memory */
     L->registered[which] = 1;
     return p;
 }

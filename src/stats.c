@@ -97,16 +97,13 @@ void stats_summarize_run(const struct run_result *r, struct run_summary *s)
     s->allreduce_alone_s = median_across(r->allreduce_alone, r->allreduce_reps, r->nranks, 0);
     s->compute_only_s = median_across(r->compute_only, r->iters, r->nranks, 0);
     s->compute_only_mean_s = median_across(r->compute_only, r->iters, r->nranks, 1);
-    s->compute_only_fwd_bwd_s = median_across(r->compute_only_fwd_bwd, r->iters, r->nranks, 0);
-    double *fb = malloc((size_t)r->iters * r->nranks * sizeof *fb);
-    CHECK_ALLOC(fb);
-    for (size_t i = 0; i < (size_t)r->iters * r->nranks; i++) fb[i] = r->times[PHASE_FORWARD][i] + r->times[PHASE_BACKWARD][i];
-    s->fwd_bwd_median_s = median_across(fb, r->iters, r->nranks, 0);
-    free(fb);
+    s->compute_only_backward_s = median_across(r->compute_only_backward, r->iters, r->nranks, 0);
     s->overlap_efficiency = r->nranks > 1 ? 1.0 - s->phase_median_s[PHASE_COMM_EXPOSED] / s->allreduce_alone_s : NAN;
     s->loss_compute = s->loss_imbalance = s->loss_interference = s->loss_comm = NAN;
     const double ar = s->allreduce_alone_s;
-    s->allreduce_busbw_gbps = r->nranks > 1 && ar > 0 ? r->allreduce_bytes / ar * 2.0 * (r->nranks - 1) / r->nranks / 1e9 : NAN;
+    /* nccl-tests' bus bytes: 2(N-1)/N of an allreduce's; (N-1)/N of a reduce-scatter's and an all-gather's */
+    const double bus_bytes = r->gather_bytes > 0 ? r->allreduce_bytes + r->gather_bytes : 2.0 * r->allreduce_bytes;
+    s->allreduce_busbw_gbps = r->nranks > 1 && ar > 0 ? bus_bytes / ar * (r->nranks - 1) / r->nranks / 1e9 : NAN;
     s->mfu = r->peak_tflops > 0 ? s->gemm_tflops / r->nranks / r->peak_tflops : NAN;
     s->joules_per_sample = r->energy_j / ((double)r->iters * r->global_batch);
     s->avg_power_w = r->energy_j / r->timed_wall_s / r->nranks;
@@ -132,7 +129,7 @@ void stats_fill_scaling(struct run_summary *runs, int n)
         const double ideal = base->step_median_s * r->batch_per_rank / base->batch_per_rank, step = r->step_median_s;
         r->loss_compute = (r->compute_only_mean_s - ideal) / step;
         r->loss_imbalance = (r->compute_only_s - r->compute_only_mean_s) / step;
-        r->loss_interference = (r->fwd_bwd_median_s - r->compute_only_fwd_bwd_s) / step;
+        r->loss_interference = (r->backward_median_s - r->compute_only_backward_s) / step;
         r->loss_comm = (step - r->compute_only_s) / step - r->loss_interference;
     }
 }

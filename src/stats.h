@@ -19,15 +19,14 @@
     X(forward_median_s) X(backward_median_s) X(comm_exposed_median_s) X(update_median_s)             \
     X(compute_only_s)         /* the step without the allreduce: median of the max over ranks */    \
     X(compute_only_mean_s)    /* the same, of the mean over ranks (a typical rank) */               \
-    X(fwd_bwd_median_s)       /* forward + backward of the real step */                             \
-    X(compute_only_fwd_bwd_s) /* forward + backward without communication */                       \
+    X(compute_only_backward_s) /* backward without communication: median of the max over ranks */ \
     X(allreduce_alone_s)      /* the step's communication by itself, ranks lined up; 0 on 1 rank */ \
     X(overlap_efficiency)     /* 1 - exposed communication / allreduce alone */                     \
     X(samples_per_s) X(samples_per_s_per_rank)                                                       \
     X(speedup) X(efficiency)  /* against the 1-rank run of the launch; NaN without one */           \
     X(loss_compute)           /* (typical compute - ideal step) / step */                            \
     X(loss_imbalance)         /* (slowest compute - typical compute) / step */                      \
-    X(loss_interference)      /* (fwd_bwd - compute-only fwd_bwd) / step: compute slowed by comm beside it */ \
+    X(loss_interference)      /* (backward - compute-only backward) / step: backward slowed by comm beside it */ \
     X(loss_comm)              /* (step - slowest compute) / step - interference; the four add up to 1 - efficiency */ \
     X(gemm_tflops)            /* GEMM FLOP/s over all ranks at the median step */                   \
     X(mfu)                    /* per GPU over the datasheet peak; NaN when unknown */               \

@@ -171,17 +171,18 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     struct run_loop L;
     run_loop_init(&L, cfg, m, be, g, c);
     out->allreduce_bytes = c != NULL ? (double)m->nparams * dtype_size(L.ar_dtype) : 0.0;
+    out->gather_bytes = L.sharded ? (double)m->nparams * (L.rb.params_lp != NULL ? dtype_size(be->act_dtype) : 4) : 0.0;
     snprintf(out->allreduce_dtype, sizeof out->allreduce_dtype, "%s", c != NULL ? dtype_name(L.ar_dtype) : "none");
     out->nbuckets = L.plan.nbuckets;
     const int nb = L.plan.nbuckets;
     /* one rank: no pass 2, and one row of zeros stands for its communication */
     const int reps = c == NULL ? 1 : iters < ALLREDUCE_ALONE_MAX_REPS ? iters : ALLREDUCE_ALONE_MAX_REPS;
     double *phases = calloc((size_t)iters * NPHASES, sizeof(double)), *compute = calloc((size_t)iters, sizeof(double));
-    double *compute_fb = calloc((size_t)iters, sizeof(double)), *alone = calloc((size_t)reps, sizeof(double));
+    double *compute_bwd = calloc((size_t)iters, sizeof(double)), *alone = calloc((size_t)reps, sizeof(double));
     double *bstart = calloc((size_t)iters * nb, sizeof(double)), *bend = calloc((size_t)iters * nb, sizeof(double));
     CHECK_ALLOC(phases);
     CHECK_ALLOC(compute);
-    CHECK_ALLOC(compute_fb);
+    CHECK_ALLOC(compute_bwd);
     CHECK_ALLOC(alone);
     CHECK_ALLOC(bstart);
     CHECK_ALLOC(bend);
@@ -193,7 +194,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         run_loop_phase_times(&L, phases);
         for (int i = 0; i < iters; i++) {
             compute[i] = phases[(size_t)i * NPHASES + PHASE_STEP];
-            compute_fb[i] = phases[(size_t)i * NPHASES + PHASE_FORWARD] + phases[(size_t)i * NPHASES + PHASE_BACKWARD];
+            compute_bwd[i] = phases[(size_t)i * NPHASES + PHASE_BACKWARD];
         }
         /* 2. the communication alone */
         run_loop_comm_alone(&L, reps, alone);
@@ -206,13 +207,15 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     if (c == NULL) /* the real step is its own compute-only step */
         for (int i = 0; i < iters; i++) {
             compute[i] = phases[(size_t)i * NPHASES + PHASE_STEP];
-            compute_fb[i] = phases[(size_t)i * NPHASES + PHASE_FORWARD] + phases[(size_t)i * NPHASES + PHASE_BACKWARD];
+            compute_bwd[i] = phases[(size_t)i * NPHASES + PHASE_BACKWARD];
         }
 
     double nvlink = L.nvlink_tx_bytes;
     group_sum_doubles(g, &nvlink, 1);
     out->nvlink_tx_bytes = nvlink;
-    out->nvlink_expected_bytes = 2.0 * (N - 1) * out->allreduce_bytes * steps;
+    /* an allreduce sends 2(N-1)/N of its bytes from every rank; a reduce-scatter and an
+     * all-gather (N-1)/N of theirs */
+    out->nvlink_expected_bytes = (N - 1) * (L.sharded ? out->allreduce_bytes + out->gather_bytes : 2.0 * out->allreduce_bytes) * steps;
     double energy = L.timed_energy_j; /* NaN on any rank makes the sum NaN: no partial figure */
     group_sum_doubles(g, &energy, 1);
     out->energy_j = energy;
@@ -221,7 +224,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
 
     double *gathered = gather_rows(g, phases, iters, NPHASES);
     out->compute_only = gather_rows(g, compute, iters, 1);
-    out->compute_only_fwd_bwd = gather_rows(g, compute_fb, iters, 1);
+    out->compute_only_backward = gather_rows(g, compute_bwd, iters, 1);
     out->allreduce_reps = reps;
     out->allreduce_alone = gather_rows(g, alone, reps, 1);
     out->bucket_start = gather_rows(g, bstart, iters, nb);
@@ -241,7 +244,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     free(gathered);
     free(phases);
     free(compute);
-    free(compute_fb);
+    free(compute_bwd);
     free(alone);
     free(bstart);
     free(bend);
@@ -253,7 +256,7 @@ void run_result_free(struct run_result *r)
 {
     for (int p = 0; p < NPHASES; p++) free(r->times[p]);
     free(r->compute_only);
-    free(r->compute_only_fwd_bwd);
+    free(r->compute_only_backward);
     free(r->bucket_count);
     free(r->bucket_start);
     free(r->bucket_end);

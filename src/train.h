@@ -26,7 +26,7 @@ struct run_result {
     /* Filled on rank 0 of the run only: */
     double *times[NPHASES]; /* [iter x rank], seconds; COMM_EXPOSED: end of backward to allreduce done */
     double *compute_only;   /* [iter x rank]: the same step without the allreduce */
-    double *compute_only_fwd_bwd; /* [iter x rank]: forward + backward of those steps */
+    double *compute_only_backward; /* [iter x rank]: backward of those steps */
     int nbuckets;
     double *bucket_count;   /* [bucket]: gradient elements in each bucket */
     double *bucket_start, *bucket_end; /* [iter x rank x bucket]: from the step's start */
@@ -39,6 +39,7 @@ struct run_result {
     double replica_max_abs_diff; /* largest |p - p(rank 0)| over ranks; 0 when the hashes agree */
     double gemm_flops_per_step;  /* over all ranks */
     double allreduce_bytes;      /* gradient bytes reduced per step */
+    double gather_bytes;         /* weight bytes all-gathered per step (comm.shard_optimizer), else 0 */
     double energy_j;             /* energy of all ranks' GPUs over the timed steps; NaN without a counter */
     double timed_wall_s;         /* wall time of the timed steps (slowest rank) */
     double peak_tflops;          /* per GPU in the run's precision; 0 = unknown */

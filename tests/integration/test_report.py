@@ -123,7 +123,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     newer = tmp_path / "newer.h5"
     shutil.copy(files / "a.h5", newer)
     with h5py.File(newer, "r+") as f:
-        f.attrs["schema_version"] = 3
+        f.attrs["schema_version"] = 4
     text = tmp_path / "notes.h5"
     text.write_text("not hdf5")
     p = report(truncated, foreign, files / "a.h5", newer, text)
@@ -132,7 +132,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     assert len(errors) == 4, p.stderr
     assert any("truncated.h5" in e and ("damaged" in e or "not an HDF5" in e) for e in errors)
     assert any("foreign.h5: not a dpscale result file" in e for e in errors)
-    assert any("newer.h5: schema version 3" in e and "update dpscale" in e for e in errors)
+    assert any("newer.h5: schema version 4" in e and "update dpscale" in e for e in errors)
     assert any("notes.h5: not an HDF5 file" in e for e in errors)
     assert str(files / "a.h5") in p.stdout  # the good one is still reported
 

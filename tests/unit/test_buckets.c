@@ -65,18 +65,22 @@ TEST(a_tensor_larger_than_the_cap_gets_its_own_bucket)
 
 TEST(the_last_weight_cut_in_row_blocks_ends_a_bucket_each)
 {
-    struct model *m = model_of(3, 64); /* layer 0: 64 x 64 */
+    struct model *m = model_of(3, 320); /* layer 0: 320 x 320 */
     struct bucket_plan p;
     bucket_plan_make(m, 1, 25, 1, &p);
     const int before = p.nbuckets;
-    const int rows = bucket_plan_split_last(m, 3, &p); /* 64 rows in blocks of 22, 22, 20 */
-    CHECK(rows == 22);
+    /* 320 rows in 3: 107 rounded up to whole 64-row multiples (aligned operands): 128, 128, 64 */
+    const int rows = bucket_plan_split_last(m, 3, &p);
+    CHECK(rows == 128);
     CHECK(p.nbuckets == before + 2);
     check_tiles_the_arena(m, &p);
     const struct layer_shape *l0 = &m->layers[0];
-    CHECK(p.buckets[p.nbuckets - 3].offset + p.buckets[p.nbuckets - 3].count == l0->w_offset + 22 * 64);
-    CHECK(p.buckets[p.nbuckets - 2].count == 22 * 64 && p.buckets[p.nbuckets - 1].count == 20 * 64);
+    CHECK(p.buckets[p.nbuckets - 3].offset + p.buckets[p.nbuckets - 3].count == l0->w_offset + 128 * 320);
+    CHECK(p.buckets[p.nbuckets - 2].count == 128 * 320 && p.buckets[p.nbuckets - 1].count == 64 * 320);
     CHECK(bucket_plan_split_last(m, 1, &p) == 0); /* one chunk: nothing to cut */
+    bucket_plan_free(&p);
+    bucket_plan_make(m, 1, 25, 1, &p);
+    CHECK(bucket_plan_split_last(test_model_of(2, 8, 40, 4), 4, &p) == 0); /* 40 rows: under one 64-row block */
     bucket_plan_free(&p);
 }
 
