@@ -61,6 +61,6 @@ void table_print_scaling(FILE *out, const struct run_summary *runs, int n)
     fprintf(out, "step: median over timed steps of the slowest rank; effic = samples/s / (ranks x samples/s at 1 rank); "
                  "mfu = GEMM FLOP/s per GPU / datasheet peak;\nexposed = end of backward to the last reduction done; "
                  "update = the update left after it; compute = the step without communication; comm = the step's "
-                 "communication alone, busbw as nccl-tests;\noverlap = 1 - exposed/comm; interf = forward + backward "
-                 "slowed by communication beside them; 1 rank communicates nothing (all zeros)\n");
+                 "communication alone, busbw as nccl-tests;\noverlap = 1 - exposed/comm; interf = backward slowed by "
+                 "communication beside it; 1 rank communicates nothing (all zeros)\n");
 }
