@@ -27,6 +27,19 @@ struct optim_hparams {
     long long step;   /* 1-based, for AdamW's bias correction */
 };
 
+/* A layer's bias and GELU fused into its GEMM (cuBLASLt epilogues); rows of C are
+ * samples, columns features, as in gemm. */
+enum gemm_epilogue {
+    EPI_BIAS = 1,       /* C = A B + bias */
+    EPI_GELU_BIAS = 2,  /* aux = A B + bias; C = gelu(aux) */
+    EPI_DGELU_BGRAD = 3 /* C = (A B) * gelu'(aux); bias = column sums of C */
+};
+struct gemm_fusion {
+    int kind;  /* enum gemm_epilogue */
+    void *bias; /* forward: the bias, in the compute dtype; DGELU_BGRAD: its gradient, written in C's dtype */
+    void *aux;  /* the pre-activation [rows x ldc]: written (GELU_BIAS) or read (DGELU_BGRAD) */
+};
+
 struct backend_info {
     char device_name[256];
     char library[160];  /* e.g. "OpenBLAS 0.3.21 ..." or "cuBLASLt 130100, CUDA runtime 13000" */
@@ -75,6 +88,10 @@ struct backend_ops {
     void (*gemm)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, float alpha, const void *A,
                  int lda, const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc);
 
+    /* C[m x n] (compute dtype) = op(A) op(B) with the epilogue `f` (alpha 1, beta 0). NULL
+     * where the backend has none (the CPU): the step runs the element-wise kernels. */
+    void (*gemm_fused)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, const void *A, int lda,
+                       const void *B, int ldb, void *C, int ldc, const struct gemm_fusion *f);
     /* pre += bias (fp32, per column); out = act(pre). out may equal pre when act is ACT_NONE. */
     void (*bias_act_forward)(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act);
     /* d *= act'(pre), in place: turns dL/d(out) into dL/d(pre). */

@@ -42,6 +42,7 @@
 struct gemm_key {
     int ta, tb, m, n, k, lda, ldb, ldc, c_is_f32;
     int sm_target; /* CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET; 0 = all SMs */
+    int epilogue;  /* enum gemm_epilogue, 0 = none */
 };
 
 struct gemm_plan {
@@ -224,7 +225,24 @@ struct gemm_args {
     const void *A, *B;
     void *C;
     float alpha, beta;
+    const struct gemm_fusion *f; /* NULL: no epilogue */
 };
+
+/* The epilogue's pointers of this call: they change from call to call of one shape,
+ * so they are set on the plan's descriptor just before each cublasLtMatmul. */
+static void set_fusion_pointers(cublasLtMatmulDesc_t desc, const struct gemm_fusion *f)
+{
+    if (f == NULL) return;
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &f->bias, sizeof f->bias));
+    if (f->kind != EPI_BIAS)
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &f->aux, sizeof f->aux));
+}
+
+static cublasLtEpilogue_t lt_epilogue(int kind)
+{
+    return kind == EPI_BIAS ? CUBLASLT_EPILOGUE_BIAS : kind == EPI_GELU_BIAS ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+         : kind == EPI_DGELU_BGRAD ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DEFAULT;
+}
 
 #define GEMM_CANDIDATES 8
 #define GEMM_TUNE_REPS 5
@@ -295,6 +313,16 @@ static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gem
     if (key->sm_target > 0)
         CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &key->sm_target,
                                                     sizeof key->sm_target));
+    if (key->epilogue != 0) {
+        /* in cuBLAS's column-major view C is features x samples: the bias runs along its
+         * rows, and the pre-activation (aux) has C's layout */
+        const cublasLtEpilogue_t epi = lt_epilogue(key->epilogue);
+        const int64_t aux_ld = key->ldc;
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        if (key->epilogue != EPI_BIAS)
+            CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
+        set_fusion_pointers(p->desc, g->f);
+    }
     /* first operand: B_rm, n x k after op; second: A_rm, k x m after op; C: n x m */
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, s->ab_type, key->tb ? key->k : key->n, key->tb ? key->n : key->k, key->ldb));
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, s->ab_type, key->ta ? key->m : key->k, key->ta ? key->k : key->m, key->lda));
@@ -309,8 +337,9 @@ static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gem
                                                 s->autotune ? GEMM_CANDIDATES : 1, cand, &found));
     cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0)
-        DP_FATAL(NULL, "cuBLASLt has no algorithm for a %s GEMM %dx%dx%d (ta=%d tb=%d)", b->info.device_name, key->m,
-                 key->n, key->k, key->ta, key->tb);
+        DP_FATAL(key->epilogue ? "set train.gemm_epilogue = off" : NULL,
+                 "cuBLASLt has no algorithm for a %s GEMM %dx%dx%d (ta=%d tb=%d, epilogue %d)", b->info.device_name,
+                 key->m, key->n, key->k, key->ta, key->tb, key->epilogue);
     p->algo = fastest_algo(s, p, cand, found, g);
     s->nplans++;
     return p;
@@ -320,10 +349,23 @@ static void cuda_gemm(struct backend *b, int ta, int tb, int m, int n, int k, fl
                       const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc)
 {
     struct cuda_state *s = state(b);
-    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32, s->sm_target};
-    const struct gemm_args args = {A, B, C, alpha, beta};
+    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32, s->sm_target, 0};
+    const struct gemm_args args = {A, B, C, alpha, beta, NULL};
     const struct gemm_plan *p = gemm_plan_for(b, &key, &args);
     CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c, &p->algo,
+                                s->workspace, WORKSPACE_BYTES, s->cur));
+}
+
+static void cuda_gemm_fused(struct backend *b, int ta, int tb, int m, int n, int k, const void *A, int lda,
+                            const void *B, int ldb, void *C, int ldc, const struct gemm_fusion *f)
+{
+    struct cuda_state *s = state(b);
+    const float one = 1.0f, zero = 0.0f;
+    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, b->act_dtype == DT_F32, s->sm_target, f->kind};
+    const struct gemm_args args = {A, B, C, one, zero, f};
+    const struct gemm_plan *p = gemm_plan_for(b, &key, &args);
+    set_fusion_pointers(p->desc, f);
+    CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &one, B, p->a, A, p->b, &zero, C, p->c, C, p->c, &p->algo,
                                 s->workspace, WORKSPACE_BYTES, s->cur));
 }
 
@@ -469,6 +511,7 @@ const struct backend_ops backend_cuda_ops = {
     .upload = cuda_upload,
     .download = cuda_download,
     .gemm_sm_limit = cuda_gemm_sm_limit,
+    .gemm_fused = cuda_gemm_fused,
     .gemm = cuda_gemm,
     .bias_act_forward = cuda_bias_act_fwd,
     .act_backward = cuda_act_bwd,

@@ -58,6 +58,7 @@ struct config {
     int update_priority; /* 0 low, 1 high: the update stream against the compute stream */
     int gemm_sm_margin;  /* SMs the backward GEMMs leave to the work beside them */
     int gemm_autotune;   /* time cuBLASLt's candidates per shape */
+    int gemm_epilogue;   /* bias and GELU in cuBLASLt epilogues */
 
     /* [run] */
     int backend; /* enum backend_kind */

@@ -59,6 +59,9 @@ const struct config_key config_keys[] = {
     {"train", "gemm_sm_margin", KEY_INT, OFF(gemm_sm_margin), 0, 128, NULL, "0",
      "SMs the backward GEMMs leave to the work beside them (NCCL, the overlapped update): cuBLASLt "
      "SM_COUNT_TARGET = SMs - margin; 0 = all SMs"},
+    {"train", "gemm_epilogue", KEY_BOOL, OFF(gemm_epilogue), 0, 0, NULL, "off",
+     "GELU layers' bias and activation in cuBLASLt GEMM epilogues (GELU_AUX_BIAS forward; DGELU_BGRAD backward when "
+     "the gradients are in the compute dtype) instead of our element-wise kernels; cuda only; not yet verified on a GPU"},
     {"train", "gemm_autotune", KEY_BOOL, OFF(gemm_autotune), 0, 0, NULL, "on",
      "time cuBLASLt's candidate algorithms of each GEMM shape on first use (a warm-up step) and keep the fastest; "
      "off = its first heuristic"},

@@ -27,6 +27,8 @@ void step_buffers_alloc(struct backend *be, const struct config *cfg, const stru
     rb->elem = e;
     rb->params = balloc(be, m->nparams, sizeof(float));
     rb->grad_dtype = cfg->grad_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
+    rb->fuse_forward = cfg->gemm_epilogue && be->ops->gemm_fused != NULL && cfg->activation == ACT_GELU;
+    rb->fuse_backward = rb->fuse_forward && rb->grad_dtype == be->act_dtype;
     rb->grads = balloc(be, m->nparams, dtype_size(rb->grad_dtype));
     rb->state1 = balloc(be, m->nparams, sizeof(float));
     rb->state2 = cfg->optimizer == OPT_ADAMW ? balloc(be, m->nparams, sizeof(float)) : NULL;
@@ -85,10 +87,16 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         const struct layer_shape *s = &m->layers[l];
         if (hook != NULL && hook->layer_begin != NULL) hook->layer_begin(hook->ctx, l);
         /* pre[B x out] = input[B x in] * W^T */
-        be->ops->gemm(be, 0, 1, B, s->out, s->in, 1.0f, input, s->in, at(weights(rb), s->w_offset, rb->elem), s->in,
-                      0.0f, rb->pre[l], 0, s->out);
-        if (with_elementwise)
-            be->ops->bias_act_forward(be, rb->act[l], rb->pre[l], rb->params + s->b_offset, B, s->out, s->act);
+        const void *w = at(weights(rb), s->w_offset, rb->elem);
+        if (with_elementwise && rb->fuse_forward) { /* + bias (its compute copy), then GELU, in the epilogue */
+            const struct gemm_fusion f = {s->act == ACT_GELU ? EPI_GELU_BIAS : EPI_BIAS,
+                                          at(weights(rb), s->b_offset, rb->elem), rb->pre[l]};
+            be->ops->gemm_fused(be, 0, 1, B, s->out, s->in, input, s->in, w, s->in, rb->act[l], s->out, &f);
+        } else {
+            be->ops->gemm(be, 0, 1, B, s->out, s->in, 1.0f, input, s->in, w, s->in, 0.0f, rb->pre[l], 0, s->out);
+            if (with_elementwise)
+                be->ops->bias_act_forward(be, rb->act[l], rb->pre[l], rb->params + s->b_offset, B, s->out, s->act);
+        }
         input = rb->act[l];
     }
 }
@@ -102,7 +110,9 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
     for (int l = m->nlayers - 1; l >= 0; l--) {
         const struct layer_shape *s = &m->layers[l];
         const void *input = l == 0 ? rb->x : rb->act[l - 1];
-        if (with_elementwise) {
+        /* fused: layer l's GELU' and bias gradient were done by layer l+1's input-gradient GEMM */
+        const int fused_here = with_elementwise && rb->fuse_backward && l < m->nlayers - 1;
+        if (with_elementwise && !fused_here) {
             be->ops->act_backward(be, d, rb->pre[l], B, s->out, s->act);
             be->ops->bias_grad(be, step_grad_at(rb, s->b_offset), rb->grad_dtype, d, B, s->out);
         }
@@ -117,10 +127,15 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
                 hook->grads_done(hook->ctx, s->w_offset + (size_t)(r + n) * s->in);
         }
         if (l > 0) {
-            /* dX[B x in] = d[B x out] * W[out x in] */
+            /* dX[B x in] = d[B x out] * W[out x in]; fused, already dL/d(pre) of layer l-1, and its bias gradient */
             void *dx = rb->scratch[which];
-            be->ops->gemm(be, 0, 0, B, s->in, s->out, 1.0f, d, s->out, at(weights(rb), s->w_offset, rb->elem), s->in,
-                          0.0f, dx, 0, s->in);
+            const void *w = at(weights(rb), s->w_offset, rb->elem);
+            if (with_elementwise && rb->fuse_backward) {
+                const struct gemm_fusion f = {EPI_DGELU_BGRAD, step_grad_at(rb, m->layers[l - 1].b_offset), rb->pre[l - 1]};
+                be->ops->gemm_fused(be, 0, 0, B, s->in, s->out, d, s->out, w, s->in, dx, s->in, &f);
+            } else {
+                be->ops->gemm(be, 0, 0, B, s->in, s->out, 1.0f, d, s->out, w, s->in, 0.0f, dx, 0, s->in);
+            }
             d = dx;
             which ^= 1;
         }

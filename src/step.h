@@ -18,6 +18,9 @@ struct step_buffers {
     void *grads;      /* the gradient arena, in grad_dtype (train.grad_dtype: fp32 or the compute dtype) */
     int grad_dtype;   /* enum dtype */
     int last_rows;    /* layer 0's weight gradient in blocks of this many rows (comm.last_layer_chunks); 0 = one GEMM */
+    int fuse_forward;  /* train.gemm_epilogue: GELU layers' bias + GELU in their GEMM's epilogue */
+    int fuse_backward; /* ... and GELU' + bias gradient in the next layer's input-gradient GEMM (needs gradients in
+                        * the compute dtype: cuBLASLt writes the bias gradient in the GEMM's output type) */
     void *params_lp;  /* compute-dtype copy of params, NULL in fp32 */
     void *x;          /* [B x input_dim] */
     int *labels;      /* [B] */

@@ -543,6 +543,8 @@ main() {
             --train.overlap_update=off
         dp1 G-grad16-update-high "${M1[@]}" "${SHORT[@]}" --train.grad_dtype=compute --comm.allreduce_dtype=compute \
             --train.update_priority=high
+        dp1 G-grad16-epilogue "${M1[@]}" "${SHORT[@]}" --train.grad_dtype=compute --comm.allreduce_dtype=compute \
+            --train.gemm_epilogue=on
         "$DPSCALE" bench --run.backend=cuda "${M1[@]}" "${SHORT[@]}" 2>&1 | tail -12
     }
 

@@ -49,6 +49,15 @@ check loss_fp16_vs_cpu_1e-3 $PY tests/gpu/check.py loss-close "$LOG/cudah.h5" "$
 check cuda_bf16_grad16 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
     --train.grad_dtype=compute --comm.allreduce_dtype=compute $O --run.output=cuda16g.h5
 check loss_bf16_grad16_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16g.h5" "$LOG/cpu.h5" 3.9e-3
+# bias and GELU in cuBLASLt epilogues (train.gemm_epilogue): the same bars, and its gradients by finite differences
+check cuda_bf16_epilogue bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
+    --train.grad_dtype=compute --comm.allreduce_dtype=compute --train.gemm_epilogue=on $O --run.output=cuda16e.h5
+check loss_bf16_epilogue_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16e.h5" "$LOG/cpu.h5" 3.9e-3
+check cuda_fp32_epilogue bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --train.gemm_epilogue=on \
+    $O --run.output=cuda32e.h5
+check loss_fp32_epilogue_vs_cpu_1e-4 $PY tests/gpu/check.py loss-close "$LOG/cuda32e.h5" "$LOG/cpu.h5" 1e-4
+check gradcheck_1gpu_epilogue $MPIRUN -np 1 bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda \
+    --train.gemm_epilogue=on
 # 2. gradients against finite differences, on 1 and N GPUs (the NCCL path)
 check gradcheck_1gpu $MPIRUN -np 1 bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
 check gradcheck_${NGPU}gpu $MPIRUN -np "$NGPU" bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
