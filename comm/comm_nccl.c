@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "../mpi/mpi_check.h"
+#include "../src/cuda_check.h"
 #include "comm_internal.h"
 
 #define CHECK_NCCL(call)                                                                              \
@@ -28,12 +29,6 @@
         if (nccl_rc_ != ncclSuccess)                                                                  \
             DP_FATAL("run with NCCL_DEBUG=WARN for NCCL's own account", "%s failed: %s (%s)", #call,  \
                      ncclGetErrorString(nccl_rc_), ncclGetLastError(NULL));                           \
-    } while (0)
-
-#define CHECK_CUDA_COMM(call)                                                                         \
-    do {                                                                                              \
-        cudaError_t rc_ = (call);                                                                     \
-        if (rc_ != cudaSuccess) DP_FATAL(NULL, "%s failed: %s", #call, cudaGetErrorString(rc_));      \
     } while (0)
 
 #define NCCL_MAX_TAGS 8192
@@ -80,11 +75,9 @@ static int nccl_open(struct comm *c, char *err, size_t errlen)
     CHECK_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, group_mpi(c->group)));
     /* as high a priority as the compute stream's: the GEMMs queued behind one another
      * must not starve the collective of SMs */
-    int least = 0, greatest = 0;
-    CHECK_CUDA_COMM(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    CHECK_CUDA_COMM(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
-    CHECK_CUDA_COMM(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
-    CHECK_CUDA_COMM(cudaEventCreateWithFlags(&s->all_done, cudaEventDisableTiming));
+    s->stream = cuda_stream_at_priority(1);
+    CHECK_CUDA(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&s->all_done, cudaEventDisableTiming));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     if (c->opt.max_ctas > 0) config.maxCTAs = c->opt.max_ctas;
     if (c->opt.cta_policy == 1) config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
@@ -100,7 +93,7 @@ static void nccl_close(struct comm *c)
 {
     struct nccl_state *s = st(c);
     if (s == NULL) return;
-    CHECK_CUDA_COMM(cudaDeviceSynchronize()); /* no stream may still touch a buffer freed below */
+    CHECK_CUDA(cudaDeviceSynchronize()); /* no stream may still touch a buffer freed below */
     for (int i = 0; i < s->nbuf; i++) {
         if (s->buf[i].win != NULL) CHECK_NCCL(ncclCommWindowDeregister(s->comm, s->buf[i].win));
         if (s->buf[i].handle != NULL) CHECK_NCCL(ncclCommDeregister(s->comm, s->buf[i].handle));
@@ -132,7 +125,7 @@ static cudaEvent_t done_event(struct nccl_state *s, int tag)
         cudaEvent_t *more = realloc(s->done, (size_t)(tag + 1) * sizeof *more);
         CHECK_ALLOC(more);
         s->done = more;
-        for (int i = s->ndone; i <= tag; i++) CHECK_CUDA_COMM(cudaEventCreateWithFlags(&s->done[i], cudaEventDisableTiming));
+        for (int i = s->ndone; i <= tag; i++) CHECK_CUDA(cudaEventCreateWithFlags(&s->done[i], cudaEventDisableTiming));
         s->ndone = tag + 1;
     }
     return s->done[tag];
@@ -142,8 +135,8 @@ static void nccl_begin(struct comm *c, int tag)
 {
     struct nccl_state *s = st(c);
     done_event(s, tag); /* made now, not between the group's calls */
-    CHECK_CUDA_COMM(cudaEventRecord(s->ready, (cudaStream_t)c->compute_stream));
-    CHECK_CUDA_COMM(cudaStreamWaitEvent(s->stream, s->ready, 0));
+    CHECK_CUDA(cudaEventRecord(s->ready, (cudaStream_t)c->compute_stream));
+    CHECK_CUDA(cudaStreamWaitEvent(s->stream, s->ready, 0));
     comm_mark(c, tag, 0, s->stream);
 }
 
@@ -151,7 +144,7 @@ static void nccl_end(struct comm *c, int tag)
 {
     struct nccl_state *s = st(c);
     comm_mark(c, tag, 1, s->stream);
-    CHECK_CUDA_COMM(cudaEventRecord(done_event(s, tag), s->stream));
+    CHECK_CUDA(cudaEventRecord(done_event(s, tag), s->stream));
 }
 
 static void nccl_group_begin(struct comm *c)
@@ -185,14 +178,14 @@ static void nccl_all_gather(struct comm *c, void *buf, size_t count, int dtype)
 
 static void nccl_wait(struct comm *c, int tag)
 {
-    CHECK_CUDA_COMM(cudaStreamWaitEvent((cudaStream_t)c->compute_stream, done_event(st(c), tag), 0));
+    CHECK_CUDA(cudaStreamWaitEvent((cudaStream_t)c->compute_stream, done_event(st(c), tag), 0));
 }
 
 static void nccl_wait_all(struct comm *c)
 {
     struct nccl_state *s = st(c);
-    CHECK_CUDA_COMM(cudaEventRecord(s->all_done, s->stream));
-    CHECK_CUDA_COMM(cudaStreamWaitEvent((cudaStream_t)c->compute_stream, s->all_done, 0));
+    CHECK_CUDA(cudaEventRecord(s->all_done, s->stream));
+    CHECK_CUDA(cudaStreamWaitEvent((cudaStream_t)c->compute_stream, s->all_done, 0));
 }
 
 static void *nccl_stream(const struct comm *c) { return st(c)->stream; }
@@ -208,7 +201,7 @@ static void *nccl_mem_alloc(struct comm *c, size_t bytes)
     if (rc != ncclSuccess)
         DP_FATAL("lower train.batch_per_gpu, or set comm.register = off", "ncclMemAlloc of %.2f GiB failed: %s",
                  size / 1073741824.0, ncclGetErrorString(rc));
-    CHECK_CUDA_COMM(cudaMemsetAsync(b->ptr, 0, size, (cudaStream_t)c->compute_stream));
+    CHECK_CUDA(cudaMemsetAsync(b->ptr, 0, size, (cudaStream_t)c->compute_stream));
     if (c->opt.symmetric) CHECK_NCCL(ncclCommWindowRegister(s->comm, b->ptr, size, &b->win, NCCL_WIN_COLL_SYMMETRIC));
     else CHECK_NCCL(ncclCommRegister(s->comm, b->ptr, size, &b->handle));
     s->nbuf++;
@@ -220,7 +213,7 @@ static void nccl_mem_free(struct comm *c, void *p)
     struct nccl_state *s = st(c);
     for (int i = 0; i < s->nbuf; i++) {
         if (s->buf[i].ptr != p) continue;
-        CHECK_CUDA_COMM(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaDeviceSynchronize());
         if (s->buf[i].win != NULL) CHECK_NCCL(ncclCommWindowDeregister(s->comm, s->buf[i].win));
         if (s->buf[i].handle != NULL) CHECK_NCCL(ncclCommDeregister(s->comm, s->buf[i].handle));
         CHECK_NCCL(ncclMemFree(p));

@@ -17,16 +17,10 @@
 
 #include "../kernels/kernels_cuda.h"
 #include "backend.h"
+#include "cuda_check.h"
 #include "error.h"
 #include "gpu_peaks.h"
 #include "nvml.h"
-
-#define CHECK_CUDA(call)                                                                                   \
-    do {                                                                                                   \
-        cudaError_t cuda_rc_ = (call);                                                                     \
-        if (cuda_rc_ != cudaSuccess)                                                                       \
-            DP_FATAL(NULL, "%s failed: %s (%s)", #call, cudaGetErrorString(cuda_rc_), cudaGetErrorName(cuda_rc_)); \
-    } while (0)
 
 #define CHECK_CUBLAS(call)                                                                                 \
     do {                                                                                                   \
@@ -127,11 +121,8 @@ static int cuda_init(struct backend *b, const struct config *cfg, int local_rank
 
     /* The block scheduler serves the higher priority first: the compute stream's GEMMs
      * before the overlapped optimizer, which fills the gaps they leave (train.update_priority). */
-    int least = 0, greatest = 0;
-    CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    CHECK_CUDA(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
-    CHECK_CUDA(cudaStreamCreateWithPriority(&s->update_stream, cudaStreamNonBlocking,
-                                            cfg->update_priority ? greatest : least));
+    s->stream = cuda_stream_at_priority(1);
+    s->update_stream = cuda_stream_at_priority(cfg->update_priority);
     s->autotune = cfg->gemm_autotune;
     CHECK_CUDA(cudaEventCreateWithFlags(&s->order, cudaEventDisableTiming));
     s->cur = s->stream;

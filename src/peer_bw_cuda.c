@@ -4,14 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_check.h"
 #include "error.h"
 #include "peer_bw.h"
-
-#define CHECK_CUDA_PEER(call)                                                                              \
-    do {                                                                                                   \
-        cudaError_t rc_ = (call);                                                                          \
-        if (rc_ != cudaSuccess) DP_FATAL(NULL, "%s failed: %s", #call, cudaGetErrorString(rc_));           \
-    } while (0)
 
 #define REPS 10
 #define LATENCY_REPS 100
@@ -20,15 +15,15 @@
 static double time_copies(void *dst, int ddev, const void *src, int sdev, size_t bytes, cudaStream_t s, int reps)
 {
     cudaEvent_t a, b;
-    CHECK_CUDA_PEER(cudaEventCreate(&a));
-    CHECK_CUDA_PEER(cudaEventCreate(&b));
-    CHECK_CUDA_PEER(cudaMemcpyPeerAsync(dst, ddev, src, sdev, bytes, s));
-    CHECK_CUDA_PEER(cudaEventRecord(a, s));
-    for (int r = 0; r < reps; r++) CHECK_CUDA_PEER(cudaMemcpyPeerAsync(dst, ddev, src, sdev, bytes, s));
-    CHECK_CUDA_PEER(cudaEventRecord(b, s));
-    CHECK_CUDA_PEER(cudaEventSynchronize(b));
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+    CHECK_CUDA(cudaMemcpyPeerAsync(dst, ddev, src, sdev, bytes, s));
+    CHECK_CUDA(cudaEventRecord(a, s));
+    for (int r = 0; r < reps; r++) CHECK_CUDA(cudaMemcpyPeerAsync(dst, ddev, src, sdev, bytes, s));
+    CHECK_CUDA(cudaEventRecord(b, s));
+    CHECK_CUDA(cudaEventSynchronize(b));
     float ms = 0;
-    CHECK_CUDA_PEER(cudaEventElapsedTime(&ms, a, b));
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     return ms * 1e-3 / reps;
@@ -46,72 +41,72 @@ int peer_measure(struct peer_matrix *m, size_t bytes)
     void *buf[TOPO_MAX_GPUS], *back[TOPO_MAX_GPUS];
     cudaStream_t stream[TOPO_MAX_GPUS];
     for (int i = 0; i < m->n; i++) {
-        CHECK_CUDA_PEER(cudaSetDevice(i));
-        CHECK_CUDA_PEER(cudaMalloc(&buf[i], bytes));
-        CHECK_CUDA_PEER(cudaMalloc(&back[i], bytes));
-        CHECK_CUDA_PEER(cudaMemset(buf[i], 1, bytes));
-        CHECK_CUDA_PEER(cudaStreamCreateWithFlags(&stream[i], cudaStreamNonBlocking));
+        CHECK_CUDA(cudaSetDevice(i));
+        CHECK_CUDA(cudaMalloc(&buf[i], bytes));
+        CHECK_CUDA(cudaMalloc(&back[i], bytes));
+        CHECK_CUDA(cudaMemset(buf[i], 1, bytes));
+        CHECK_CUDA(cudaStreamCreateWithFlags(&stream[i], cudaStreamNonBlocking));
     }
     void *host = NULL;
-    CHECK_CUDA_PEER(cudaMallocHost(&host, bytes));
+    CHECK_CUDA(cudaMallocHost(&host, bytes));
     for (int i = 0; i < m->n; i++)
         for (int j = 0; j < m->n; j++) {
             if (i == j) continue;
             int can = 0;
-            CHECK_CUDA_PEER(cudaDeviceCanAccessPeer(&can, i, j));
+            CHECK_CUDA(cudaDeviceCanAccessPeer(&can, i, j));
             m->p2p[i][j] = can;
             if (can) {
-                CHECK_CUDA_PEER(cudaSetDevice(i));
+                CHECK_CUDA(cudaSetDevice(i));
                 cudaError_t rc = cudaDeviceEnablePeerAccess(j, 0);
                 if (rc == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
-                else CHECK_CUDA_PEER(rc);
-                CHECK_CUDA_PEER(cudaSetDevice(j));
+                else CHECK_CUDA(rc);
+                CHECK_CUDA(cudaSetDevice(j));
                 rc = cudaDeviceEnablePeerAccess(i, 0);
                 if (rc == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
-                else CHECK_CUDA_PEER(rc);
+                else CHECK_CUDA(rc);
             }
-            CHECK_CUDA_PEER(cudaSetDevice(i));
+            CHECK_CUDA(cudaSetDevice(i));
             m->unidir_gbps[i][j] = bytes / time_copies(buf[j], j, buf[i], i, bytes, stream[i], REPS) / 1e9;
             m->latency_us[i][j] = 1e6 * time_copies(back[j], j, buf[i], i, 4, stream[i], LATENCY_REPS);
             /* both ways at once: i -> j on i's stream, j -> i on j's, timed around both */
             cudaEvent_t a, b;
-            CHECK_CUDA_PEER(cudaEventCreate(&a));
-            CHECK_CUDA_PEER(cudaEventCreate(&b));
-            CHECK_CUDA_PEER(cudaDeviceSynchronize());
-            CHECK_CUDA_PEER(cudaEventRecord(a, stream[i]));
-            CHECK_CUDA_PEER(cudaStreamWaitEvent(stream[j], a, 0));
+            CHECK_CUDA(cudaEventCreate(&a));
+            CHECK_CUDA(cudaEventCreate(&b));
+            CHECK_CUDA(cudaDeviceSynchronize());
+            CHECK_CUDA(cudaEventRecord(a, stream[i]));
+            CHECK_CUDA(cudaStreamWaitEvent(stream[j], a, 0));
             for (int r = 0; r < REPS; r++) {
-                CHECK_CUDA_PEER(cudaMemcpyPeerAsync(back[j], j, buf[i], i, bytes, stream[i]));
-                CHECK_CUDA_PEER(cudaMemcpyPeerAsync(back[i], i, buf[j], j, bytes, stream[j]));
+                CHECK_CUDA(cudaMemcpyPeerAsync(back[j], j, buf[i], i, bytes, stream[i]));
+                CHECK_CUDA(cudaMemcpyPeerAsync(back[i], i, buf[j], j, bytes, stream[j]));
             }
             cudaEvent_t done_j;
-            CHECK_CUDA_PEER(cudaSetDevice(j));
-            CHECK_CUDA_PEER(cudaEventCreate(&done_j));
-            CHECK_CUDA_PEER(cudaEventRecord(done_j, stream[j]));
-            CHECK_CUDA_PEER(cudaSetDevice(i));
-            CHECK_CUDA_PEER(cudaStreamWaitEvent(stream[i], done_j, 0));
-            CHECK_CUDA_PEER(cudaEventRecord(b, stream[i]));
-            CHECK_CUDA_PEER(cudaEventSynchronize(b));
+            CHECK_CUDA(cudaSetDevice(j));
+            CHECK_CUDA(cudaEventCreate(&done_j));
+            CHECK_CUDA(cudaEventRecord(done_j, stream[j]));
+            CHECK_CUDA(cudaSetDevice(i));
+            CHECK_CUDA(cudaStreamWaitEvent(stream[i], done_j, 0));
+            CHECK_CUDA(cudaEventRecord(b, stream[i]));
+            CHECK_CUDA(cudaEventSynchronize(b));
             float ms = 0;
-            CHECK_CUDA_PEER(cudaEventElapsedTime(&ms, a, b));
+            CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
             m->bidir_gbps[i][j] = 2.0 * REPS * bytes / (ms * 1e-3) / 1e9;
             cudaEventDestroy(a);
             cudaEventDestroy(b);
             cudaEventDestroy(done_j);
             /* through host memory: i -> pinned host, then host -> j */
-            CHECK_CUDA_PEER(cudaDeviceSynchronize());
+            CHECK_CUDA(cudaDeviceSynchronize());
             double t = 0;
             for (int r = 0; r <= REPS; r++) {
                 cudaEvent_t x, y;
-                CHECK_CUDA_PEER(cudaEventCreate(&x));
-                CHECK_CUDA_PEER(cudaEventCreate(&y));
-                CHECK_CUDA_PEER(cudaEventRecord(x, stream[i]));
-                CHECK_CUDA_PEER(cudaMemcpyAsync(host, buf[i], bytes, cudaMemcpyDeviceToHost, stream[i]));
-                CHECK_CUDA_PEER(cudaMemcpyAsync(back[j], host, bytes, cudaMemcpyHostToDevice, stream[i]));
-                CHECK_CUDA_PEER(cudaEventRecord(y, stream[i]));
-                CHECK_CUDA_PEER(cudaEventSynchronize(y));
+                CHECK_CUDA(cudaEventCreate(&x));
+                CHECK_CUDA(cudaEventCreate(&y));
+                CHECK_CUDA(cudaEventRecord(x, stream[i]));
+                CHECK_CUDA(cudaMemcpyAsync(host, buf[i], bytes, cudaMemcpyDeviceToHost, stream[i]));
+                CHECK_CUDA(cudaMemcpyAsync(back[j], host, bytes, cudaMemcpyHostToDevice, stream[i]));
+                CHECK_CUDA(cudaEventRecord(y, stream[i]));
+                CHECK_CUDA(cudaEventSynchronize(y));
                 float xm = 0;
-                CHECK_CUDA_PEER(cudaEventElapsedTime(&xm, x, y));
+                CHECK_CUDA(cudaEventElapsedTime(&xm, x, y));
                 if (r > 0) t += xm * 1e-3; /* the first one warms up */
                 cudaEventDestroy(x);
                 cudaEventDestroy(y);

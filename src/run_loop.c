@@ -248,9 +248,10 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
     CHECK_ALLOC(L->layer_updated);
     for (int k = 0; k < L->plan.nbuckets; k++) L->plan_updated[k] = be->ops->event_create(be);
     for (int k = 0; k < L->layers.nbuckets; k++) L->layer_updated[k] = be->ops->event_create(be);
-    if (c != NULL)
+    if (c != NULL) {
         for (size_t i = 0; i < nbucket; i++) L->bucket_ev[i] = be->ops->event_create(be);
-    if (c != NULL) comm_set_marker(c, on_marker, L);
+        comm_set_marker(c, on_marker, L);
+    }
 }
 
 void run_loop_free(struct run_loop *L)

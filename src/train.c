@@ -148,6 +148,15 @@ static void collect_outcome(struct run_loop *L, struct run_result *out)
     free(params);
 }
 
+/* The compute-only figures of a pass: each timed step and its backward. */
+static void keep_compute_only(const double *phases, int iters, double *step, double *backward)
+{
+    for (int i = 0; i < iters; i++) {
+        step[i] = phases[(size_t)i * NPHASES + PHASE_STEP];
+        backward[i] = phases[(size_t)i * NPHASES + PHASE_BACKWARD];
+    }
+}
+
 int train_run(const struct config *cfg, const struct model *m, struct backend *be, struct group *g, struct comm *c,
               const char *library, int local_size, struct run_result *out)
 {
@@ -192,10 +201,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         run_loop_reset(&L);
         run_loop_steps(&L, 0);
         run_loop_phase_times(&L, phases);
-        for (int i = 0; i < iters; i++) {
-            compute[i] = phases[(size_t)i * NPHASES + PHASE_STEP];
-            compute_bwd[i] = phases[(size_t)i * NPHASES + PHASE_BACKWARD];
-        }
+        keep_compute_only(phases, iters, compute, compute_bwd);
         /* 2. the communication alone */
         run_loop_comm_alone(&L, reps, alone);
     }
@@ -204,18 +210,13 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     run_loop_steps(&L, 1);
     run_loop_phase_times(&L, phases);
     run_loop_bucket_times(&L, bstart, bend);
-    if (c == NULL) /* the real step is its own compute-only step */
-        for (int i = 0; i < iters; i++) {
-            compute[i] = phases[(size_t)i * NPHASES + PHASE_STEP];
-            compute_bwd[i] = phases[(size_t)i * NPHASES + PHASE_BACKWARD];
-        }
+    if (c == NULL) keep_compute_only(phases, iters, compute, compute_bwd); /* the real step is its own */
 
     double nvlink = L.nvlink_tx_bytes;
     group_sum_doubles(g, &nvlink, 1);
     out->nvlink_tx_bytes = nvlink;
-    /* an allreduce sends 2(N-1)/N of its bytes from every rank; a reduce-scatter and an
-     * all-gather (N-1)/N of theirs */
-    out->nvlink_expected_bytes = (N - 1) * (L.sharded ? out->allreduce_bytes + out->gather_bytes : 2.0 * out->allreduce_bytes) * steps;
+    /* every rank sends (N-1)/N of the bus bytes */
+    out->nvlink_expected_bytes = (N - 1) * run_bus_bytes(out) * steps;
     double energy = L.timed_energy_j; /* NaN on any rank makes the sum NaN: no partial figure */
     group_sum_doubles(g, &energy, 1);
     out->energy_j = energy;

@@ -50,6 +50,13 @@ struct run_result {
     size_t nparams;
 };
 
+/* nccl-tests' bus bytes of one step over (N-1)/N: 2 x an allreduce's bytes, or a
+ * reduce-scatter's plus an all-gather's (comm.shard_optimizer). */
+static inline double run_bus_bytes(const struct run_result *r)
+{
+    return r->gather_bytes > 0 ? r->allreduce_bytes + r->gather_bytes : 2.0 * r->allreduce_bytes;
+}
+
 /* Collective over the ranks of g; c is the run's comm, NULL on one rank. `library`
  * labels the run. Returns 0, or -1 (on every rank of g) when the run cannot start,
  * e.g. the memory plan does not fit. */
