@@ -26,8 +26,9 @@ cudaError_t cuda_bias_grad(void *dbias, int dbias_in_dtype, const void *d, int r
 /* row_loss: scratch of `rows` floats */
 cudaError_t cuda_softmax_xent(void *dlogits, float *loss, const void *logits, const int *labels, int rows, int classes,
                               float grad_scale, int dtype, float *row_loss, cudaStream_t stream);
-cudaError_t cuda_optimizer_step(float *params, const void *grads, int grad_dtype, float *state1, float *state2,
-                                void *params_lp, size_t n, const struct optim_hparams *h, int dtype, cudaStream_t stream);
+cudaError_t cuda_optimizer_step(float *params, const void *grads, int grad_dtype, void *state1, void *state2,
+                                int state_dtype, void *params_lp, size_t n, const struct optim_hparams *h, int dtype,
+                                cudaStream_t stream);
 cudaError_t cuda_cast_from_f32(void *dst, const float *src, size_t n, int dtype, cudaStream_t stream);
 cudaError_t cuda_cast_to_f32(float *dst, const void *src, size_t n, int dtype, cudaStream_t stream);
 cudaError_t cuda_synth_batch(void *x, int *labels, uint64_t first_sample, int rows, int input_dim, int classes,

@@ -1,94 +1,172 @@
 /* optimizer.cu — SGD with momentum and AdamW in one fused pass over the flat
- * parameter arena or a bucket's slice of it (fp32 master weights and state), which
- * reads the gradients in fp32 or as a 16-bit allreduce left them, and also writes
- * the compute-dtype copy of the weights that the next step's GEMMs read; and the
- * casts between fp32 and the compute dtype. */
+ * parameter arena or a bucket's slice of it (fp32 master weights; the state in fp32
+ * or the compute dtype), which reads the gradients in fp32 or as a 16-bit allreduce
+ * left them, and also writes the compute-dtype copy of the weights that the next
+ * step's GEMMs read (four elements per vector access where the slice is aligned);
+ * and the casts between fp32 and the compute dtype. */
+#include <stdint.h>
+
 #include "../src/backend.h"
 #include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
 
+/* The per-element rules, shared by the vector and the scalar kernel so that both
+ * give the same bits. p: the fp32 master weight; g: the gradient already in fp32;
+ * s1, s2: the optimizer state (s2 unused by SGD). Returns the new weight. */
+struct sgd_rule {
+    static constexpr bool two_states = false;
+    float lr, mu, wd, scale;
+    __device__ __forceinline__ float operator()(float p, float g, float &s1, float &) const
+    {
+        const float grad = g * scale + wd * p;
+        const float v = mu * s1 + grad;
+        s1 = v;
+        return p - lr * v;
+    }
+};
+
+struct adamw_rule {
+    static constexpr bool two_states = true;
+    float lr, b1, b2, eps, wd, scale, c1, c2;
+    __device__ __forceinline__ float operator()(float p, float g, float &s1, float &s2) const
+    {
+        const float grad = g * scale;
+        const float mi = b1 * s1 + (1.0f - b1) * grad;
+        const float vi = b2 * s2 + (1.0f - b2) * grad * grad;
+        s1 = mi;
+        s2 = vi;
+        return p - lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * p);
+    }
+};
+
+/* Four consecutive values of X: one 16-byte (fp32) or 8-byte (16-bit) access. */
+template <typename X> struct alignas(4 * sizeof(X)) quad {
+    X v[4];
+};
+
 /* T: the compute dtype of the weights' copy; G: the gradients' type (fp32, or T when
- * a 16-bit allreduce's result is read as is).
+ * a 16-bit allreduce's result is read as is); S: the optimizer state's (fp32, or T).
  *
- * Short blocks, no grid-stride loop: each block updates OPT_ELEMS_PER_BLOCK elements
- * (OPT_ILP per thread, coalesced) and retires. Overlapped with backward on a stream
- * of lower priority, such blocks fill the SMs the GEMMs leave idle and give them
- * back within microseconds, instead of holding SMs that the next GEMM waits for. */
+ * Short blocks, no grid-stride loop: each block updates OPT_QUADS_PER_BLOCK groups of
+ * four elements (OPT_ILP per thread, coalesced, vector loads) and retires. Overlapped
+ * with backward on a stream of lower priority, such blocks fill the SMs the GEMMs
+ * leave idle and give them back within microseconds, instead of holding SMs that the
+ * next GEMM waits for. */
 #define OPT_THREADS 256
-#define OPT_ILP 4
-#define OPT_ELEMS_PER_BLOCK (OPT_THREADS * OPT_ILP)
+#define OPT_ILP 2
+#define OPT_QUADS_PER_BLOCK (OPT_THREADS * OPT_ILP)
 
-template <typename T, typename G>
-__global__ void __launch_bounds__(OPT_THREADS) sgd_step(float *p, const G *g, float *m, T *lp, size_t n, float lr,
-                                                        float mu, float wd, float scale)
+template <typename Rule, typename T, typename G, typename S>
+__global__ void __launch_bounds__(OPT_THREADS) update_quads(float *p, const G *g, S *s1, S *s2, T *lp, size_t nquads,
+                                                            Rule rule)
 {
-    const size_t base = (size_t)blockIdx.x * OPT_ELEMS_PER_BLOCK + threadIdx.x;
+    const size_t base = (size_t)blockIdx.x * OPT_QUADS_PER_BLOCK + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < OPT_ILP; k++) {
+        const size_t q = base + (size_t)k * OPT_THREADS;
+        if (q >= nquads) return;
+        quad<float> P = ((const quad<float> *)p)[q];
+        const quad<G> Gq = ((const quad<G> *)g)[q];
+        quad<S> M = ((const quad<S> *)s1)[q], V = {};
+        if (Rule::two_states) V = ((const quad<S> *)s2)[q];
+        quad<T> L;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float m = to_f32(M.v[j]), v = Rule::two_states ? to_f32(V.v[j]) : 0.0f;
+            P.v[j] = rule(P.v[j], to_f32(Gq.v[j]), m, v);
+            M.v[j] = from_f32<S>(m);
+            if (Rule::two_states) V.v[j] = from_f32<S>(v);
+            L.v[j] = from_f32<T>(P.v[j]);
+        }
+        ((quad<float> *)p)[q] = P;
+        ((quad<S> *)s1)[q] = M;
+        if (Rule::two_states) ((quad<S> *)s2)[q] = V;
+        if (lp != nullptr) ((quad<T> *)lp)[q] = L;
+    }
+}
+
+/* The same rule one element at a time: slices whose pointers are not aligned for
+ * the vector kernel, and the last n % 4 elements. */
+template <typename Rule, typename T, typename G, typename S>
+__global__ void __launch_bounds__(OPT_THREADS) update_scalar(float *p, const G *g, S *s1, S *s2, T *lp, size_t n,
+                                                             Rule rule)
+{
+    const size_t base = (size_t)blockIdx.x * OPT_QUADS_PER_BLOCK + threadIdx.x;
 #pragma unroll
     for (int k = 0; k < OPT_ILP; k++) {
         const size_t i = base + (size_t)k * OPT_THREADS;
         if (i >= n) return;
-        float grad = to_f32(g[i]) * scale + wd * p[i];
-        float v = mu * m[i] + grad;
-        float w = p[i] - lr * v;
-        m[i] = v;
-        p[i] = w;
-        if (lp != nullptr) lp[i] = from_f32<T>(w);
+        float m = to_f32(s1[i]), v = Rule::two_states ? to_f32(s2[i]) : 0.0f;
+        p[i] = rule(p[i], to_f32(g[i]), m, v);
+        s1[i] = from_f32<S>(m);
+        if (Rule::two_states) s2[i] = from_f32<S>(v);
+        if (lp != nullptr) lp[i] = from_f32<T>(p[i]);
     }
 }
 
-template <typename T, typename G>
-__global__ void __launch_bounds__(OPT_THREADS) adamw_step(float *p, const G *g, float *m, float *v, T *lp, size_t n,
-                                                          float lr, float b1, float b2, float eps, float wd, float scale,
-                                                          float c1, float c2)
-{
-    const size_t base = (size_t)blockIdx.x * OPT_ELEMS_PER_BLOCK + threadIdx.x;
-#pragma unroll
-    for (int k = 0; k < OPT_ILP; k++) {
-        const size_t i = base + (size_t)k * OPT_THREADS;
-        if (i >= n) return;
-        float grad = to_f32(g[i]) * scale;
-        float mi = b1 * m[i] + (1.0f - b1) * grad;
-        float vi = b2 * v[i] + (1.0f - b2) * grad * grad;
-        float w = p[i] - lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * p[i]);
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = w;
-        if (lp != nullptr) lp[i] = from_f32<T>(w);
-    }
-}
+static bool aligned(const void *ptr, size_t bytes) { return ((uintptr_t)ptr % bytes) == 0; }
 
-template <typename T, typename G>
-static cudaError_t launch_typed(float *params, const G *grads, float *s1, float *s2, void *lp, size_t n,
-                                const struct optim_hparams *h, cudaStream_t s)
+static unsigned blocks_of(size_t units) { return (unsigned)((units + OPT_QUADS_PER_BLOCK - 1) / OPT_QUADS_PER_BLOCK); }
+
+template <typename Rule, typename T, typename G, typename S>
+static cudaError_t launch_rule(float *p, const G *g, S *s1, S *s2, T *lp, size_t n, const Rule &rule, cudaStream_t s)
 {
     if (n == 0) return cudaSuccess;
-    const size_t blocks = (n + OPT_ELEMS_PER_BLOCK - 1) / OPT_ELEMS_PER_BLOCK;
-    if (blocks > 0x7fffffffu) return cudaErrorInvalidValue;
-    if (h->kind == OPT_SGD) {
-        sgd_step<T, G><<<(unsigned)blocks, OPT_THREADS, 0, s>>>(params, grads, s1, (T *)lp, n, h->lr, h->momentum,
-                                                                h->weight_decay, h->grad_scale);
-    } else {
-        const float c1 = 1.0f - powf(h->beta1, (float)h->step), c2 = 1.0f - powf(h->beta2, (float)h->step);
-        adamw_step<T, G><<<(unsigned)blocks, OPT_THREADS, 0, s>>>(params, grads, s1, s2, (T *)lp, n, h->lr, h->beta1,
-                                                                  h->beta2, h->eps, h->weight_decay, h->grad_scale, c1, c2);
+    if (n / OPT_QUADS_PER_BLOCK >= 0x7fffffffu) return cudaErrorInvalidValue;
+    const bool vec = aligned(p, 16) && aligned(s1, 4 * sizeof(S)) && (!Rule::two_states || aligned(s2, 4 * sizeof(S))) &&
+                     aligned(g, 4 * sizeof(G)) && (lp == nullptr || aligned(lp, 4 * sizeof(T)));
+    size_t done = 0;
+    if (vec && n >= 4) {
+        const size_t nquads = n / 4;
+        update_quads<Rule, T, G, S><<<blocks_of(nquads), OPT_THREADS, 0, s>>>(p, g, s1, s2, lp, nquads, rule);
+        done = nquads * 4;
+    }
+    if (done < n) {
+        update_scalar<Rule, T, G, S><<<blocks_of(n - done), OPT_THREADS, 0, s>>>(
+            p + done, g + done, s1 + done, s2 != nullptr ? s2 + done : nullptr, lp != nullptr ? lp + done : nullptr,
+            n - done, rule);
     }
     return cudaGetLastError();
 }
 
-template <typename T>
-static cudaError_t launch(float *params, const void *grads, int grads_in_t, float *s1, float *s2, void *lp, size_t n,
-                          const struct optim_hparams *h, cudaStream_t s)
+template <typename T, typename G, typename S>
+static cudaError_t launch_typed(float *params, const G *grads, S *s1, S *s2, void *lp, size_t n,
+                                const struct optim_hparams *h, cudaStream_t s)
 {
-    return grads_in_t ? launch_typed<T, T>(params, (const T *)grads, s1, s2, lp, n, h, s)
-                      : launch_typed<T, float>(params, (const float *)grads, s1, s2, lp, n, h, s);
+    if (h->kind == OPT_SGD) {
+        const sgd_rule r = {h->lr, h->momentum, h->weight_decay, h->grad_scale};
+        return launch_rule(params, grads, s1, (S *)nullptr, (T *)lp, n, r, s);
+    }
+    const float c1 = 1.0f - powf(h->beta1, (float)h->step), c2 = 1.0f - powf(h->beta2, (float)h->step);
+    const adamw_rule r = {h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, h->grad_scale, c1, c2};
+    return launch_rule(params, grads, s1, s2, (T *)lp, n, r, s);
 }
 
-extern "C" cudaError_t cuda_optimizer_step(float *params, const void *grads, int grad_dtype, float *state1,
-                                           float *state2, void *params_lp, size_t n, const struct optim_hparams *h,
+/* The gradients' and the state's types: each fp32 or T. */
+template <typename T, typename S>
+static cudaError_t launch_state(float *params, const void *grads, int grads_in_t, S *s1, S *s2, void *lp, size_t n,
+                                const struct optim_hparams *h, cudaStream_t s)
+{
+    return grads_in_t ? launch_typed<T, T, S>(params, (const T *)grads, s1, s2, lp, n, h, s)
+                      : launch_typed<T, float, S>(params, (const float *)grads, s1, s2, lp, n, h, s);
+}
+
+template <typename T>
+static cudaError_t launch(float *params, const void *grads, int grads_in_t, void *s1, void *s2, int state_in_t,
+                          void *lp, size_t n, const struct optim_hparams *h, cudaStream_t s)
+{
+    return state_in_t ? launch_state<T, T>(params, grads, grads_in_t, (T *)s1, (T *)s2, lp, n, h, s)
+                      : launch_state<T, float>(params, grads, grads_in_t, (float *)s1, (float *)s2, lp, n, h, s);
+}
+
+extern "C" cudaError_t cuda_optimizer_step(float *params, const void *grads, int grad_dtype, void *state1, void *state2,
+                                           int state_dtype, void *params_lp, size_t n, const struct optim_hparams *h,
                                            int dtype, cudaStream_t stream)
 {
     if (grad_dtype != DT_F32 && grad_dtype != dtype) return cudaErrorInvalidValue;
-    return DISPATCH_DTYPE(dtype, launch, params, grads, grad_dtype != DT_F32, state1, state2, params_lp, n, h, stream);
+    if (state_dtype != DT_F32 && state_dtype != dtype) return cudaErrorInvalidValue;
+    return DISPATCH_DTYPE(dtype, launch, params, grads, grad_dtype != DT_F32, state1, state2, state_dtype != DT_F32,
+                          params_lp, n, h, stream);
 }
 
 template <typename T> __global__ void cast_kernel(T *dst, const float *src, size_t n)

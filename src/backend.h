@@ -105,10 +105,11 @@ struct backend_ops {
     /* One optimizer step over n elements of the flat arenas (all of it, or a bucket's
      * slice); grads are fp32 or in the compute dtype (grad_dtype: a 16-bit allreduce's
      * result, read as is). Also refreshes the compute-dtype copy of the weights when
-     * params_lp is not NULL (a fused cast). Element-wise: the result of an element
-     * does not depend on how the arena is cut into calls. */
-    void (*optimizer_step)(struct backend *b, float *params, const void *grads, int grad_dtype, float *state1,
-                           float *state2, void *params_lp, size_t n, const struct optim_hparams *h);
+     * params_lp is not NULL (a fused cast). The state is fp32 or in the compute dtype
+     * (state_dtype). Element-wise: the result of an element does not depend on how the
+     * arena is cut into calls. */
+    void (*optimizer_step)(struct backend *b, float *params, const void *grads, int grad_dtype, void *state1,
+                           void *state2, int state_dtype, void *params_lp, size_t n, const struct optim_hparams *h);
     /* Cast n fp32 values into the compute dtype, and back. */
     void (*cast_from_f32)(struct backend *b, void *dst, const float *src, size_t n);
     void (*cast_to_f32)(struct backend *b, float *dst, const void *src, size_t n);

@@ -120,12 +120,12 @@ static void be_softmax_xent(struct backend *b, void *dlogits, float *loss, const
     cpu_softmax_xent(dlogits, loss, logits, labels, rows, classes, grad_scale);
 }
 
-static void be_optimizer_step(struct backend *b, float *params, const void *grads, int grad_dtype, float *s1,
-                              float *s2, void *params_lp, size_t n, const struct optim_hparams *h)
+static void be_optimizer_step(struct backend *b, float *params, const void *grads, int grad_dtype, void *s1, void *s2,
+                              int state_dtype, void *params_lp, size_t n, const struct optim_hparams *h)
 {
     (void)b;
     (void)params_lp; /* fp32 only: the weights are their own compute copy */
-    if (grad_dtype != DT_F32) DP_FATAL(NULL, "the cpu backend keeps gradients in fp32");
+    if (grad_dtype != DT_F32 || state_dtype != DT_F32) DP_FATAL(NULL, "the cpu backend keeps gradients and state in fp32");
     cpu_optimizer_step(params, grads, s1, s2, n, h);
 }
 

@@ -25,6 +25,9 @@ enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
 enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_NET = 3 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
 enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 }; /* = enum reduce_op of dtype.h */
+enum optimizer_state { STATE_FP32 = 0, STATE_COMPUTE = 1 }; /* train.optimizer_state */
+enum shm_copy { SHM_COPY_SM = 0, SHM_COPY_CE = 1 }; /* comm.shm_copy */
+enum epilogue_use { EPILOGUE_OFF = 0, EPILOGUE_FORWARD = 1, EPILOGUE_ON = 2 }; /* train.gemm_epilogue */
 
 struct config {
     char config_path[CONFIG_STR_LEN]; /* "" when no file was given */
@@ -58,7 +61,8 @@ struct config {
     int update_priority; /* 0 low, 1 high: the update stream against the compute stream */
     int gemm_sm_margin;  /* SMs the backward GEMMs leave to the work beside them */
     int gemm_autotune;   /* time cuBLASLt's candidates per shape */
-    int gemm_epilogue;   /* bias and GELU in cuBLASLt epilogues */
+    int optimizer_state; /* enum optimizer_state: momentum / Adam moments in fp32 or the compute dtype */
+    int gemm_epilogue;   /* enum epilogue_use: bias and GELU in cuBLASLt epilogues */
 
     /* [run] */
     int backend; /* enum backend_kind */
@@ -85,6 +89,7 @@ struct config {
     int register_buffers; /* NCCL user buffer registration */
     int symmetric;       /* NCCL symmetric windows */
     int cta_policy;      /* NCCL CTAPolicy: 0 default, 1 efficiency, 2 zero */
+    int shm_copy;        /* enum shm_copy: who copies through host memory on the pcie path */
 
     /* [topo] */
     char topo_fixture[CONFIG_STR_LEN]; /* a recorded `nvidia-smi topo -m` instead of detection */

@@ -17,6 +17,9 @@ static const char *const priority_names[] = {"low", "high", NULL};
 static const char *const grad_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_op_names[] = {"avg", "sum", NULL};
+static const char *const optimizer_state_names[] = {"fp32", "compute", NULL};
+static const char *const shm_copy_names[] = {"sm", "ce", NULL};
+static const char *const epilogue_names[] = {"off", "forward", "on", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum dtype */
 
 #define OFF(field) offsetof(struct config, field)
@@ -54,14 +57,18 @@ const struct config_key config_keys[] = {
     {"train", "grad_dtype", KEY_ENUM, OFF(grad_dtype), 0, 0, grad_dtype_names, "fp32",
      "the gradients' type: fp32, or the compute dtype (bf16/fp16: backward writes 16-bit gradients, which travel "
      "and reach the optimizer as they are, with no cast; needs comm.allreduce_dtype = compute)"},
+    {"train", "optimizer_state", KEY_ENUM, OFF(optimizer_state), 0, 0, optimizer_state_names, "fp32",
+     "the optimizer's state (SGD momentum, AdamW moments): fp32, or the compute dtype (bf16: 4 bytes a parameter "
+     "less to read and write per step; the weights' fp32 master copy stays)"},
     {"train", "update_priority", KEY_ENUM, OFF(update_priority), 0, 0, priority_names, "low",
      "priority of the overlapped update's stream: low fills the SMs the GEMMs leave idle; high goes first"},
     {"train", "gemm_sm_margin", KEY_INT, OFF(gemm_sm_margin), 0, 128, NULL, "0",
      "SMs the backward GEMMs leave to the work beside them (NCCL, the overlapped update): cuBLASLt "
      "SM_COUNT_TARGET = SMs - margin; 0 = all SMs"},
-    {"train", "gemm_epilogue", KEY_BOOL, OFF(gemm_epilogue), 0, 0, NULL, "off",
-     "GELU layers' bias and activation in cuBLASLt GEMM epilogues (GELU_AUX_BIAS forward; DGELU_BGRAD backward when "
-     "the gradients are in the compute dtype) instead of our element-wise kernels; cuda only; not yet verified on a GPU"},
+    {"train", "gemm_epilogue", KEY_ENUM, OFF(gemm_epilogue), 0, 0, epilogue_names, "off",
+     "GELU layers' bias and activation in cuBLASLt GEMM epilogues instead of our element-wise kernels (cuda only): "
+     "forward = GELU_AUX_BIAS in the forward GEMMs; on = also DGELU_BGRAD in backward's input-gradient GEMMs when "
+     "the gradients are in the compute dtype; off = none"},
     {"train", "gemm_autotune", KEY_BOOL, OFF(gemm_autotune), 0, 0, NULL, "on",
      "time cuBLASLt's candidate algorithms of each GEMM shape on first use (a warm-up step) and keep the fastest; "
      "off = its first heuristic"},
@@ -108,6 +115,10 @@ const struct config_key config_keys[] = {
      "register those buffers as NCCL symmetric windows (ncclCommWindowRegister: symmetric kernels); implies register"},
     {"comm", "cta_policy", KEY_ENUM, OFF(cta_policy), 0, 0, cta_policy_names, "default",
      "NCCL's CTA policy (ncclConfig_t CTAPolicy): efficiency uses fewer SMs; zero uses none where registered buffers allow"},
+    {"comm", "shm_copy", KEY_ENUM, OFF(shm_copy), 0, 0, shm_copy_names, "sm",
+     "who moves NCCL's bytes through host memory (the SHM transport of comm.path = pcie): sm = NCCL's kernels, "
+     "ce = the copy engines on both sides (NCCL_SHM_USE_CUDA_MEMCPY=1, NCCL_SHM_MEMCPY_MODE=3), leaving the SMs "
+     "to the overlapped backward"},
     {"comm", "allreduce_op", KEY_ENUM, OFF(allreduce_op), 0, 0, allreduce_op_names, "avg",
      "avg: NCCL's average (MPI: sum, then the optimizer scales); sum: sum, then the optimizer scales by 1/N"},
 

@@ -304,6 +304,7 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     attr_f64(w, g, "peak_tflops", r->peak_tflops > 0 ? r->peak_tflops : NAN);
     attr_f64(w, g, "energy_j", r->energy_j);
     attr_f64(w, g, "timed_wall_s", r->timed_wall_s);
+    attr_f64(w, g, "host_enqueue_s", r->host_enqueue_s);
 #define RUN_ATTR(name) attr_f64(w, g, #name, s->name);
     RUN_SUMMARY_DOUBLES(RUN_ATTR)
 #undef RUN_ATTR

@@ -3,7 +3,9 @@
  *   nvlink: NCCL_P2P_LEVEL=NVL   peer-to-peer only where NVLink connects the GPUs
  *   pcie:   NCCL_P2P_DISABLE=1   no peer access: intra-node traffic through host memory (SHM)
  *   net:    NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1, and NCCL_IB_DISABLE=1 when no InfiniBand or
- *           RoCE adapter is up: NCCL's network transport even between GPUs of one node */
+ *           RoCE adapter is up: NCCL's network transport even between GPUs of one node
+ * and, with comm.shm_copy = ce, NCCL_SHM_USE_CUDA_MEMCPY=1 and NCCL_SHM_MEMCPY_MODE=3: the
+ * host-memory copies on the copy engines instead of SMs. */
 #include "nccl_path.h"
 
 #include <stdio.h>
@@ -55,6 +57,13 @@ int nccl_path_settings(int path, const struct topo_node *t, const int *gpus, int
     default:
         return 0;
     }
+}
+
+void nccl_shm_copy_settings(int shm_copy, struct nccl_settings *s)
+{
+    if (shm_copy != SHM_COPY_CE) return;
+    add(s, "NCCL_SHM_USE_CUDA_MEMCPY", "1");
+    add(s, "NCCL_SHM_MEMCPY_MODE", "3"); /* sender and receiver side */
 }
 
 int nccl_path_apply(const struct nccl_settings *s, char *note, size_t len)

@@ -26,6 +26,10 @@ struct nccl_settings {
 int nccl_path_settings(int path, const struct topo_node *t, const int *gpus, int ngpus,
                             struct nccl_settings *out, char *err, size_t errlen);
 
+/* Add to `s` the settings of comm.shm_copy (enum shm_copy): ce moves the SHM
+ * transport's copies onto the copy engines of both GPUs; sm adds nothing. */
+void nccl_shm_copy_settings(int shm_copy, struct nccl_settings *s);
+
 /* setenv() every setting (before NCCL starts); returns how many replaced a different
  * value the user had set, naming the first in `note`. */
 int nccl_path_apply(const struct nccl_settings *s, char *note, size_t len);

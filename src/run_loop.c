@@ -35,8 +35,8 @@ static int grad_dtype(const struct run_loop *L) { return L->with_comm ? L->ar_dt
 static void update_range(struct run_loop *L, size_t off, size_t n, const void *g)
 {
     struct step_buffers *rb = &L->rb;
-    L->be->ops->optimizer_step(L->be, rb->params + off, g, grad_dtype(L), rb->state1 + off,
-                               rb->state2 != NULL ? rb->state2 + off : NULL,
+    L->be->ops->optimizer_step(L->be, rb->params + off, g, grad_dtype(L), elem(rb->state1, off, rb->state_dtype),
+                               rb->state2 != NULL ? elem(rb->state2, off, rb->state_dtype) : NULL, rb->state_dtype,
                                rb->params_lp != NULL ? elem(rb->params_lp, off, L->be->act_dtype) : NULL, n, &L->h);
 }
 
@@ -288,7 +288,7 @@ void run_loop_free(struct run_loop *L)
 
 void run_loop_reset(struct run_loop *L)
 {
-    const size_t bytes = L->m->nparams * sizeof(float);
+    const size_t bytes = L->m->nparams * dtype_size(L->rb.state_dtype);
     step_set_params(L->be, L->m, &L->rb, L->initial_params);
     L->be->ops->zero(L->be, L->rb.state1, bytes);
     if (L->rb.state2 != NULL) L->be->ops->zero(L->be, L->rb.state2, bytes);
@@ -373,7 +373,10 @@ void run_loop_steps(struct run_loop *L, int with_comm)
             energy0 = backend_energy_j(L->be);
             wall0 = wall_clock_s();
         }
+        const double t0 = wall_clock_s();
         one_step(L, s);
+        const double dt = wall_clock_s() - t0; /* enqueue only, but for a launch queue that is full */
+        if (s == 0 || dt < L->host_enqueue_s) L->host_enqueue_s = dt;
     }
     if (L->with_comm) comm_wait_all(L->c);
     L->be->ops->synchronize(L->be);

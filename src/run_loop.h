@@ -48,6 +48,8 @@ struct run_loop {
     struct backend_event **phase_ev;  /* [iters][NPHASES]: ends of phases; slot STEP = the start */
     struct backend_event **bucket_ev; /* [iters][nbuckets][2]: start and end of each bucket's reduction */
     double timed_wall_s;   /* last pass: wall time of its timed steps */
+    double host_enqueue_s; /* last pass: the shortest time the host took to enqueue one step; a step
+                            * whose GPU time is no longer than this is launch-bound */
     double timed_energy_j; /* last pass: energy of this rank's GPU over them; NaN without a counter */
     double nvlink_tx_bytes; /* last pass, all its steps: bytes this GPU sent over NVLink; NaN without a counter */
 };

@@ -133,6 +133,7 @@ int session_setup_path(struct session *s)
     if (ngpus == 0)
         for (int g = 0; g < s->topo.ngpus; g++) gpus[ngpus++] = g;
     if (rc == 0) rc = nccl_path_settings(s->cfg.path, &s->topo, gpus, ngpus, &s->nccl, err, sizeof err);
+    if (rc == 0) nccl_shm_copy_settings(s->cfg.shm_copy, &s->nccl);
     if (agree_once(s->launch.rank, rc != 0, err)) return -1;
     if (nccl_path_apply(&s->nccl, note, sizeof note) > 0 && s->launch.rank == 0)
         fprintf(stderr, "dpscale: warning: comm.path = %s: %s\n", config_value_name(&s->cfg, "comm", "path"), note);

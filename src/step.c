@@ -27,11 +27,12 @@ void step_buffers_alloc(struct backend *be, const struct config *cfg, const stru
     rb->elem = e;
     rb->params = balloc(be, m->nparams, sizeof(float));
     rb->grad_dtype = cfg->grad_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
-    rb->fuse_forward = cfg->gemm_epilogue && be->ops->gemm_fused != NULL && cfg->activation == ACT_GELU;
-    rb->fuse_backward = rb->fuse_forward && rb->grad_dtype == be->act_dtype;
+    rb->fuse_forward = cfg->gemm_epilogue != EPILOGUE_OFF && be->ops->gemm_fused != NULL && cfg->activation == ACT_GELU;
+    rb->fuse_backward = rb->fuse_forward && cfg->gemm_epilogue == EPILOGUE_ON && rb->grad_dtype == be->act_dtype;
     rb->grads = balloc(be, m->nparams, dtype_size(rb->grad_dtype));
-    rb->state1 = balloc(be, m->nparams, sizeof(float));
-    rb->state2 = cfg->optimizer == OPT_ADAMW ? balloc(be, m->nparams, sizeof(float)) : NULL;
+    rb->state_dtype = cfg->optimizer_state == STATE_COMPUTE ? be->act_dtype : DT_F32;
+    rb->state1 = balloc(be, m->nparams, dtype_size(rb->state_dtype));
+    rb->state2 = cfg->optimizer == OPT_ADAMW ? balloc(be, m->nparams, dtype_size(rb->state_dtype)) : NULL;
     rb->params_lp = be->act_dtype != DT_F32 ? balloc(be, m->nparams, e) : NULL;
     rb->x = balloc(be, b * (size_t)m->input_dim, e);
     rb->labels = balloc(be, b, sizeof(int));

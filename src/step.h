@@ -14,7 +14,9 @@
 #include "model.h"
 
 struct step_buffers {
-    float *params, *state1, *state2; /* fp32 arenas of model->nparams */
+    float *params;         /* fp32 master weights, model->nparams */
+    void *state1, *state2; /* optimizer state arenas of model->nparams, in state_dtype (state2: AdamW only) */
+    int state_dtype;       /* enum dtype: fp32, or the compute dtype (train.optimizer_state) */
     void *grads;      /* the gradient arena, in grad_dtype (train.grad_dtype: fp32 or the compute dtype) */
     int grad_dtype;   /* enum dtype */
     int last_rows;    /* layer 0's weight gradient in blocks of this many rows (comm.last_layer_chunks); 0 = one GEMM */

@@ -51,6 +51,11 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
             plan.grads_bytes += half; /* the 16-bit copy that travels */
             plan.total_bytes += half;
         }
+        if (cfg->optimizer_state == STATE_COMPUTE && be->act_dtype != DT_F32) { /* 16-bit state arenas */
+            const size_t saved = (cfg->optimizer == OPT_ADAMW ? 2 : 1) * (m->nparams * sizeof(float) - half);
+            plan.optimizer_bytes -= saved;
+            plan.total_bytes -= saved;
+        }
         size_t available = be->ops->memory_available(be, local_size);
         if (available > 0 && plan.total_bytes > available) {
             format_bytes((double)plan.total_bytes, need, sizeof need);
@@ -221,6 +226,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     group_sum_doubles(g, &energy, 1);
     out->energy_j = energy;
     out->timed_wall_s = group_max_double(g, L.timed_wall_s);
+    out->host_enqueue_s = group_max_double(g, L.host_enqueue_s);
     out->peak_tflops = be->info.peak_tflops;
 
     double *gathered = gather_rows(g, phases, iters, NPHASES);

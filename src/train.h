@@ -42,6 +42,7 @@ struct run_result {
     double gather_bytes;         /* weight bytes all-gathered per step (comm.shard_optimizer), else 0 */
     double energy_j;             /* energy of all ranks' GPUs over the timed steps; NaN without a counter */
     double timed_wall_s;         /* wall time of the timed steps (slowest rank) */
+    double host_enqueue_s;       /* shortest host time to enqueue one step (slowest rank) */
     double peak_tflops;          /* per GPU in the run's precision; 0 = unknown */
     double nvlink_tx_bytes;      /* sent over NVLink by all ranks' GPUs during the real steps; NaN = unknown */
     double nvlink_expected_bytes; /* what the allreduces of those steps send: 2(N-1) x gradient bytes per step */

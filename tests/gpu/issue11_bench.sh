@@ -24,9 +24,16 @@
 #   F  the PyTorch DDP reference on 1 and on 2 GPUs: M1 bf16, M1 autocast, the bar-4 model
 #      in fp32, M1 at batch 16384 with NCCL_P2P_DISABLE=1 (8 torchrun launches)
 #   G  the 1-GPU step of M1: overlapped update, autotuning, priority, SM margin, bf16
-#      gradients (1-rank launches), then `dpscale bench`
+#      gradients, cuBLASLt epilogues (1-rank launches), then `dpscale bench`; G_QUICK=1 runs
+#      only the bf16-gradient launches
 #   H  ZeRO-1 on symmetric buffers with the zero-CTA policy (bars 2-4) and its bit-identity
 #   I  layer 0's weight gradient in row blocks (comm.last_layer_chunks)
+#   J  bars 3 and 4 again: NCCL's host-memory (SHM) copies on copy engines
+#      (NCCL_SHM_USE_CUDA_MEMCPY), NCCL_BUFFSIZE; symmetric buffers, CTAs, LL protocols and
+#      bucket sizes for the small model (DP_ENV="VAR=VALUE ..." sets NCCL variables for one launch)
+#   K  the four bars once more with the second session's changes (forward epilogue, bf16
+#      optimizer state, comm.shm_copy = ce, robust autotuning), key runs twice; K_PARTS picks
+#      bars (default 1234)
 #   then ALL RUNS (one table), CHECKS (section B) and BARS (each bar with PASS/FAIL).
 #
 # Writes into OUTDIR, no subfolders, three files (the device call brings back 8 at most,
@@ -55,11 +62,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
-usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFGHI; default ABCDEFGHI]"
+usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFGHIJK; default ABCDEFGHIJK]"
 if [ $# -lt 1 ] || [ -z "$1" ]; then echo "$usage" >&2; exit 2; fi
-SECTIONS=${2:-ABCDEFGHI}
-if ! [[ $SECTIONS =~ ^[A-I]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
-for s in A B C D E F G H I; do
+SECTIONS=${2:-ABCDEFGHIJK}
+if ! [[ $SECTIONS =~ ^[A-K]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
+for s in A B C D E F G H I J K; do
     if [[ $SECTIONS == *$s*$s* ]]; then echo "$usage; section $s is named twice in '$SECTIONS'" >&2; exit 2; fi
 done
 mkdir -p "$1" || exit 2
@@ -153,6 +160,9 @@ def cmd_row(label, path, tsv):
             print(f"   {label}: no /summary in {path}")
             return 1
         s = f["summary"][()]
+        enq = []  # the host's time to enqueue a step, per run: launch-bound when it reaches the step
+        f.visititems(lambda name, o: enq.append((int(o.attrs.get("nranks", -1)), float(o.attrs["host_enqueue_s"])))
+                     if "host_enqueue_s" in getattr(o, "attrs", {}) else None)
     names = s.dtype.names or ()
 
     def fld(row, name, scale=1.0):  # absent fields (an older or newer schema) read as NaN
@@ -175,6 +185,8 @@ def cmd_row(label, path, tsv):
     print(HEAD)
     for r in recs:
         print(line(r))
+    if enq:
+        print("   host enqueue per step (shortest): " + ", ".join(f"n={n}: {t * 1e3:.3f} ms" for n, t in sorted(enq)))
     tsv_append(tsv, recs)
     return 0
 
@@ -424,7 +436,9 @@ main() {
         local label=$1; shift
         local h5=$H5DIR/$label.h5 rc
         rm -f "$h5"
-        run "$label" mpirun -np 2 --bind-to none "$DPSCALE" run --run.backend=cuda --run.sweep=1,2 \
+        # $DP_ENV unquoted on purpose: zero or more VAR=VALUE words for env (NCCL knobs of section J)
+        # shellcheck disable=SC2086
+        run "$label" env ${DP_ENV:-} mpirun -np 2 --bind-to none "$DPSCALE" run --run.backend=cuda --run.sweep=1,2 \
             --run.output_dir="$H5DIR" --run.output="$label.h5" "$@"
         rc=$?
         if [ -f "$h5" ]; then
@@ -534,17 +548,21 @@ main() {
 
     section_G() {
         echo; echo "######## G. the 1-GPU step of M1: overlapped update, GEMM autotuning, priorities, SM margin"
-        dp1 G-default "${M1[@]}" "${SHORT[@]}"
-        dp1 G-overlap-off "${M1[@]}" "${SHORT[@]}" --train.overlap_update=off
-        dp1 G-autotune-off "${M1[@]}" "${SHORT[@]}" --train.gemm_autotune=off
-        dp1 G-autotune-off-overlap-off "${M1[@]}" "${SHORT[@]}" --train.gemm_autotune=off --train.overlap_update=off
+        if [ -z "${G_QUICK:-}" ]; then  # G_QUICK=1: only the bf16-gradient runs (the fastest step)
+            dp1 G-default "${M1[@]}" "${SHORT[@]}"
+            dp1 G-overlap-off "${M1[@]}" "${SHORT[@]}" --train.overlap_update=off
+            dp1 G-autotune-off "${M1[@]}" "${SHORT[@]}" --train.gemm_autotune=off
+            dp1 G-autotune-off-overlap-off "${M1[@]}" "${SHORT[@]}" --train.gemm_autotune=off --train.overlap_update=off
+        fi
         dp1 G-grad16 "${M1[@]}" "${SHORT[@]}" --train.grad_dtype=compute --comm.allreduce_dtype=compute
         dp1 G-grad16-overlap-off "${M1[@]}" "${SHORT[@]}" --train.grad_dtype=compute --comm.allreduce_dtype=compute \
             --train.overlap_update=off
-        dp1 G-grad16-update-high "${M1[@]}" "${SHORT[@]}" --train.grad_dtype=compute --comm.allreduce_dtype=compute \
-            --train.update_priority=high
+        [ -z "${G_QUICK:-}" ] && dp1 G-grad16-update-high "${M1[@]}" "${SHORT[@]}" --train.grad_dtype=compute \
+            --comm.allreduce_dtype=compute --train.update_priority=high
         dp1 G-grad16-epilogue "${M1[@]}" "${SHORT[@]}" --train.grad_dtype=compute --comm.allreduce_dtype=compute \
             --train.gemm_epilogue=on
+        dp1 G-grad16-epilogue-overlap-off "${M1[@]}" "${SHORT[@]}" --train.grad_dtype=compute \
+            --comm.allreduce_dtype=compute --train.gemm_epilogue=on --train.overlap_update=off
         "$DPSCALE" bench --run.backend=cuda "${M1[@]}" "${SHORT[@]}" 2>&1 | tail -12
     }
 
@@ -597,12 +615,75 @@ main() {
         ddp F-M1-pcie-b16384 "NCCL_P2P_DISABLE=1" "${m1[@]}" --batch 16384 --mode bf16 --iters 10 --warmup 2
     }
 
+    section_J() {
+        echo; echo "######## J. bars 3 and 4 once more: NCCL's host-memory copies on copy engines, small-message knobs"
+        local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie --comm.allreduce_dtype=compute
+            --train.grad_dtype=compute --train.iters=10 --train.warmup=2)
+        dp D-pcie-b16384-grad16-chunks8-again "${d[@]}" --comm.last_layer_chunks=8
+        DP_ENV="NCCL_SHM_USE_CUDA_MEMCPY=1" dp D-pcie-b16384-grad16-chunks8-ce "${d[@]}" --comm.last_layer_chunks=8
+        DP_ENV="NCCL_SHM_USE_CUDA_MEMCPY=1 NCCL_SHM_MEMCPY_MODE=3" dp D-pcie-b16384-grad16-chunks8-ce3 "${d[@]}" \
+            --comm.last_layer_chunks=8
+        DP_ENV="NCCL_SHM_USE_CUDA_MEMCPY=1" dp D-pcie-b16384-grad16-shard-ce "${d[@]}" --comm.shard_optimizer=on
+        DP_ENV="NCCL_BUFFSIZE=16777216" dp D-pcie-b16384-grad16-chunks8-buf16 "${d[@]}" --comm.last_layer_chunks=8
+        local e=(--model.layers=5 --model.input_dim=1024 --model.hidden_dim=1024 --model.classes=1024
+            --train.precision=fp32 --train.batch_per_gpu=256 --comm.path=nvlink --train.iters=200 --train.warmup=20)
+        dp E-bucket2-again "${e[@]}" --comm.bucket_mb=2
+        dp E-bucket2-symmetric "${e[@]}" --comm.bucket_mb=2 --comm.symmetric=on
+        dp E-bucket2-ctas8 "${e[@]}" --comm.bucket_mb=2 --comm.nccl_max_ctas=8
+        DP_ENV="NCCL_PROTO=LL,LL128" dp E-bucket2-ll "${e[@]}" --comm.bucket_mb=2
+        dp E-bucket3-autotune-off "${e[@]}" --comm.bucket_mb=3 --train.gemm_autotune=off
+        dp E-bucket2-update-high "${e[@]}" --comm.bucket_mb=2 --train.update_priority=high
+        echo "nsys: $(command -v nsys || echo none); ncu: $(command -v ncu || echo none)"
+    }
+
+    section_K() {
+        echo; echo "######## K. the bars once more, with this session's changes, each key run twice (K_PARTS=1234)"
+        local parts=${K_PARTS:-1234} long=(--train.iters=60 --train.warmup=10) r
+        local g16=(--train.grad_dtype=compute --comm.allreduce_dtype=compute)
+        if [[ $parts == *1* ]]; then  # bar 1: M1 on 1 GPU
+            for r in 1 2; do
+                dp1 G-K-grad16-r$r "${M1[@]}" "${long[@]}" "${g16[@]}"
+                dp1 G-K-grad16-epifwd-r$r "${M1[@]}" "${long[@]}" "${g16[@]}" --train.gemm_epilogue=forward
+                dp1 G-K-grad16-epifwd-state16-r$r "${M1[@]}" "${long[@]}" "${g16[@]}" --train.gemm_epilogue=forward \
+                    --train.optimizer_state=compute
+                dp1 G-K-grad16-epifwd-state16-overlap-off-r$r "${M1[@]}" "${long[@]}" "${g16[@]}" \
+                    --train.gemm_epilogue=forward --train.optimizer_state=compute --train.overlap_update=off
+            done
+        fi
+        if [[ $parts == *2* ]]; then  # bar 2: M1 on 2 GPUs over NVLink; fp32 reported too
+            local z=(--comm.shard_optimizer=on --comm.symmetric=on --comm.cta_policy=zero --comm.path=nvlink)
+            dp H-K-M1-grad16-zero "${M1[@]}" "${long[@]}" "${g16[@]}" "${z[@]}"
+            dp H-K-M1-grad16-zero-epifwd-state16 "${M1[@]}" "${long[@]}" "${g16[@]}" "${z[@]}" \
+                --train.gemm_epilogue=forward --train.optimizer_state=compute
+            dp A-K-M1-fp32-zero "${M1[@]}" "${long[@]}" --comm.allreduce_dtype=fp32 "${z[@]}"
+            dp A-K-M1-fp32 "${M1[@]}" "${long[@]}" --comm.allreduce_dtype=fp32 --comm.path=nvlink
+        fi
+        if [[ $parts == *3* ]]; then  # bar 3: batch 16384 through host memory
+            local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie "${g16[@]}" --train.iters=20
+                --train.warmup=3 --comm.last_layer_chunks=8)
+            for r in 1 2; do
+                dp D-K-pcie-b16384-chunks8-sm-r$r "${d[@]}"
+                dp D-K-pcie-b16384-chunks8-ce-r$r "${d[@]}" --comm.shm_copy=ce
+            done
+        fi
+        if [[ $parts == *4* ]]; then  # bar 4: the small fp32 model over NVLink
+            local e=(--model.layers=5 --model.input_dim=1024 --model.hidden_dim=1024 --model.classes=1024
+                --train.precision=fp32 --train.batch_per_gpu=256 --comm.path=nvlink --train.iters=500 --train.warmup=50)
+            for r in 1 2; do
+                dp E-K-bucket2-r$r "${e[@]}" --comm.bucket_mb=2
+                DP_ENV="NCCL_PROTO=LL,LL128" dp E-K-bucket2-ll-r$r "${e[@]}" --comm.bucket_mb=2
+            done
+            dp E-K-default "${e[@]}"
+            dp E-K-bucket1 "${e[@]}" --comm.bucket_mb=1 --comm.first_bucket_mb=0.5
+        fi
+    }
+
     # The sections in the order given (ABCDEF by default; e.g. FABCDE measures the reference first).
     local i
     for ((i = 0; i < ${#SECTIONS}; i++)); do
         case ${SECTIONS:i:1} in
             A) section_A ;; B) section_B ;; C) section_C ;; D) section_D ;; E) section_E ;; F) section_F ;;
-            G) section_G ;; H) section_H ;; I) section_I ;;
+            G) section_G ;; H) section_H ;; I) section_I ;; J) section_J ;; K) section_K ;;
         esac
     done
 

@@ -49,6 +49,27 @@ check loss_fp16_vs_cpu_1e-3 $PY tests/gpu/check.py loss-close "$LOG/cudah.h5" "$
 check cuda_bf16_grad16 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
     --train.grad_dtype=compute --comm.allreduce_dtype=compute $O --run.output=cuda16g.h5
 check loss_bf16_grad16_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16g.h5" "$LOG/cpu.h5" 3.9e-3
+# AdamW through the vectorized optimizer kernel (fp32 gradients, and bf16 gradients read as they are)
+check cpu_fp32_adamw bin/dpscale run --config configs/mlp-medium.ini --backend=cpu --train.optimizer=adamw \
+    --train.lr=0.0001 $O --run.output=cpu-adamw.h5
+check cuda_fp32_adamw bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --train.optimizer=adamw \
+    --train.lr=0.0001 $O --run.output=cuda32-adamw.h5
+check cuda_bf16_grad16_adamw bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
+    --train.grad_dtype=compute --comm.allreduce_dtype=compute --train.optimizer=adamw --train.lr=0.0001 $O \
+    --run.output=cuda16g-adamw.h5
+check loss_fp32_adamw_vs_cpu_1e-4 $PY tests/gpu/check.py loss-close "$LOG/cuda32-adamw.h5" "$LOG/cpu-adamw.h5" 1e-4
+check loss_bf16_grad16_adamw_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16g-adamw.h5" \
+    "$LOG/cpu-adamw.h5" 3.9e-3
+# the optimizer state in bf16 (train.optimizer_state = compute), SGD and AdamW: the same bar as bf16
+check cuda_bf16_state16 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
+    --train.grad_dtype=compute --comm.allreduce_dtype=compute --train.optimizer_state=compute $O \
+    --run.output=cuda16s.h5
+check loss_bf16_state16_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16s.h5" "$LOG/cpu.h5" 3.9e-3
+check cuda_bf16_state16_adamw bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
+    --train.grad_dtype=compute --comm.allreduce_dtype=compute --train.optimizer_state=compute \
+    --train.optimizer=adamw --train.lr=0.0001 $O --run.output=cuda16s-adamw.h5
+check loss_bf16_state16_adamw_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16s-adamw.h5" \
+    "$LOG/cpu-adamw.h5" 3.9e-3
 # bias and GELU in cuBLASLt epilogues (train.gemm_epilogue): the same bars, and its gradients by finite differences
 check cuda_bf16_epilogue bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
     --train.grad_dtype=compute --comm.allreduce_dtype=compute --train.gemm_epilogue=on $O --run.output=cuda16e.h5

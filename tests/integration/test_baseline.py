@@ -107,6 +107,9 @@ def test_last_layer_in_row_blocks_trains_the_same(outdir, extra):
 @pytest.mark.parametrize("args,names", [
     (("--train.precision=fp16", "--train.grad_dtype=compute"), "train.grad_dtype"),
     (("--train.precision=bf16", "--train.grad_dtype=compute", "--comm.allreduce_dtype=fp32"), "comm.allreduce_dtype"),
+    (("--train.precision=fp16", "--train.optimizer_state=compute"), "train.optimizer_state"),
+    (("--train.gemm_epilogue=backward",), "train.gemm_epilogue"),
+    (("--comm.shm_copy=dma",), "comm.shm_copy"),
 ])
 def test_gradient_dtypes_that_cannot_work_are_refused(outdir, args, names):
     p = dpscale(1, "run", "--config", TINY, f"--run.output_dir={outdir}", *args)
@@ -114,3 +117,16 @@ def test_gradient_dtypes_that_cannot_work_are_refused(outdir, args, names):
     errors = [l for l in p.stderr.splitlines() if l.startswith("dpscale: error:")]
     assert len(errors) == 1 and names in errors[0], p.stderr
     assert not list(outdir.iterdir()), "no result file"
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
+def test_optimizer_state_in_the_compute_dtype_is_fp32_on_an_fp32_run(outdir, optimizer):
+    """train.optimizer_state = compute keeps the state in the compute dtype: in an fp32
+    run (the CPU's) that is fp32, so the parameters are bit-identical, and the run
+    records the key."""
+    common = ("--train.iters=5", f"--train.optimizer={optimizer}", "--run.save_params=on")
+    a, _ = run_tiny(2, outdir, *common, name="state32.h5")
+    b, p = run_tiny(2, outdir, "--train.optimizer_state=compute", *common, name="statec.h5")
+    for n in ("n1", "n2"):
+        assert a[f"runs/mpi/auto/{n}"].attrs["params_hash"] == b[f"runs/mpi/auto/{n}"].attrs["params_hash"], p.stdout
+    assert b["config"].attrs["train.optimizer_state"] == "compute", "the key is recorded"

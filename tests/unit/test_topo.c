@@ -83,6 +83,18 @@ TEST(pcie_disables_peer_access_and_net_disables_shared_memory_too)
     CHECK(nccl_path_settings(PATH_AUTO, &g_pcie, all8, 8, &s, err, sizeof err) == 0 && s.n == 0);
 }
 
+TEST(shm_copy_ce_puts_the_host_memory_copies_on_the_copy_engines)
+{
+    struct nccl_settings s;
+    char err[256];
+    CHECK(nccl_path_settings(PATH_PCIE, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
+    nccl_shm_copy_settings(SHM_COPY_SM, &s);
+    CHECK(s.n == 1 && setting(&s, "NCCL_SHM_USE_CUDA_MEMCPY") == NULL);
+    nccl_shm_copy_settings(SHM_COPY_CE, &s);
+    CHECK(s.n == 3 && strcmp(setting(&s, "NCCL_SHM_USE_CUDA_MEMCPY"), "1") == 0);
+    CHECK(strcmp(setting(&s, "NCCL_SHM_MEMCPY_MODE"), "3") == 0);
+}
+
 TEST(sysfs_adapters_are_read_with_rate_state_and_link_layer)
 {
     struct topo_node t;
