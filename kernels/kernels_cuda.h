@@ -15,8 +15,8 @@ extern "C" {
 
 struct optim_hparams;
 
-cudaError_t cuda_bias_act_forward(void *out, void *pre, const float *bias, int rows, int cols, int act, int dtype,
-                                  cudaStream_t stream);
+cudaError_t cuda_bias_act_forward(void *out, void *pre, const void *bias, int bias_dtype, int rows, int cols, int act,
+                                  int dtype, cudaStream_t stream);
 cudaError_t cuda_act_backward(void *d, const void *pre, int rows, int cols, int act, int dtype, cudaStream_t stream);
 /* partial: scratch of at least cuda_bias_grad_scratch_floats(rows, cols) floats */
 size_t cuda_bias_grad_scratch_floats(int rows, int cols);

@@ -92,8 +92,10 @@ struct backend_ops {
      * where the backend has none (the CPU): the step runs the element-wise kernels. */
     void (*gemm_fused)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, const void *A, int lda,
                        const void *B, int ldb, void *C, int ldc, const struct gemm_fusion *f);
-    /* pre += bias (fp32, per column); out = act(pre). out may equal pre when act is ACT_NONE. */
-    void (*bias_act_forward)(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act);
+    /* pre += bias (per column; fp32, or the compute dtype without a master copy:
+     * bias_dtype); out = act(pre). out may equal pre when act is ACT_NONE. */
+    void (*bias_act_forward)(struct backend *b, void *out, void *pre, const void *bias, int bias_dtype, int rows,
+                             int cols, int act);
     /* d *= act'(pre), in place: turns dL/d(out) into dL/d(pre). */
     void (*act_backward)(struct backend *b, void *d, const void *pre, int rows, int cols, int act);
     /* dbias[j] = sum over rows of d[i][j], summed in fp32, stored as dbias_dtype (fp32 or the compute dtype). */
@@ -105,7 +107,8 @@ struct backend_ops {
     /* One optimizer step over n elements of the flat arenas (all of it, or a bucket's
      * slice); grads are fp32 or in the compute dtype (grad_dtype: a 16-bit allreduce's
      * result, read as is). Also refreshes the compute-dtype copy of the weights when
-     * params_lp is not NULL (a fused cast). The state is fp32 or in the compute dtype
+     * params_lp is not NULL (a fused cast); with params NULL there is no master copy
+     * and params_lp itself is updated in place. The state is fp32 or in the compute dtype
      * (state_dtype). Element-wise: the result of an element does not depend on how the
      * arena is cut into calls. */
     void (*optimizer_step)(struct backend *b, float *params, const void *grads, int grad_dtype, void *state1,

@@ -94,9 +94,11 @@ static void cpu_gemm(struct backend *b, int ta, int tb, int m, int n, int k, flo
 }
 
 /* The element-wise operations: thin wrappers over kernels/ (which know no backend). */
-static void be_bias_act_forward(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act)
+static void be_bias_act_forward(struct backend *b, void *out, void *pre, const void *bias, int bias_dtype, int rows,
+                                int cols, int act)
 {
     (void)b;
+    if (bias_dtype != DT_F32) DP_FATAL(NULL, "the cpu backend keeps biases in fp32");
     cpu_bias_act_forward(out, pre, bias, rows, cols, act);
 }
 
@@ -125,7 +127,8 @@ static void be_optimizer_step(struct backend *b, float *params, const void *grad
 {
     (void)b;
     (void)params_lp; /* fp32 only: the weights are their own compute copy */
-    if (grad_dtype != DT_F32 || state_dtype != DT_F32) DP_FATAL(NULL, "the cpu backend keeps gradients and state in fp32");
+    if (grad_dtype != DT_F32 || state_dtype != DT_F32 || params == NULL)
+        DP_FATAL(NULL, "the cpu backend keeps weights, gradients and state in fp32");
     cpu_optimizer_step(params, grads, s1, s2, n, h);
 }
 

@@ -398,9 +398,10 @@ static void cuda_reserve(struct backend *b, int rows, int max_cols)
     }
 }
 
-static void cuda_bias_act_fwd(struct backend *b, void *out, void *pre, const float *bias, int rows, int cols, int act)
+static void cuda_bias_act_fwd(struct backend *b, void *out, void *pre, const void *bias, int bias_dtype, int rows,
+                              int cols, int act)
 {
-    CHECK_CUDA(cuda_bias_act_forward(out, pre, bias, rows, cols, act, b->act_dtype, state(b)->cur));
+    CHECK_CUDA(cuda_bias_act_forward(out, pre, bias, bias_dtype, rows, cols, act, b->act_dtype, state(b)->cur));
 }
 
 static void cuda_act_bwd(struct backend *b, void *d, const void *pre, int rows, int cols, int act)

@@ -412,6 +412,11 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
                 "in fp16, where they overflow; use train.grad_dtype = fp32 (or train.precision = bf16)");
         return -1;
     }
+    if (cfg->master_weights == MASTER_OFF && cfg->precision == PREC_FP16) {
+        set_err(err, errlen, "train.master_weights = off with train.precision = fp16 would update fp16 weights in place "
+                "under a loss scale; use train.master_weights = fp32 (or train.precision = bf16)");
+        return -1;
+    }
     if (cfg->optimizer_state == STATE_COMPUTE && cfg->precision == PREC_FP16) {
         set_err(err, errlen, "train.optimizer_state = compute with train.precision = fp16 would keep the optimizer "
                 "state in fp16, whose range is too narrow for it; use train.optimizer_state = fp32 (or train.precision = bf16)");

@@ -25,6 +25,7 @@ enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
 enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_NET = 3 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
 enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 }; /* = enum reduce_op of dtype.h */
+enum master_weights { MASTER_FP32 = 0, MASTER_OFF = 1 }; /* train.master_weights */
 enum optimizer_state { STATE_FP32 = 0, STATE_COMPUTE = 1 }; /* train.optimizer_state */
 enum shm_copy { SHM_COPY_SM = 0, SHM_COPY_CE = 1 }; /* comm.shm_copy */
 enum epilogue_use { EPILOGUE_OFF = 0, EPILOGUE_FORWARD = 1, EPILOGUE_ON = 2 }; /* train.gemm_epilogue */
@@ -61,6 +62,7 @@ struct config {
     int update_priority; /* 0 low, 1 high: the update stream against the compute stream */
     int gemm_sm_margin;  /* SMs the backward GEMMs leave to the work beside them */
     int gemm_autotune;   /* time cuBLASLt's candidates per shape */
+    int master_weights;  /* enum master_weights: an fp32 master copy of the weights, or none (pure 16-bit) */
     int optimizer_state; /* enum optimizer_state: momentum / Adam moments in fp32 or the compute dtype */
     int gemm_epilogue;   /* enum epilogue_use: bias and GELU in cuBLASLt epilogues */
 

@@ -17,6 +17,7 @@ static const char *const priority_names[] = {"low", "high", NULL};
 static const char *const grad_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_dtype_names[] = {"fp32", "compute", NULL};
 static const char *const allreduce_op_names[] = {"avg", "sum", NULL};
+static const char *const master_weights_names[] = {"fp32", "off", NULL};
 static const char *const optimizer_state_names[] = {"fp32", "compute", NULL};
 static const char *const shm_copy_names[] = {"sm", "ce", NULL};
 static const char *const epilogue_names[] = {"off", "forward", "on", NULL};
@@ -57,6 +58,10 @@ const struct config_key config_keys[] = {
     {"train", "grad_dtype", KEY_ENUM, OFF(grad_dtype), 0, 0, grad_dtype_names, "fp32",
      "the gradients' type: fp32, or the compute dtype (bf16/fp16: backward writes 16-bit gradients, which travel "
      "and reach the optimizer as they are, with no cast; needs comm.allreduce_dtype = compute)"},
+    {"train", "master_weights", KEY_ENUM, OFF(master_weights), 0, 0, master_weights_names, "fp32",
+     "fp32: the optimizer updates an fp32 master copy and writes the compute copy the GEMMs read; off: it updates "
+     "the bf16 weights in place, as a framework's pure-bf16 model does (6 bytes a parameter less per step; small "
+     "updates round away); bf16 only, no effect in fp32 or tf32"},
     {"train", "optimizer_state", KEY_ENUM, OFF(optimizer_state), 0, 0, optimizer_state_names, "fp32",
      "the optimizer's state (SGD momentum, AdamW moments): fp32, or the compute dtype (bf16: 4 bytes a parameter "
      "less to read and write per step; the weights' fp32 master copy stays)"},

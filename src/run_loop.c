@@ -35,7 +35,7 @@ static int grad_dtype(const struct run_loop *L) { return L->with_comm ? L->ar_dt
 static void update_range(struct run_loop *L, size_t off, size_t n, const void *g)
 {
     struct step_buffers *rb = &L->rb;
-    L->be->ops->optimizer_step(L->be, rb->params + off, g, grad_dtype(L), elem(rb->state1, off, rb->state_dtype),
+    L->be->ops->optimizer_step(L->be, rb->master ? rb->params + off : NULL, g, grad_dtype(L), elem(rb->state1, off, rb->state_dtype),
                                rb->state2 != NULL ? elem(rb->state2, off, rb->state_dtype) : NULL, rb->state_dtype,
                                rb->params_lp != NULL ? elem(rb->params_lp, off, L->be->act_dtype) : NULL, n, &L->h);
 }
@@ -444,6 +444,11 @@ void run_loop_comm_alone(struct run_loop *L, int reps, double *out)
 
 void run_loop_gather_params(struct run_loop *L)
 {
+    if (!L->rb.master) { /* the weights are their 16-bit copy, whole on every rank after the step's all-gathers */
+        L->be->ops->cast_to_f32(L->be, L->rb.params, L->rb.params_lp, L->m->nparams);
+        L->be->ops->synchronize(L->be);
+        return;
+    }
     if (!L->sharded) return;
     L->with_comm = 1;
     gather_weights(L, 1);

@@ -30,6 +30,7 @@ void step_buffers_alloc(struct backend *be, const struct config *cfg, const stru
     rb->fuse_forward = cfg->gemm_epilogue != EPILOGUE_OFF && be->ops->gemm_fused != NULL && cfg->activation == ACT_GELU;
     rb->fuse_backward = rb->fuse_forward && cfg->gemm_epilogue == EPILOGUE_ON && rb->grad_dtype == be->act_dtype;
     rb->grads = balloc(be, m->nparams, dtype_size(rb->grad_dtype));
+    rb->master = !(cfg->master_weights == MASTER_OFF && be->act_dtype != DT_F32);
     rb->state_dtype = cfg->optimizer_state == STATE_COMPUTE ? be->act_dtype : DT_F32;
     rb->state1 = balloc(be, m->nparams, dtype_size(rb->state_dtype));
     rb->state2 = cfg->optimizer == OPT_ADAMW ? balloc(be, m->nparams, dtype_size(rb->state_dtype)) : NULL;
@@ -95,8 +96,11 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
             be->ops->gemm_fused(be, 0, 1, B, s->out, s->in, input, s->in, w, s->in, rb->act[l], s->out, &f);
         } else {
             be->ops->gemm(be, 0, 1, B, s->out, s->in, 1.0f, input, s->in, w, s->in, 0.0f, rb->pre[l], 0, s->out);
-            if (with_elementwise)
-                be->ops->bias_act_forward(be, rb->act[l], rb->pre[l], rb->params + s->b_offset, B, s->out, s->act);
+            if (with_elementwise) /* the bias from the fp32 master, or from the weights when there is none */
+                be->ops->bias_act_forward(be, rb->act[l], rb->pre[l],
+                                          rb->master ? (const void *)(rb->params + s->b_offset)
+                                                     : at(rb->params_lp, s->b_offset, rb->elem),
+                                          rb->master ? DT_F32 : be->act_dtype, B, s->out, s->act);
         }
         input = rb->act[l];
     }

@@ -17,6 +17,9 @@ struct step_buffers {
     float *params;         /* fp32 master weights, model->nparams */
     void *state1, *state2; /* optimizer state arenas of model->nparams, in state_dtype (state2: AdamW only) */
     int state_dtype;       /* enum dtype: fp32, or the compute dtype (train.optimizer_state) */
+    int master;            /* 1: params is the fp32 master the optimizer updates; 0 (train.master_weights = off,
+                            * 16-bit): the optimizer updates params_lp in place, params is stale until
+                            * run_loop_gather_params refreshes it */
     void *grads;      /* the gradient arena, in grad_dtype (train.grad_dtype: fp32 or the compute dtype) */
     int grad_dtype;   /* enum dtype */
     int last_rows;    /* layer 0's weight gradient in blocks of this many rows (comm.last_layer_chunks); 0 = one GEMM */

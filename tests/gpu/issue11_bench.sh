@@ -22,7 +22,8 @@
 #   D  bar 3: M1 at batch 16384 per GPU over PCIe, plain, sharded, bf16 gradients (3)
 #   E  bar 4: a small fp32 model (5 x 1024) over NVLink, three bucket layouts (3)
 #   F  the PyTorch DDP reference on 1 and on 2 GPUs: M1 bf16, M1 autocast, the bar-4 model
-#      in fp32, M1 at batch 16384 with NCCL_P2P_DISABLE=1 (8 torchrun launches)
+#      in fp32, M1 at batch 16384 with NCCL_P2P_DISABLE=1 (8 torchrun launches; F_QUICK=1:
+#      the two M1 ones)
 #   G  the 1-GPU step of M1: overlapped update, autotuning, priority, SM margin, bf16
 #      gradients, cuBLASLt epilogues (1-rank launches), then `dpscale bench`; G_QUICK=1 runs
 #      only the bf16-gradient launches
@@ -34,6 +35,10 @@
 #   K  the four bars once more with the second session's changes (forward epilogue, bf16
 #      optimizer state, comm.shm_copy = ce, robust autotuning), key runs twice; K_PARTS picks
 #      bars (default 1234)
+#   L  bar 4 explored: GEMM SM margin, LL with 2-4 NCCL CTAs, priorities, buckets, the GPUs
+#      in the other order (does the slower rank follow the GPU?), registration, autotuning
+#   M  bar 1 in the framework's own configuration, pure bf16 (train.master_weights = off),
+#      against the fp32-master step, twice; its bit-identity (overlap, ZeRO-1)
 #   then ALL RUNS (one table), CHECKS (section B) and BARS (each bar with PASS/FAIL).
 #
 # Writes into OUTDIR, no subfolders, three files (the device call brings back 8 at most,
@@ -62,11 +67,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
-usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFGHIJK; default ABCDEFGHIJK]"
+usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFGHIJKLM; default ABCDEFGHIJKLM]"
 if [ $# -lt 1 ] || [ -z "$1" ]; then echo "$usage" >&2; exit 2; fi
-SECTIONS=${2:-ABCDEFGHIJK}
-if ! [[ $SECTIONS =~ ^[A-K]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
-for s in A B C D E F G H I J K; do
+SECTIONS=${2:-ABCDEFGHIJKLM}
+if ! [[ $SECTIONS =~ ^[A-M]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
+for s in A B C D E F G H I J K L M; do
     if [[ $SECTIONS == *$s*$s* ]]; then echo "$usage; section $s is named twice in '$SECTIONS'" >&2; exit 2; fi
 done
 mkdir -p "$1" || exit 2
@@ -610,6 +615,7 @@ main() {
         local m1=(--layers 9 --input-dim 8192 --hidden-dim 8192 --classes 1024)
         ddp F-M1-bf16 "" "${m1[@]}" --batch 2048 --mode bf16
         ddp F-M1-autocast "" "${m1[@]}" --batch 2048 --mode autocast
+        [ -n "${F_QUICK:-}" ] && return  # F_QUICK=1: M1 only
         ddp F-bar4-fp32 "" --layers 5 --input-dim 1024 --hidden-dim 1024 --classes 1024 --batch 256 --mode fp32 \
             --iters 200 --warmup 20
         ddp F-M1-pcie-b16384 "NCCL_P2P_DISABLE=1" "${m1[@]}" --batch 16384 --mode bf16 --iters 10 --warmup 2
@@ -678,12 +684,54 @@ main() {
         fi
     }
 
+    section_L() {
+        echo; echo "######## L. bar 4 explored: SMs left to NCCL, fewer NCCL CTAs with LL, priorities, buckets, GPU order"
+        local e=(--model.layers=5 --model.input_dim=1024 --model.hidden_dim=1024 --model.classes=1024
+            --train.precision=fp32 --train.batch_per_gpu=256 --comm.path=nvlink --train.iters=500 --train.warmup=50
+            --comm.bucket_mb=2)
+        dp E-L-base "${e[@]}"
+        DP_ENV="CUDA_VISIBLE_DEVICES=1,0" dp E-L-gpus-swapped "${e[@]}"
+        dp E-L-margin16 "${e[@]}" --train.gemm_sm_margin=16
+        dp E-L-margin48 "${e[@]}" --train.gemm_sm_margin=48
+        DP_ENV="NCCL_PROTO=LL" dp E-L-ll-ctas4 "${e[@]}" --comm.nccl_max_ctas=4
+        DP_ENV="NCCL_PROTO=LL" dp E-L-ll-ctas2 "${e[@]}" --comm.nccl_max_ctas=2
+        dp E-L-update-high "${e[@]}" --train.update_priority=high
+        dp E-L-overlap-update-off "${e[@]}" --train.overlap_update=off
+        dp E-L-bucket9 "${e[@]}" --comm.bucket_mb=9 --comm.first_bucket_mb=4.5
+        dp E-L-cta-efficiency "${e[@]}" --comm.cta_policy=efficiency
+        dp E-L-register "${e[@]}" --comm.register=on
+        dp E-L-autotune-off "${e[@]}" --train.gemm_autotune=off
+    }
+
+    section_M() {
+        echo; echo "######## M. bar 1 in the framework's configuration: pure bf16 (train.master_weights = off), and its bit-identity"
+        local long=(--train.iters=60 --train.warmup=10) r
+        local g16=(--train.grad_dtype=compute --comm.allreduce_dtype=compute --train.gemm_epilogue=forward
+            --train.optimizer_state=compute)
+        for r in 1 2; do
+            dp1 G-M-master-r$r "${M1[@]}" "${long[@]}" "${g16[@]}"
+            dp1 G-M-pure-r$r "${M1[@]}" "${long[@]}" "${g16[@]}" --train.master_weights=off
+            dp1 G-M-pure-overlap-off-r$r "${M1[@]}" "${long[@]}" "${g16[@]}" --train.master_weights=off \
+                --train.overlap_update=off
+        done
+        dp H-M-M1-pure-zero "${M1[@]}" "${long[@]}" "${g16[@]}" --train.master_weights=off --comm.path=nvlink \
+            --comm.shard_optimizer=on --comm.symmetric=on --comm.cta_policy=zero
+        local small=(--model.layers=3 --model.input_dim=2048 --model.hidden_dim=2048 --model.classes=1024
+            --train.precision=bf16 --train.batch_per_gpu=512 "${SHORT[@]}" --comm.path=nvlink --run.save_params=on
+            --train.gemm_autotune=off "${g16[@]}" --train.master_weights=off)
+        dp B-pure-overlap-on "${small[@]}" --train.overlap_update=on
+        dp B-pure-overlap-off "${small[@]}" --train.overlap_update=off
+        "$PY" "$HELPER" hash "$H5DIR/B-pure-overlap-on.h5" "$H5DIR/B-pure-overlap-off.h5" | sed 's/^/pure bf16: /' | tee -a "$CHECKS"
+        dp B-pure-shard "${small[@]}" --comm.shard_optimizer=on
+        "$PY" "$HELPER" hash "$H5DIR/B-pure-overlap-on.h5" "$H5DIR/B-pure-shard.h5" | sed 's/^/pure bf16, ZeRO-1 vs allreduce: /; s/== off/== sharded/' | tee -a "$CHECKS"
+    }
+
     # The sections in the order given (ABCDEF by default; e.g. FABCDE measures the reference first).
     local i
     for ((i = 0; i < ${#SECTIONS}; i++)); do
         case ${SECTIONS:i:1} in
             A) section_A ;; B) section_B ;; C) section_C ;; D) section_D ;; E) section_E ;; F) section_F ;;
-            G) section_G ;; H) section_H ;; I) section_I ;; J) section_J ;; K) section_K ;;
+            G) section_G ;; H) section_H ;; I) section_I ;; J) section_J ;; K) section_K ;; L) section_L ;; M) section_M ;;
         esac
     done
 

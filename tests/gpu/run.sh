@@ -70,6 +70,17 @@ check cuda_bf16_state16_adamw bin/dpscale run --config configs/mlp-medium.ini --
     --train.optimizer=adamw --train.lr=0.0001 $O --run.output=cuda16s-adamw.h5
 check loss_bf16_state16_adamw_vs_cpu_4e-3 $PY tests/gpu/check.py loss-close "$LOG/cuda16s-adamw.h5" \
     "$LOG/cpu-adamw.h5" 3.9e-3
+# pure bf16 (train.master_weights = off: the bf16 weights updated in place, bf16 state), SGD and AdamW: a
+# looser bar, 2^-6, since every step rounds the weights themselves to bf16
+check cuda_bf16_pure bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
+    --train.grad_dtype=compute --comm.allreduce_dtype=compute --train.optimizer_state=compute \
+    --train.master_weights=off $O --run.output=cuda16p.h5
+check loss_bf16_pure_vs_cpu_1.6e-2 $PY tests/gpu/check.py loss-close "$LOG/cuda16p.h5" "$LOG/cpu.h5" 1.56e-2
+check cuda_bf16_pure_adamw bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
+    --train.grad_dtype=compute --comm.allreduce_dtype=compute --train.optimizer_state=compute \
+    --train.master_weights=off --train.optimizer=adamw --train.lr=0.0001 $O --run.output=cuda16p-adamw.h5
+check loss_bf16_pure_adamw_vs_cpu_1.6e-2 $PY tests/gpu/check.py loss-close "$LOG/cuda16p-adamw.h5" \
+    "$LOG/cpu-adamw.h5" 1.56e-2
 # bias and GELU in cuBLASLt epilogues (train.gemm_epilogue): the same bars, and its gradients by finite differences
 check cuda_bf16_epilogue bin/dpscale run --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
     --train.grad_dtype=compute --comm.allreduce_dtype=compute --train.gemm_epilogue=on $O --run.output=cuda16e.h5

@@ -108,6 +108,7 @@ def test_last_layer_in_row_blocks_trains_the_same(outdir, extra):
     (("--train.precision=fp16", "--train.grad_dtype=compute"), "train.grad_dtype"),
     (("--train.precision=bf16", "--train.grad_dtype=compute", "--comm.allreduce_dtype=fp32"), "comm.allreduce_dtype"),
     (("--train.precision=fp16", "--train.optimizer_state=compute"), "train.optimizer_state"),
+    (("--train.precision=fp16", "--train.master_weights=off"), "train.master_weights"),
     (("--train.gemm_epilogue=backward",), "train.gemm_epilogue"),
     (("--comm.shm_copy=dma",), "comm.shm_copy"),
 ])
@@ -120,13 +121,15 @@ def test_gradient_dtypes_that_cannot_work_are_refused(outdir, args, names):
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
-def test_optimizer_state_in_the_compute_dtype_is_fp32_on_an_fp32_run(outdir, optimizer):
-    """train.optimizer_state = compute keeps the state in the compute dtype: in an fp32
-    run (the CPU's) that is fp32, so the parameters are bit-identical, and the run
-    records the key."""
+@pytest.mark.parametrize("key,value", [("train.optimizer_state", "compute"), ("train.master_weights", "off")])
+def test_16_bit_optimizer_keys_change_nothing_in_an_fp32_run(outdir, optimizer, key, value):
+    """train.optimizer_state = compute keeps the state in the compute dtype, and
+    train.master_weights = off updates the compute copy of the weights in place: in an
+    fp32 run (the CPU's) both are fp32 already, so the parameters are bit-identical,
+    and the run records the key."""
     common = ("--train.iters=5", f"--train.optimizer={optimizer}", "--run.save_params=on")
-    a, _ = run_tiny(2, outdir, *common, name="state32.h5")
-    b, p = run_tiny(2, outdir, "--train.optimizer_state=compute", *common, name="statec.h5")
+    a, _ = run_tiny(2, outdir, *common, name="plain.h5")
+    b, p = run_tiny(2, outdir, f"--{key}={value}", *common, name="keyed.h5")
     for n in ("n1", "n2"):
         assert a[f"runs/mpi/auto/{n}"].attrs["params_hash"] == b[f"runs/mpi/auto/{n}"].attrs["params_hash"], p.stdout
-    assert b["config"].attrs["train.optimizer_state"] == "compute", "the key is recorded"
+    assert b["config"].attrs[key] == value, "the key is recorded"
