@@ -34,7 +34,7 @@ OPENBLAS_LIBDIR := $(shell $(PKG_CONFIG) --variable=libdir openblas 2>/dev/null)
 LDLIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -Wl,-rpath,$(OPENBLAS_LIBDIR) -Wl,-Bstatic -linih -Wl,-Bdynamic -lm
 
 CUDA_HOST_SRC := $(wildcard src/*_cuda.c comm/*_nccl.c)
-SRC := $(filter-out $(CUDA_HOST_SRC),$(wildcard src/*.c mpi/*.c comm/*.c)) $(wildcard kernels/*_cpu.c)
+SRC := $(filter-out $(CUDA_HOST_SRC),$(wildcard src/*.c src/models/*.c mpi/*.c comm/*.c)) $(wildcard kernels/*_cpu.c)
 CUDA_SRC := $(wildcard kernels/*.cu)
 ifeq ($(CUDA),1)
 ifneq ($(CUDA_HOST_SRC),)
@@ -59,7 +59,7 @@ bin/dpscale: $(OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-build/%.o: %.c $(wildcard src/*.h mpi/*.h comm/*.h kernels/*.h)
+build/%.o: %.c $(wildcard src/*.h src/models/*.h mpi/*.h comm/*.h kernels/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 

@@ -31,7 +31,7 @@ static double median_gemm_only_s(struct session *s, int B)
     model_init_params(s->model, (uint64_t)s->cfg.seed, host);
     step_set_params(be, s->model, &rb, host);
     free(host);
-    be->ops->synth_batch(be, rb.x, rb.labels, 0, B, s->model->input_dim, s->model->classes, (uint64_t)s->cfg.seed);
+    step_data(be, s->model, &rb, 0, B, (uint64_t)s->cfg.seed);
     step_forward_loss(be, s->model, &rb, B, 0, 1.0f, NULL);
     step_backward(be, s->model, &rb, B, NULL);
     struct backend_event **ev = calloc((size_t)iters + 1, sizeof *ev);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "session.h"
 #include "stats.h"
+#include "step.h"
 #include "table.h"
 #include "train.h"
 
@@ -27,9 +28,9 @@ static void print_header(const struct session *s, const char *path)
     char sweep[128];
     config_format_value(c, config_find_key("run", "sweep"), sweep, sizeof sweep);
     say("dpscale %s — data-parallel scaling\n", DPSCALE_VERSION);
-    say("  model     %s: %d dense layers, %d -> %d x%d -> %d, %s, %.3f M parameters\n", c->model_name, m->nlayers,
-        c->input_dim, c->hidden_dim, m->nlayers > 1 ? m->nlayers - 1 : 0, c->classes,
-        config_value_name(c, "model", "activation"), m->nparams / 1e6);
+    char shape[256];
+    m->ops->summary(m, shape, sizeof shape);
+    say("  model     %s (%s): %s, %.3f M parameters\n", c->model_name, model_type_name(m->type), shape, m->nparams / 1e6);
     struct bucket_plan plan;
     bucket_plan_make(m, c->overlap, c->bucket_mb, c->first_bucket_mb, &plan);
     if (c->overlap) bucket_plan_split_last(m, c->last_layer_chunks, &plan);

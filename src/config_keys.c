@@ -5,6 +5,7 @@
 
 #include "config.h"
 
+static const char *const model_type_names[] = {"mlp", NULL};
 static const char *const activation_names[] = {"gelu", "relu", NULL};
 static const char *const scaling_names[] = {"weak", "strong", NULL};
 static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
@@ -28,6 +29,9 @@ static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum
 
 const struct config_key config_keys[] = {
     {"model", "name", KEY_STRING, OFF(model_name), 0, 0, NULL, "mlp", "label of the model preset"},
+    {"model", "type", KEY_ENUM, OFF(model_type), 0, 0, model_type_names, "mlp",
+     "the model family: mlp (dense layers on a synthetic classification task; model.layers, input_dim, hidden_dim, "
+     "classes, activation)"},
     {"model", "layers", KEY_INT, OFF(layers), 1, 4096, NULL, "4", "number of dense layers"},
     {"model", "input_dim", KEY_INT, OFF(input_dim), 1, 1048576, NULL, "512", "features of a sample"},
     {"model", "hidden_dim", KEY_INT, OFF(hidden_dim), 1, 1048576, NULL, "1024", "width of the hidden layers"},

@@ -1,6 +1,6 @@
 /* gradcheck.c — `dpscale gradcheck`: the data-parallel gradient (each rank's
  * backward pass, summed by the allreduce and averaged) against central finite
- * differences of the global loss, on a sample of coordinates of every layer.
+ * differences of the global loss, on a sample of coordinates of every tensor.
  * Run it with a tiny model (configs/mlp-tiny.ini); it works on any backend and any
  * number of ranks, so it checks the GPU kernels and the NCCL path too. */
 #include <math.h>
@@ -66,8 +66,7 @@ int cmd_gradcheck(int argc, char **argv)
     CHECK_ALLOC(grads);
     model_init_params(m, (uint64_t)s.cfg.seed, params);
     step_set_params(be, m, &rb, params);
-    be->ops->synth_batch(be, rb.x, rb.labels, (uint64_t)group_rank(g) * (uint64_t)B, B, m->input_dim, m->classes,
-                         (uint64_t)s.cfg.seed);
+    step_data(be, m, &rb, (uint64_t)group_rank(g) * (uint64_t)B, B, (uint64_t)s.cfg.seed);
 
     /* Analytic: local backward, allreduce sum, divide by N (what the optimizer sees). */
     step_forward_loss(be, m, &rb, B, 0, 1.0f, NULL);
@@ -82,16 +81,14 @@ int cmd_gradcheck(int argc, char **argv)
 
     say("gradcheck: %d ranks x batch %d, %zu parameters, central differences with eps %g\n", N, B, m->nparams,
         (double)GRADCHECK_EPS);
-    say("%6s %5s %10s %14s %14s %10s\n", "layer", "what", "index", "analytic", "numeric", "rel_err");
+    say("%-24s %10s %14s %14s %10s\n", "tensor", "index", "analytic", "numeric", "rel_err");
     double worst = 0.0;
     int checked = 0;
-    for (int l = 0; l < m->nlayers; l++) {
-        const struct layer_shape *sh = &m->layers[l];
-        for (int t = 0; t < 2 * COORDS_PER_TENSOR; t++) {
-            const int is_bias = t >= COORDS_PER_TENSOR;
-            const size_t count = is_bias ? (size_t)sh->out : (size_t)sh->out * (size_t)sh->in;
-            const size_t idx = synth_hash3((uint64_t)s.cfg.seed, (uint64_t)l, (uint64_t)t) % count;
-            const size_t k = (is_bias ? sh->b_offset : sh->w_offset) + idx;
+    for (int i = 0; i < m->ntensors; i++) {
+        const struct param_tensor *tensor = &m->tensors[i];
+        for (int t = 0; t < COORDS_PER_TENSOR; t++) {
+            const size_t idx = synth_hash3((uint64_t)s.cfg.seed, (uint64_t)i, (uint64_t)t) % tensor->count;
+            const size_t k = tensor->offset + idx;
             const float p = params[k];
             double plus = perturbed_loss(be, m, &rb, B, g, k, p + GRADCHECK_EPS);
             double minus = perturbed_loss(be, m, &rb, B, g, k, p - GRADCHECK_EPS);
@@ -102,8 +99,7 @@ int cmd_gradcheck(int argc, char **argv)
             const double rel = fabs(analytic - numeric) / denom;
             if (rel > worst || isnan(rel)) worst = isnan(rel) ? INFINITY : rel;
             checked++;
-            if (t % COORDS_PER_TENSOR == 0)
-                say("%6d %5s %10zu %14.6e %14.6e %10.2e\n", l, is_bias ? "bias" : "weight", idx, analytic, numeric, rel);
+            if (t == 0) say("%-24s %10zu %14.6e %14.6e %10.2e\n", tensor->name, idx, analytic, numeric, rel);
         }
     }
     const int pass = worst <= GRADCHECK_TOLERANCE;

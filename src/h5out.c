@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "step.h"
 
 struct h5w {
     int failed;
@@ -333,6 +334,64 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     h5_close(g);
 }
 
+/* One row of /model/tensors: the model's table (model.h). */
+struct tensor_row {
+    char name[TENSOR_NAME_LEN];
+    char kind[8]; /* "matrix" or "vector" */
+    int32_t rows, cols, stage;
+    uint64_t offset, count;
+};
+
+/* /model: what was trained, as the rest of dpscale sees it: its type, preset label,
+ * parameters, FLOPs per sample, sample unit, the one-line shape, and the tensor table
+ * in arena (backward) order. */
+static void write_model(struct h5w *w, hid_t file, const struct config *cfg, const struct model *m)
+{
+    hid_t g = h5_group_create(w, file, "model");
+    char shape[256];
+    m->ops->summary(m, shape, sizeof shape);
+    attr_str(w, g, "type", model_type_name(m->type));
+    attr_str(w, g, "name", cfg->model_name);
+    attr_str(w, g, "shape", shape);
+    attr_i64(w, g, "parameters", (long long)m->nparams);
+    attr_f64(w, g, "gemm_flops_per_sample", m->flops_per_sample);
+    attr_str(w, g, "unit", model_unit_name(m->unit));
+    attr_i64(w, g, "units_per_sample", m->units_per_sample);
+    attr_i64(w, g, "stages", m->nstages);
+    struct tensor_row *rows = calloc((size_t)m->ntensors + 1, sizeof *rows);
+    CHECK_ALLOC(rows);
+    for (int i = 0; i < m->ntensors; i++) {
+        const struct param_tensor *t = &m->tensors[i];
+        snprintf(rows[i].name, sizeof rows[i].name, "%s", t->name);
+        snprintf(rows[i].kind, sizeof rows[i].kind, "%s", t->kind == TENSOR_MATRIX ? "matrix" : "vector");
+        rows[i].rows = t->rows;
+        rows[i].cols = t->cols;
+        rows[i].stage = t->stage;
+        rows[i].offset = t->offset;
+        rows[i].count = t->count;
+    }
+    hid_t name_t = CHECK_H5(w, H5Tcopy(H5T_C_S1)), kind_t = CHECK_H5(w, H5Tcopy(H5T_C_S1));
+    CHECK_H5(w, H5Tset_size(name_t, sizeof rows->name));
+    CHECK_H5(w, H5Tset_size(kind_t, sizeof rows->kind));
+    hid_t t = CHECK_H5(w, H5Tcreate(H5T_COMPOUND, sizeof(struct tensor_row)));
+#define FIELD(name, type) CHECK_H5(w, H5Tinsert(t, #name, HOFFSET(struct tensor_row, name), type));
+    FIELD(name, name_t)
+    FIELD(kind, kind_t)
+    FIELD(rows, H5T_NATIVE_INT32)
+    FIELD(cols, H5T_NATIVE_INT32)
+    FIELD(stage, H5T_NATIVE_INT32)
+    FIELD(offset, H5T_NATIVE_UINT64)
+    FIELD(count, H5T_NATIVE_UINT64)
+#undef FIELD
+    hsize_t dims[1] = {(hsize_t)m->ntensors};
+    dataset_write(w, g, "tensors", t, 1, dims, rows, NULL);
+    h5_close(t);
+    h5_close(name_t);
+    h5_close(kind_t);
+    free(rows);
+    h5_close(g);
+}
+
 /* One row of /summary, a compound table (one call in pandas or h5py). */
 struct summary_row {
     char library[8], path[8];
@@ -490,6 +549,7 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
         write_root(&w, file, sys);
         write_system(&w, file, sys);
         write_config(&w, file, cfg);
+        if (contents->model != NULL) write_model(&w, file, cfg, contents->model);
         if (contents->nruns > 0) {
             hid_t rg = h5_group_create(&w, file, "runs");
             for (int i = 0; i < contents->nruns; i++)

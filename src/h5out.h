@@ -9,12 +9,14 @@
 
 #include "collectives.h"
 #include "config.h"
+#include "model.h"
 #include "peer_bw.h"
 #include "topo.h"
 #include "stats.h"
 #include "train.h"
 
-#define H5OUT_SCHEMA_VERSION 3 /* 2: /runs/<library>/<path>, the honest 1-rank run; 3: interference over backward alone */
+#define H5OUT_SCHEMA_VERSION 4 /* 2: /runs/<library>/<path>, the honest 1-rank run; 3: interference over backward alone;
+                               * 4: /model, the model's tensor table */
 
 struct h5out_system {
     const char *dpscale_version;
@@ -44,6 +46,7 @@ int h5out_choose_path(const struct config *cfg, const char *utc_stamp, const cha
 
 /* What a launch measured: training runs (/runs, /summary), allreduce sweeps (/collectives). */
 struct h5out_contents {
+    const struct model *model; /* its /model group; NULL: none (a file of collectives only) */
     const struct run_result *runs;
     const struct run_summary *summaries;
     int nruns;

@@ -1,47 +1,91 @@
-/* model.c — layer shapes, arena offsets, FLOPs and the memory plan (model.h). */
+/* model.c — the model seam (model.h): which model a config asks for, the tensor
+ * table's bookkeeping, the memory plan, and the figures every model shares. */
 #include "model.h"
 
-#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/synthetic.h"
 #include "error.h"
+#include "models/mlp.h"
+#include "step.h"
+
+#define MODEL_TABLE_GROW 64
 
 int model_describe(const struct config *cfg, struct model *m, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
-    m->nlayers = cfg->layers;
-    m->input_dim = cfg->input_dim;
-    m->classes = cfg->classes;
-    m->max_dim = cfg->input_dim;
-    if (cfg->hidden_dim > m->max_dim) m->max_dim = cfg->hidden_dim;
-    if (cfg->classes > m->max_dim) m->max_dim = cfg->classes;
-
-    for (int l = 0; l < m->nlayers; l++) {
-        struct layer_shape *s = &m->layers[l];
-        s->in = l == 0 ? cfg->input_dim : cfg->hidden_dim;
-        s->out = l == m->nlayers - 1 ? cfg->classes : cfg->hidden_dim;
-        s->act = l == m->nlayers - 1 ? ACT_NONE : cfg->activation;
+    m->type = cfg->model_type;
+    int rc;
+    switch (cfg->model_type) {
+    case MODEL_MLP: rc = mlp_describe(cfg, m, err, errlen); break;
+    default:
+        snprintf(err, errlen, "model.type %d is not known to this build; use mlp", cfg->model_type);
+        return -1;
     }
-    /* Backward order: the last layer's bias and weight come first. */
-    size_t offset = 0;
-    for (int l = m->nlayers - 1; l >= 0; l--) {
-        struct layer_shape *s = &m->layers[l];
-        size_t wcount;
-        s->b_offset = offset;
-        if (dp_size_add_checked(offset, (size_t)s->out, &offset) != 0 ||
-            dp_size_mul_checked((size_t)s->out, (size_t)s->in, &wcount) != 0) goto overflow;
-        s->w_offset = offset;
-        if (dp_size_add_checked(offset, wcount, &offset) != 0) goto overflow;
-    }
-    m->nparams = offset;
+    if (rc != 0) return -1;
     size_t bytes;
-    if (dp_size_mul_checked(m->nparams, 4 * sizeof(float), &bytes) != 0) goto overflow;
+    if (dp_size_mul_checked(m->nparams, 4 * sizeof(float), &bytes) != 0) {
+        snprintf(err, errlen, "the model's parameter count overflows a 64-bit size; make the model smaller");
+        return -1;
+    }
     return 0;
-overflow:
-    snprintf(err, errlen, "the model's parameter count overflows a 64-bit size; lower model.layers or model.hidden_dim");
-    return -1;
+}
+
+void model_free(struct model *m)
+{
+    if (m == NULL) return;
+    if (m->ops != NULL && m->ops->free != NULL) m->ops->free(m);
+    free(m->tensors);
+    m->tensors = NULL;
+    m->ntensors = 0;
+}
+
+int model_add_tensor(struct model *m, const char *name, int kind, int rows, int cols, int stage)
+{
+    size_t count, end;
+    if (rows < 1 || cols < 1 || dp_size_mul_checked((size_t)rows, (size_t)cols, &count) != 0 ||
+        dp_size_add_checked(m->nparams, count, &end) != 0)
+        return -1;
+    if (m->ntensors > 0 && stage > m->tensors[m->ntensors - 1].stage)
+        DP_FATAL(NULL, "model table: tensor %s of stage %d after stage %d (the arena is in backward order)", name,
+                 stage, m->tensors[m->ntensors - 1].stage);
+    if (m->ntensors % MODEL_TABLE_GROW == 0) {
+        struct param_tensor *more = realloc(m->tensors, (size_t)(m->ntensors + MODEL_TABLE_GROW) * sizeof *more);
+        CHECK_ALLOC(more);
+        m->tensors = more;
+    }
+    struct param_tensor *t = &m->tensors[m->ntensors++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->kind = kind;
+    t->rows = rows;
+    t->cols = cols;
+    t->offset = m->nparams;
+    t->count = count;
+    t->stage = stage;
+    m->nparams = end;
+    return 0;
+}
+
+int model_stage_range(const struct model *m, int stage, size_t *lo, size_t *hi)
+{
+    int found = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        const struct param_tensor *t = &m->tensors[i];
+        if (t->stage != stage) continue;
+        if (!found || t->offset < *lo) *lo = t->offset;
+        if (!found || t->offset + t->count > *hi) *hi = t->offset + t->count;
+        found = 1;
+    }
+    return found ? 0 : -1;
+}
+
+const char *model_type_name(int type) { return type == MODEL_MLP ? "mlp" : "unknown"; }
+
+const char *model_unit_name(int unit)
+{
+    return unit == UNIT_TOKENS ? "tokens" : unit == UNIT_IMAGES ? "images" : "samples";
 }
 
 /* total += a * b * elem, with every step checked */
@@ -56,21 +100,13 @@ int model_plan_memory(const struct model *m, int optimizer, size_t act_elem, int
                       struct memory_plan *plan, char *err, size_t errlen)
 {
     memset(plan, 0, sizeof *plan);
-    const size_t B = (size_t)batch, F = sizeof(float), E = act_elem;
+    const size_t F = sizeof(float), E = act_elem;
     int bad = 0;
     bad |= add_product(&plan->params_bytes, m->nparams, 1, F);
     if (E != F) bad |= add_product(&plan->params_bytes, m->nparams, 1, E); /* compute copy */
     bad |= add_product(&plan->grads_bytes, m->nparams, 1, F);
     bad |= add_product(&plan->optimizer_bytes, m->nparams, optimizer == OPT_ADAMW ? 2 : 1, F);
-    /* Per layer: the pre-activation (kept for backward) and the activation. The
-     * output layer's pre-activation is the logits; its gradient is dlogits. */
-    for (int l = 0; l < m->nlayers; l++) {
-        const struct layer_shape *s = &m->layers[l];
-        bad |= add_product(&plan->activations_bytes, B, (size_t)s->out, 2 * E);
-    }
-    bad |= add_product(&plan->activations_bytes, B, (size_t)m->max_dim, 2 * E); /* two gradient scratch buffers */
-    bad |= add_product(&plan->data_bytes, B, (size_t)m->input_dim, E);
-    bad |= add_product(&plan->data_bytes, B, 1, sizeof(int));
+    bad |= m->ops->plan_activations(m, E, batch, &plan->activations_bytes, &plan->data_bytes);
     bad |= add_product(&plan->data_bytes, (size_t)steps, 1, F); /* per-step loss */
     size_t total = 0;
     bad |= dp_size_add_checked(total, plan->params_bytes, &total);
@@ -87,29 +123,9 @@ int model_plan_memory(const struct model *m, int optimizer, size_t act_elem, int
     return 0;
 }
 
-double model_gemm_flops_per_sample(const struct model *m)
-{
-    double flops = 0.0;
-    for (int l = 0; l < m->nlayers; l++) {
-        double mac = (double)m->layers[l].in * (double)m->layers[l].out;
-        flops += 2.0 * mac;                 /* forward: Y = X W^T */
-        flops += 2.0 * mac;                 /* backward: dW = dY^T X */
-        if (l > 0) flops += 2.0 * mac;      /* backward: dX = dY W */
-    }
-    return flops;
-}
+double model_gemm_flops_per_sample(const struct model *m) { return m->flops_per_sample; }
 
-void model_init_params(const struct model *m, uint64_t seed, float *params)
-{
-    for (int l = 0; l < m->nlayers; l++) {
-        const struct layer_shape *s = &m->layers[l];
-        const float bound = sqrtf(3.0f / (float)s->in); /* variance 1/fan_in */
-        const size_t count = (size_t)s->out * (size_t)s->in;
-        float *w = params + s->w_offset;
-        for (size_t i = 0; i < count; i++) w[i] = bound * synth_uniform(synth_hash3(seed ^ 0x776569676874ULL, (uint64_t)l, i));
-        memset(params + s->b_offset, 0, (size_t)s->out * sizeof(float));
-    }
-}
+void model_init_params(const struct model *m, uint64_t seed, float *params) { m->ops->init_params(m, seed, params); }
 
 uint64_t model_params_hash(const float *params, size_t n)
 {

@@ -26,8 +26,11 @@ struct report_file {
     char host[64];      /* first host of the launch */
     char created[32];
     /* what must match for two files to be compared */
-    char model[64];
-    int layers, input_dim, hidden_dim, classes;
+    char model[48];       /* the preset's label (model.name) */
+    char model_type[16];  /* /model type (schema 4); "mlp" before */
+    char shape[96];       /* /model shape, or the MLP's "L x W wide" before schema 4 */
+    char unit[12];        /* what a sample is: samples, tokens, images */
+    long long parameters; /* the model's parameter count */
     char precision[8], scaling[8];
     char overlap[8];    /* comm.overlap of the launch */
     char tag[24];       /* what sets the file apart from the others of the report ("overlap off"), or "" */

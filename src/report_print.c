@@ -64,8 +64,7 @@ static void describe(const struct report_file *f, char *buf, size_t len)
     char batch[64];
     if (strcmp(f->scaling, "strong") == 0) snprintf(batch, sizeof batch, "global batch %lld", f->global_batch);
     else snprintf(batch, sizeof batch, "batch %lld per GPU", f->batch_per_gpu);
-    snprintf(buf, len, "%s (%d x %d wide, %s), %s scaling, %s", f->model, f->layers, f->hidden_dim, f->precision, f->scaling,
-             batch);
+    snprintf(buf, len, "%s (%s, %s), %s scaling, %s", f->model, f->shape, f->precision, f->scaling, batch);
 }
 
 void report_system_label(const struct report_file *f, const struct report_row *r, char *buf, size_t len)
@@ -159,8 +158,9 @@ void report_print_tables(FILE *out, const struct report_file *files, int n, int 
 void report_comparability(const struct report_file *a, const struct report_file *b, char *why, size_t len)
 {
     why[0] = '\0';
-    if (a->layers != b->layers || a->input_dim != b->input_dim || a->hidden_dim != b->hidden_dim || a->classes != b->classes)
-        snprintf(why, len, "another model (%d x %d wide vs %d x %d)", b->layers, b->hidden_dim, a->layers, a->hidden_dim);
+    if (strcmp(a->model_type, b->model_type) != 0 || a->parameters != b->parameters || strcmp(a->unit, b->unit) != 0)
+        snprintf(why, len, "another model (%s, %.3f M parameters, in %s vs %s, %.3f M, in %s)", b->model_type,
+                 b->parameters / 1e6, b->unit, a->model_type, a->parameters / 1e6, a->unit);
     else if (strcmp(a->precision, b->precision) != 0)
         snprintf(why, len, "another precision (%s vs %s)", b->precision, a->precision);
     else if (strcmp(a->scaling, b->scaling) != 0)

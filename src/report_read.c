@@ -48,6 +48,34 @@ static int read_attr_str(hid_t obj, const char *name, char *buf, size_t len)
     return rc;
 }
 
+static double read_attr_num(hid_t obj, const char *name);
+
+/* The `parameters` attribute of the first group at any depth under `obj` that has
+ * one (the run groups under /runs, in files before /model); 0 when none does. */
+static herr_t parameters_of(hid_t parent, const char *name, const H5L_info_t *info, void *out)
+{
+    (void)info;
+    hid_t g = H5Oopen(parent, name, H5P_DEFAULT);
+    if (g < 0) return 0;
+    long long *n = out;
+    if (H5Iget_type(g) == H5I_GROUP) {
+        if (H5Aexists(g, "parameters") > 0) *n = (long long)read_attr_num(g, "parameters");
+        else H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, parameters_of, out);
+    }
+    H5Oclose(g);
+    return *n > 0; /* found: stop */
+}
+
+static long long first_run_parameters(hid_t file)
+{
+    long long n = 0;
+    if (H5Lexists(file, "runs", H5P_DEFAULT) <= 0) return 0;
+    hid_t runs = H5Gopen2(file, "runs", H5P_DEFAULT);
+    H5Literate(runs, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, parameters_of, &n);
+    H5Gclose(runs);
+    return n;
+}
+
 static double read_attr_num(hid_t obj, const char *name)
 {
     double v = NAN;
@@ -159,10 +187,21 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     read_attr_str(cfg, "train.precision", f->precision, sizeof f->precision);
     read_attr_str(cfg, "train.scaling", f->scaling, sizeof f->scaling);
     read_attr_str(cfg, "comm.overlap", f->overlap, sizeof f->overlap);
-    f->layers = (int)read_attr_num(cfg, "model.layers");
-    f->input_dim = (int)read_attr_num(cfg, "model.input_dim");
-    f->hidden_dim = (int)read_attr_num(cfg, "model.hidden_dim");
-    f->classes = (int)read_attr_num(cfg, "model.classes");
+    /* the model: /model from schema 4; before, an MLP, whose parameters every run group holds */
+    if (H5Lexists(file, "model", H5P_DEFAULT) > 0) {
+        hid_t mg = H5Gopen2(file, "model", H5P_DEFAULT);
+        read_attr_str(mg, "type", f->model_type, sizeof f->model_type);
+        read_attr_str(mg, "shape", f->shape, sizeof f->shape);
+        read_attr_str(mg, "unit", f->unit, sizeof f->unit);
+        f->parameters = (long long)read_attr_num(mg, "parameters");
+        H5Gclose(mg);
+    } else {
+        snprintf(f->model_type, sizeof f->model_type, "mlp");
+        snprintf(f->unit, sizeof f->unit, "samples");
+        snprintf(f->shape, sizeof f->shape, "%d x %d wide", (int)read_attr_num(cfg, "model.layers"),
+                 (int)read_attr_num(cfg, "model.hidden_dim"));
+        f->parameters = first_run_parameters(file);
+    }
     f->batch_per_gpu = (long long)read_attr_num(cfg, "train.batch_per_gpu");
     f->global_batch = (long long)read_attr_num(cfg, "train.global_batch");
     if (H5Lexists(sys, "hosts", H5P_DEFAULT) > 0) {

@@ -68,7 +68,7 @@ int result_file_write(struct session *s, const struct result_file *f, int argc, 
             .hosts = hosts, .library = session_library_name(s), .path = config_value_name(&s->cfg, "comm", "path"),
             .nccl_env = s->nccl_env, .topo = &s->topo, .peers = f->peers,
         };
-        const struct h5out_contents contents = {runs, sums, nruns, colls, ncolls};
+        const struct h5out_contents contents = {nruns > 0 ? s->model : NULL, runs, sums, nruns, colls, ncolls};
         if (h5out_write(f->path, &s->cfg, &sys, &contents, err, sizeof err) != 0) {
             DP_ERROR("free space in run.output_dir or choose another folder", "%s", err);
             failed = 1;

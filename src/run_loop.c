@@ -57,10 +57,10 @@ static void update_bucket(struct run_loop *L, const struct bucket_plan *plan, in
 }
 
 /* The plan whose buckets the pass in progress updates, and their events. */
-static const struct bucket_plan *update_plan(const struct run_loop *L) { return L->with_comm ? &L->plan : &L->layers; }
+static const struct bucket_plan *update_plan(const struct run_loop *L) { return L->with_comm ? &L->plan : &L->stages; }
 static struct backend_event **updated_events(const struct run_loop *L)
 {
-    return L->with_comm ? L->plan_updated : L->layer_updated;
+    return L->with_comm ? L->plan_updated : L->stage_updated;
 }
 
 /* Bucket k of the pass's plan has its final gradients, once the work enqueued so far
@@ -139,16 +139,16 @@ static void gather_weights(struct run_loop *L, int fp32_master)
     }
 }
 
-/* step_hook: forward is about to use layer `layer`: wait for its weights' all-gather
- * (sharded), or for the update of its buckets (the update stream may still be
- * working through the last step's buckets). */
-static void on_layer_begin(void *ctx, int layer)
+/* step_hook: forward is about to use stage `stage`'s tensors: wait for their
+ * all-gather (sharded), or for the update of their buckets (the update stream may
+ * still be working through the last step's buckets). */
+static void on_stage_begin(void *ctx, int stage)
 {
     struct run_loop *L = ctx;
-    /* the buckets that hold the layer's bias and weight: one or a few consecutive ones */
-    const int first = L->with_comm ? L->first_bucket[layer] : L->m->nlayers - 1 - layer;
-    const int last = L->with_comm ? L->last_bucket[layer] : first;
-    for (int k = first; k <= last; k++) {
+    /* the buckets that hold the stage's tensors: one or a few consecutive ones (none: -1) */
+    const int *first_of = L->with_comm ? L->first_bucket : L->first_stage_bucket;
+    const int *last_of = L->with_comm ? L->last_bucket : L->last_stage_bucket;
+    for (int k = first_of[stage]; k >= 0 && k <= last_of[stage]; k++) {
         if (L->with_comm && L->sharded) comm_wait(L->c, L->plan.nbuckets + k);
         else if (L->updating && L->be->ops->event_wait != NULL) L->be->ops->event_wait(L->be, updated_events(L)[k]);
     }
@@ -167,7 +167,7 @@ static void on_grads_done(void *ctx, size_t prefix)
                 start_bucket(L, L->next_bucket++);
         comm_progress(L->c);
     } else if (L->updating) {
-        while (L->next_bucket < L->layers.nbuckets && bucket_end(&L->layers.buckets[L->next_bucket]) <= prefix)
+        while (L->next_bucket < L->stages.nbuckets && bucket_end(&L->stages.buckets[L->next_bucket]) <= prefix)
             bucket_reduced(L, L->next_bucket++, NULL);
     }
 }
@@ -202,15 +202,26 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
     step_buffers_alloc(be, cfg, m, L->B, L->steps, &L->rb);
     bucket_plan_make(m, cfg->overlap, cfg->bucket_mb, cfg->first_bucket_mb, &L->plan);
     if (c != NULL && cfg->overlap) L->rb.last_rows = bucket_plan_split_last(m, cfg->last_layer_chunks, &L->plan);
-    bucket_plan_per_layer(m, &L->layers);
-    L->first_bucket = calloc((size_t)m->nlayers, sizeof(int));
-    L->last_bucket = calloc((size_t)m->nlayers, sizeof(int));
+    bucket_plan_per_stage(m, &L->stages);
+    const size_t ns = (size_t)m->nstages;
+    L->first_bucket = calloc(ns, sizeof(int));
+    L->last_bucket = calloc(ns, sizeof(int));
+    L->first_stage_bucket = calloc(ns, sizeof(int));
+    L->last_stage_bucket = calloc(ns, sizeof(int));
     CHECK_ALLOC(L->first_bucket);
     CHECK_ALLOC(L->last_bucket);
-    for (int l = 0; l < m->nlayers; l++) { /* a layer is [bias, weight] in the arena */
-        const struct layer_shape *s = &m->layers[l];
-        L->first_bucket[l] = bucket_plan_find(&L->plan, s->b_offset);
-        L->last_bucket[l] = bucket_plan_find(&L->plan, s->w_offset + (size_t)s->out * s->in - 1);
+    CHECK_ALLOC(L->first_stage_bucket);
+    CHECK_ALLOC(L->last_stage_bucket);
+    for (int stage = 0; stage < m->nstages; stage++) { /* a stage's tensors are contiguous in the arena */
+        size_t lo, hi;
+        if (model_stage_range(m, stage, &lo, &hi) != 0) {
+            L->first_bucket[stage] = L->last_bucket[stage] = L->first_stage_bucket[stage] = L->last_stage_bucket[stage] = -1;
+            continue;
+        }
+        L->first_bucket[stage] = bucket_plan_find(&L->plan, lo);
+        L->last_bucket[stage] = bucket_plan_find(&L->plan, hi - 1);
+        L->first_stage_bucket[stage] = bucket_plan_find(&L->stages, lo);
+        L->last_stage_bucket[stage] = bucket_plan_find(&L->stages, hi - 1);
     }
 
     L->ar_dtype = c != NULL && cfg->allreduce_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
@@ -243,11 +254,11 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
     CHECK_ALLOC(L->bucket_ev);
     for (size_t i = 0; i < nphase; i++) L->phase_ev[i] = be->ops->event_create(be);
     L->plan_updated = calloc((size_t)L->plan.nbuckets, sizeof *L->plan_updated);
-    L->layer_updated = calloc((size_t)L->layers.nbuckets, sizeof *L->layer_updated);
+    L->stage_updated = calloc((size_t)L->stages.nbuckets, sizeof *L->stage_updated);
     CHECK_ALLOC(L->plan_updated);
-    CHECK_ALLOC(L->layer_updated);
+    CHECK_ALLOC(L->stage_updated);
     for (int k = 0; k < L->plan.nbuckets; k++) L->plan_updated[k] = be->ops->event_create(be);
-    for (int k = 0; k < L->layers.nbuckets; k++) L->layer_updated[k] = be->ops->event_create(be);
+    for (int k = 0; k < L->stages.nbuckets; k++) L->stage_updated[k] = be->ops->event_create(be);
     if (c != NULL) {
         for (size_t i = 0; i < nbucket; i++) L->bucket_ev[i] = be->ops->event_create(be);
         comm_set_marker(c, on_marker, L);
@@ -270,9 +281,9 @@ void run_loop_free(struct run_loop *L)
     }
     for (size_t i = 0; i < (size_t)L->iters * NPHASES; i++) be->ops->event_destroy(be, L->phase_ev[i]);
     for (int k = 0; k < L->plan.nbuckets; k++) be->ops->event_destroy(be, L->plan_updated[k]);
-    for (int k = 0; k < L->layers.nbuckets; k++) be->ops->event_destroy(be, L->layer_updated[k]);
+    for (int k = 0; k < L->stages.nbuckets; k++) be->ops->event_destroy(be, L->stage_updated[k]);
     free(L->plan_updated);
-    free(L->layer_updated);
+    free(L->stage_updated);
     free(L->phase_ev);
     free(L->bucket_ev);
     if (L->comm_buf != NULL) be->ops->free(be, L->comm_buf);
@@ -281,8 +292,10 @@ void run_loop_free(struct run_loop *L)
     free(L->initial_params);
     free(L->first_bucket);
     free(L->last_bucket);
+    free(L->first_stage_bucket);
+    free(L->last_stage_bucket);
     bucket_plan_free(&L->plan);
-    bucket_plan_free(&L->layers);
+    bucket_plan_free(&L->stages);
     step_buffers_free(be, L->m, &L->rb);
 }
 
@@ -306,12 +319,12 @@ static void one_step(struct run_loop *L, int s)
     struct backend *be = L->be;
     const int timed = s >= L->cfg->warmup;
     struct backend_event **e = timed ? L->phase_ev + (size_t)(s - L->cfg->warmup) * NPHASES : NULL;
-    const struct step_hook hook = {on_layer_begin, on_grads_done, L};
+    const struct step_hook hook = {on_stage_begin, on_grads_done, L};
 
     session_maybe_inject_fault(L->rank, s); /* tests only: a rank that dies mid-run */
     /* The samples of this rank: its slice of the global batch of step s. */
     const uint64_t first = (uint64_t)s * (uint64_t)L->B * L->N + (uint64_t)L->rank * (uint64_t)L->B;
-    be->ops->synth_batch(be, L->rb.x, L->rb.labels, first, L->B, L->m->input_dim, L->m->classes, (uint64_t)L->cfg->seed);
+    step_data(be, L->m, &L->rb, first, L->B, (uint64_t)L->cfg->seed);
     L->h = (struct optim_hparams){
         .kind = L->cfg->optimizer, .lr = (float)L->cfg->lr, .momentum = (float)L->cfg->momentum,
         .weight_decay = (float)L->cfg->weight_decay, .beta1 = (float)L->cfg->beta1, .beta2 = (float)L->cfg->beta2,

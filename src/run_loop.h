@@ -26,10 +26,11 @@ struct run_loop {
     int B, N, rank, steps, iters;
     struct step_buffers rb;
     struct bucket_plan plan;   /* gradient buckets, reduced as backward produces them */
-    struct bucket_plan layers; /* one per layer: the updates of a pass without communication */
+    struct bucket_plan stages; /* one per stage: the updates of a pass without communication */
     int sharded;               /* comm.shard_optimizer on a run that communicates */
     struct shard_plan shard;
-    int *first_bucket, *last_bucket; /* [layer]: the buckets that hold its bias and weight (forward waits for them) */
+    int *first_bucket, *last_bucket; /* [stage]: the buckets of plan that hold its tensors (forward waits for them) */
+    int *first_stage_bucket, *last_stage_bucket; /* [stage]: the same in `stages`; -1 for a stage without tensors */
     float *initial_params;  /* host copy: every pass starts from the same weights */
     void *comm_buf;         /* gradients in the compute dtype when they travel in 16 bits, else NULL */
     void *rep_buf;          /* sharded: the replicated ranges' reduced gradients */
@@ -42,7 +43,7 @@ struct run_loop {
     int updating;           /* the pass in progress updates as buckets complete (train.overlap_update) */
     int last_ready;         /* the last bucket is reduced: its update is the one left after backward */
     struct backend_event **plan_updated;  /* [bucket of plan]: its update done, on the update stream */
-    struct backend_event **layer_updated; /* [bucket of layers] */
+    struct backend_event **stage_updated; /* [bucket of layers] */
     int next_bucket;        /* first bucket of this step not started (comm) or not updated (no comm) yet */
     int marking;            /* timed step whose bucket markers are recorded, -1 = none */
     struct backend_event **phase_ev;  /* [iters][NPHASES]: ends of phases; slot STEP = the start */

@@ -84,7 +84,7 @@ int session_start(int argc, char **argv, struct session *s)
     if (rc == 0) rc = config_resolve_for_world(&s->cfg, s->launch.size, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
 
-    s->model = malloc(sizeof *s->model);
+    s->model = calloc(1, sizeof *s->model);
     CHECK_ALLOC(s->model);
     rc = model_describe(&s->cfg, s->model, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
@@ -109,6 +109,7 @@ int session_start(int argc, char **argv, struct session *s)
     return EXIT_OK;
 
 bad_input:
+    model_free(s->model);
     free(s->model);
     s->model = NULL;
     mpi_finish();
@@ -144,6 +145,7 @@ int session_setup_path(struct session *s)
 void session_end(struct session *s)
 {
     backend_close(&s->backend);
+    model_free(s->model);
     free(s->model);
     mpi_finish();
 }

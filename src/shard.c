@@ -14,15 +14,15 @@ static void push(struct shard_range **list, int *n, size_t offset, size_t count,
     more[(*n)++] = (struct shard_range){offset, count, rep_offset};
 }
 
-/* The biases inside [lo, hi), in arena order (the last layer's first). */
+/* The vectors (biases, norms' gains) inside [lo, hi), in arena order. */
 static int biases_in(const struct model *m, size_t lo, size_t hi, size_t *start, size_t *len)
 {
     int n = 0;
-    for (int l = m->nlayers - 1; l >= 0; l--) {
-        const struct layer_shape *s = &m->layers[l];
-        if (s->b_offset >= lo && s->b_offset < hi) {
-            start[n] = s->b_offset;
-            len[n] = (size_t)s->out;
+    for (int i = 0; i < m->ntensors; i++) {
+        const struct param_tensor *t = &m->tensors[i];
+        if (t->kind == TENSOR_VECTOR && t->offset >= lo && t->offset < hi) {
+            start[n] = t->offset;
+            len[n] = t->count;
             n++;
         }
     }
@@ -59,7 +59,8 @@ void shard_plan_make(const struct model *m, const struct bucket_plan *plan, int 
     out->b = calloc((size_t)plan->nbuckets, sizeof *out->b);
     CHECK_ALLOC(out->b);
     out->rep_total = 0;
-    size_t *start = malloc((size_t)m->nlayers * sizeof *start), *len = malloc((size_t)m->nlayers * sizeof *len);
+    const size_t most = (size_t)m->ntensors + 1;
+    size_t *start = malloc(most * sizeof *start), *len = malloc(most * sizeof *len);
     CHECK_ALLOC(start);
     CHECK_ALLOC(len);
     for (int k = 0; k < plan->nbuckets; k++) {

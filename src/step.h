@@ -1,11 +1,15 @@
-/* step.h — the pieces of one training step on one rank: the buffers it needs,
- * the forward pass, the backward pass, and the GEMMs alone (for the benchmark
- * that measures how much of the step is GEMM). The timed loop (train.c), the
- * gradient check (gradcheck.c) and the benchmark (bench.c) are built from these.
+/* step.h — the pieces of one training step on one rank: the buffers it needs, the
+ * forward pass with the loss, the backward pass, the data, and the GEMMs alone (for
+ * the benchmark that measures how much of the step is GEMM). The timed loop
+ * (run_loop.c), the gradient check (gradcheck.c) and the benchmark (bench.c) are
+ * built from these, and know no model: each step_* function hands over to the
+ * model's own (struct model_ops, src/models/<type>.c).
  *
- * Master weights, gradients and optimizer state are fp32 arenas. Activations are
- * in the backend's compute dtype (fp32, bf16 or fp16); so is `weights`, the copy of
- * the master weights the GEMMs read (the master arena itself in fp32). */
+ * The arenas (step_buffers) belong to the step: master weights in fp32, gradients
+ * and optimizer state, laid out by the model's tensor table (model.h). The model's
+ * activations, inputs and labels are the model's own (`acts`), in the backend's
+ * compute dtype (fp32, bf16 or fp16); so is `params_lp`, the copy of the weights the
+ * GEMMs read (the master arena itself in fp32). */
 #ifndef DPSCALE_STEP_H
 #define DPSCALE_STEP_H
 
@@ -22,56 +26,76 @@ struct step_buffers {
                             * run_loop_gather_params refreshes it */
     void *grads;      /* the gradient arena, in grad_dtype (train.grad_dtype: fp32 or the compute dtype) */
     int grad_dtype;   /* enum dtype */
-    int last_rows;    /* layer 0's weight gradient in blocks of this many rows (comm.last_layer_chunks); 0 = one GEMM */
-    int fuse_forward;  /* train.gemm_epilogue: GELU layers' bias + GELU in their GEMM's epilogue */
-    int fuse_backward; /* ... and GELU' + bias gradient in the next layer's input-gradient GEMM (needs gradients in
-                        * the compute dtype: cuBLASLt writes the bias gradient in the GEMM's output type) */
+    int last_rows;    /* the last tensor's gradient in blocks of this many rows (comm.last_layer_chunks); 0 = whole */
+    int fuse_forward;  /* train.gemm_epilogue: bias + GELU in their GEMM's epilogue, where the model has them */
+    int fuse_backward; /* ... and GELU' + bias gradient in the input-gradient GEMM (needs gradients in the compute
+                        * dtype: cuBLASLt writes the bias gradient in the GEMM's output type) */
     void *params_lp;  /* compute-dtype copy of params, NULL in fp32 */
-    void *x;          /* [B x input_dim] */
-    int *labels;      /* [B] */
-    void **pre;       /* per layer [B x out]: pre-activation (the logits for the last layer) */
-    void **act;       /* per layer [B x out]: activation (== pre for the last layer) */
-    void *dlogits;    /* [B x classes] */
-    void *scratch[2]; /* [B x max_dim]: gradient of the current layer's input */
     float *loss;      /* [steps] */
     size_t elem;      /* bytes of one activation element */
+    void *acts;       /* the model's activations, inputs and labels (models/<type>.c) */
 };
 
-void step_buffers_alloc(struct backend *be, const struct config *cfg, const struct model *m, int B, int steps,
-                        struct step_buffers *rb);
 /* Element `index` of the gradient arena. */
 static inline void *step_grad_at(const struct step_buffers *rb, size_t index)
 {
     return (char *)rb->grads + index * dtype_size(rb->grad_dtype);
 }
+/* Element `index` of a buffer of `elem`-byte elements. */
+static inline void *step_elem(void *base, size_t index, size_t elem) { return (char *)base + index * elem; }
+/* The weights the GEMMs read: the compute copy, or the master arena in fp32. */
+static inline void *step_weights(const struct step_buffers *rb) { return rb->params_lp ? rb->params_lp : rb->params; }
 
+/* What the training loop hears of a pass: forward is about to read stage `stage`'s
+ * tensors (stage_begin); backward has produced the arena's gradients [0, prefix) and
+ * reads none of the weights there any more (grads_done: after each stage, and after
+ * each row block of the last tensor's gradient). Either may be NULL; so may the hook. */
+struct step_hook {
+    void (*stage_begin)(void *ctx, int stage);
+    void (*grads_done)(void *ctx, size_t prefix);
+    void *ctx;
+};
+
+/* A model's own half of the step. B: samples of this rank. */
+struct model_ops {
+    /* Bytes of activations (kept for backward, and scratch) and of a batch's inputs and
+     * labels, for `batch` samples of act_elem-byte elements; -1 on overflow. */
+    int (*plan_activations)(const struct model *m, size_t act_elem, int batch, size_t *act_bytes, size_t *data_bytes);
+    void (*init_params)(const struct model *m, uint64_t seed, float *host_params);
+    /* One line for the run's header: the shape, e.g. "9 dense layers, 8192 -> 8192 x8 -> 1024, gelu". */
+    void (*summary)(const struct model *m, char *buf, size_t len);
+    void (*free)(struct model *m); /* the model's impl */
+    void (*alloc_acts)(struct backend *be, const struct model *m, int B, struct step_buffers *rb);
+    void (*free_acts)(struct backend *be, const struct model *m, struct step_buffers *rb);
+    /* Samples first_sample .. first_sample+B-1 of the model's synthetic task: a pure
+     * function of (seed, sample). */
+    void (*data)(struct backend *be, const struct model *m, struct step_buffers *rb, uint64_t first_sample, int B,
+                 uint64_t seed);
+    /* Forward, then the loss of step `slot` into rb->loss[slot] and its gradient
+     * times loss_scale, ready for backward. */
+    void (*forward_loss)(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
+                         float loss_scale, const struct step_hook *hook);
+    /* Backward: fills the gradient arena in arena order, telling `hook` of each prefix. */
+    void (*backward)(struct backend *be, const struct model *m, struct step_buffers *rb, int B,
+                     const struct step_hook *hook);
+    /* The GEMMs of one forward and backward pass with nothing else: the step's GEMM floor. */
+    void (*gemms_only)(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
+};
+
+void step_buffers_alloc(struct backend *be, const struct config *cfg, const struct model *m, int B, int steps,
+                        struct step_buffers *rb);
 void step_buffers_free(struct backend *be, const struct model *m, struct step_buffers *rb);
 
 /* Copy host fp32 parameters in (and refresh the compute copy). */
 void step_set_params(struct backend *be, const struct model *m, struct step_buffers *rb, const float *host);
 
-/* What the training loop hears of a pass: forward is about to read layer `layer`'s
- * weights (layer_begin); backward has produced the arena's gradients [0, prefix) and
- * reads none of the weights there any more (grads_done: after each layer, and after
- * each row block of layer 0's weight gradient). Either may be NULL; so may the hook. */
-struct step_hook {
-    void (*layer_begin)(void *ctx, int layer);
-    void (*grads_done)(void *ctx, size_t prefix);
-    void *ctx;
-};
-
-/* Forward pass of B samples in rb->x; the logits end in rb->pre[last]. */
-void step_forward(struct backend *be, const struct model *m, struct step_buffers *rb, int B, const struct step_hook *hook);
-/* Forward, then the loss of step `slot` into rb->loss[slot] and its gradient (times
- * loss_scale) into rb->dlogits. */
+/* The model's functions, through its ops. */
+void step_data(struct backend *be, const struct model *m, struct step_buffers *rb, uint64_t first_sample, int B,
+               uint64_t seed);
 void step_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
                        float loss_scale, const struct step_hook *hook);
-
-/* Backward from rb->dlogits: fills the gradient arena, last layer first; `hook`
- * (may be NULL) hears of every finished layer, to start gradient buckets. */
 void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B,
                    const struct step_hook *hook);
-/* The GEMMs of one forward and backward pass, with nothing else: the step's GEMM floor. */
 void step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
 
 #endif

@@ -60,7 +60,7 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
         if (available > 0 && plan.total_bytes > available) {
             format_bytes((double)plan.total_bytes, need, sizeof need);
             format_bytes((double)available, have, sizeof have);
-            DP_ERROR("lower train.batch_per_gpu (or train.global_batch), model.hidden_dim or model.layers",
+            DP_ERROR("lower train.batch_per_gpu (or train.global_batch), or make the model smaller",
                      "the run on %d ranks needs %s per rank (parameters %.2f, gradients %.2f, optimizer %.2f, "
                      "activations %.2f, data %.2f GiB) but %s has %s free for this rank (%d on the node)",
                      group_size(g), need, plan.params_bytes / 1073741824.0, plan.grads_bytes / 1073741824.0,

@@ -100,6 +100,24 @@ def test_compare_says_plainly_when_runs_are_not_comparable(files):
     assert "b.h5" not in "".join(l for l in p.stdout.splitlines() if l.startswith("| "))
 
 
+def test_files_of_another_model_are_told_apart_by_the_model_table(files, tmp_path):
+    """The report compares models by what /model says: type, parameter count and unit.
+    A wider model is another model; the same model under another preset label is not;
+    a schema-3 file (no /model) still reads, its parameters from its runs."""
+    run_tiny(2, tmp_path, "--sweep=1,2", "--model.hidden_dim=40", name="wide.h5")
+    run_tiny(2, tmp_path, "--sweep=1,2", "--model.name=relabelled", name="same.h5")
+    p = report("--compare", files / "a.h5", tmp_path / "wide.h5", tmp_path / "same.h5")
+    assert "not comparable:" in p.stdout and "wide.h5" in p.stdout and "another model (mlp," in p.stdout, p.stdout
+    assert "same.h5 " not in "".join(l for l in p.stdout.splitlines() if l.startswith("**not comparable"))
+    old = tmp_path / "old.h5"
+    shutil.copy(files / "a.h5", old)
+    with h5py.File(old, "r+") as f:
+        del f["model"]
+        f.attrs["schema_version"] = 3
+    p = report("--compare", files / "a.h5", old)
+    assert p.returncode == 0 and "not comparable" not in p.stdout, p.stdout + p.stderr
+
+
 @pytest.mark.parametrize("ext,magic", [("png", b"\x89PNG"), ("svg", b"<svg")])
 def test_plot_is_drawn_by_gnuplot(files, tmp_path, ext, magic):
     out = tmp_path / f"plot.{ext}"
@@ -123,7 +141,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     newer = tmp_path / "newer.h5"
     shutil.copy(files / "a.h5", newer)
     with h5py.File(newer, "r+") as f:
-        f.attrs["schema_version"] = 4
+        f.attrs["schema_version"] = 5
     text = tmp_path / "notes.h5"
     text.write_text("not hdf5")
     p = report(truncated, foreign, files / "a.h5", newer, text)
@@ -132,7 +150,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     assert len(errors) == 4, p.stderr
     assert any("truncated.h5" in e and ("damaged" in e or "not an HDF5" in e) for e in errors)
     assert any("foreign.h5: not a dpscale result file" in e for e in errors)
-    assert any("newer.h5: schema version 4" in e and "update dpscale" in e for e in errors)
+    assert any("newer.h5: schema version 5" in e and "update dpscale" in e for e in errors)
     assert any("notes.h5: not an HDF5 file" in e for e in errors)
     assert str(files / "a.h5") in p.stdout  # the good one is still reported
 

@@ -18,7 +18,7 @@ def result(tmp_path_factory):
 
 def test_root_system_and_config_are_self_describing(result):
     f, _ = result
-    assert f.attrs["schema_version"] == 3
+    assert f.attrs["schema_version"] == 4
     assert f.attrs["writer"] == "dpscale"
     for key in ["dpscale_version", "created_utc", "command_line", "job_id"]:
         assert key in f.attrs
@@ -30,6 +30,22 @@ def test_root_system_and_config_are_self_describing(result):
     c = f["config"]
     assert c.attrs["model.layers"] == 3 and c.attrs["train.iters"] == 6
     assert c.attrs["run.sweep"] == "1,2" and c.attrs["model.activation"] == "gelu"
+
+
+def test_model_group_holds_the_tensor_table_in_backward_order(result):
+    """/model: what the rest of dpscale knows of the model, and nothing about the MLP's
+    own shape: its type, parameters, FLOPs per sample, unit and the tensor table."""
+    f, _ = result
+    m = f["model"]
+    assert m.attrs["type"] == "mlp" and m.attrs["unit"] == "samples" and m.attrs["stages"] == 3
+    t = m["tensors"][:]
+    assert t["name"][0].decode() == "layer2.bias" and t["name"][-1].decode() == "layer0.weight"
+    assert (t["offset"][1:] == t["offset"][:-1] + t["count"][:-1]).all(), "contiguous, in arena order"
+    assert (t["stage"][1:] <= t["stage"][:-1]).all(), "backward order"
+    assert (t["count"] == t["rows"] * t["cols"]).all()
+    assert int(t["count"].sum()) == m.attrs["parameters"] == f["runs/mpi/auto/n1"].attrs["parameters"]
+    flops = f["runs/mpi/auto/n1"].attrs["gemm_flops_per_step"] / f["runs/mpi/auto/n1"].attrs["global_batch"]
+    assert abs(m.attrs["gemm_flops_per_sample"] - flops) <= 1e-9 * flops
 
 
 def test_every_run_has_iteration_by_rank_datasets(result):

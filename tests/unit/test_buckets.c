@@ -23,7 +23,7 @@ TEST(overlap_off_is_one_bucket_after_the_last_layer)
     struct model *m = model_of(4, 64);
     struct bucket_plan p;
     bucket_plan_make(m, 0, 25, 1, &p);
-    CHECK(p.nbuckets == 1 && p.buckets[0].count == m->nparams && p.buckets[0].ready_after_layer == 0);
+    CHECK(p.nbuckets == 1 && p.buckets[0].count == m->nparams && p.buckets[0].ready_after_stage == 0);
     bucket_plan_free(&p);
 }
 
@@ -33,8 +33,8 @@ TEST(buckets_tile_the_arena_in_backward_order)
     struct bucket_plan p;
     bucket_plan_make(m, 1, 2.5, 0.5, &p);
     check_tiles_the_arena(m, &p);
-    for (int i = 1; i < p.nbuckets; i++) CHECK(p.buckets[i].ready_after_layer <= p.buckets[i - 1].ready_after_layer);
-    CHECK(p.buckets[p.nbuckets - 1].ready_after_layer == 0);
+    for (int i = 1; i < p.nbuckets; i++) CHECK(p.buckets[i].ready_after_stage <= p.buckets[i - 1].ready_after_stage);
+    CHECK(p.buckets[p.nbuckets - 1].ready_after_stage == 0);
     bucket_plan_free(&p);
 }
 
@@ -44,7 +44,7 @@ TEST(first_bucket_is_small_and_later_ones_reach_the_cap)
     struct bucket_plan p;
     bucket_plan_make(m, 1, 3.0, 1.0, &p);
     /* first: last layer's bias + weight (1.05 MB >= 1 MB) */
-    CHECK(p.buckets[0].count == 512 + 512 * 512 && p.buckets[0].ready_after_layer == 7);
+    CHECK(p.buckets[0].count == 512 + 512 * 512 && p.buckets[0].ready_after_stage == 7);
     /* then three weights' worth (>= 3 MB) per bucket */
     CHECK(p.buckets[1].count * 4 >= 3000000 && p.buckets[1].count * 4 < 4000000);
     check_tiles_the_arena(m, &p);
@@ -58,7 +58,7 @@ TEST(a_tensor_larger_than_the_cap_gets_its_own_bucket)
     bucket_plan_make(m, 1, 1.0, 1.0, &p);
     /* bias+weight of the last layer, then each layer's bias+weight: one bucket per layer */
     CHECK(p.nbuckets == 3);
-    for (int i = 0; i < 3; i++) CHECK(p.buckets[i].ready_after_layer == 2 - i);
+    for (int i = 0; i < 3; i++) CHECK(p.buckets[i].ready_after_stage == 2 - i);
     check_tiles_the_arena(m, &p);
     bucket_plan_free(&p);
 }
@@ -74,8 +74,8 @@ TEST(the_last_weight_cut_in_row_blocks_ends_a_bucket_each)
     CHECK(rows == 128);
     CHECK(p.nbuckets == before + 2);
     check_tiles_the_arena(m, &p);
-    const struct layer_shape *l0 = &m->layers[0];
-    CHECK(p.buckets[p.nbuckets - 3].offset + p.buckets[p.nbuckets - 3].count == l0->w_offset + 128 * 320);
+    const struct param_tensor *l0 = &m->tensors[m->ntensors - 1]; /* layer 0's weight ends the arena */
+    CHECK(p.buckets[p.nbuckets - 3].offset + p.buckets[p.nbuckets - 3].count == l0->offset + 128 * 320);
     CHECK(p.buckets[p.nbuckets - 2].count == 128 * 320 && p.buckets[p.nbuckets - 1].count == 64 * 320);
     CHECK(bucket_plan_split_last(m, 1, &p) == 0); /* one chunk: nothing to cut */
     bucket_plan_free(&p);

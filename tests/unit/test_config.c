@@ -55,7 +55,7 @@ TEST(unknown_key_names_file_line_and_accepted_keys)
     char *argv[] = {"run", "--config", (char *)p, NULL};
     CHECK(load(&c, 3, argv) != 0);
     CHECK_CONTAINS(g_err, ":3: unknown key 'layerz' in [model]");
-    CHECK_CONTAINS(g_err, "accepted keys: name, layers");
+    CHECK_CONTAINS(g_err, "accepted keys: name, type, layers");
 }
 
 TEST(unknown_section_is_an_error)

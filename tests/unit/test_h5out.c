@@ -8,6 +8,7 @@
 
 #include "../../src/h5out.h"
 #include "check.h"
+#include "test_model_of.h"
 #include "fake_run.h"
 
 static char g_dir[64];
@@ -72,13 +73,37 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     char path[128], err[512];
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/a.h5", g_dir);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){runs, sums, 2, NULL, 0}, err, sizeof err) == 0);
+    const struct model *m = test_model_of(2, 8, 16, 4);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0}, err, sizeof err) == 0);
 
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     CHECK(f >= 0);
     CHECK_NEAR(read_attr_double(f, "schema_version"), H5OUT_SCHEMA_VERSION, 0);
-    CHECK(H5OUT_SCHEMA_VERSION == 3);
+    CHECK(H5OUT_SCHEMA_VERSION == 4);
     char text[64];
+    /* /model: the tensor table, in arena order */
+    hid_t model_group = H5Gopen2(f, "model", H5P_DEFAULT);
+    CHECK(model_group >= 0);
+    read_attr_text(model_group, "type", text, sizeof text);
+    CHECK(strcmp(text, "mlp") == 0);
+    read_attr_text(model_group, "unit", text, sizeof text);
+    CHECK(strcmp(text, "samples") == 0);
+    CHECK_NEAR(read_attr_double(model_group, "parameters"), (double)m->nparams, 0);
+    CHECK_NEAR(read_attr_double(model_group, "gemm_flops_per_sample"), m->flops_per_sample, 0);
+    hid_t tensors = H5Dopen2(model_group, "tensors", H5P_DEFAULT), tspace = H5Dget_space(tensors);
+    CHECK(H5Sget_simple_extent_npoints(tspace) == m->ntensors);
+    struct {
+        uint64_t offset, count;
+    } table[4];
+    hid_t mem = H5Tcreate(H5T_COMPOUND, sizeof table[0]);
+    H5Tinsert(mem, "offset", 0, H5T_NATIVE_UINT64);
+    H5Tinsert(mem, "count", sizeof(uint64_t), H5T_NATIVE_UINT64);
+    CHECK(H5Dread(tensors, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, table) >= 0);
+    CHECK(table[0].offset == 0 && table[3].offset + table[3].count == m->nparams);
+    H5Tclose(mem);
+    H5Sclose(tspace);
+    H5Dclose(tensors);
+    H5Gclose(model_group);
     hid_t sys_group = H5Gopen2(f, "system", H5P_DEFAULT);
     read_attr_text(sys_group, "library", text, sizeof text);
     CHECK(strcmp(text, "mpi") == 0);
@@ -184,7 +209,7 @@ TEST(existing_file_is_never_overwritten)
     struct run_result runs[2];
     struct run_summary sums[2];
     fake_runs(runs, sums, &cfg);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){runs, sums, 2, NULL, 0}, err, sizeof err) != 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0}, err, sizeof err) != 0);
     f = fopen(path, "r");
     char buf[16] = "";
     CHECK(fgets(buf, sizeof buf, f) != NULL && strcmp(buf, "precious") == 0);
@@ -207,7 +232,7 @@ TEST(full_disk_leaves_no_file_behind)
     signal(SIGXFSZ, SIG_IGN);
     small.rlim_max = old.rlim_max;
     setrlimit(RLIMIT_FSIZE, &small);
-    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){runs, sums, 2, NULL, 0}, err, sizeof err);
+    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0}, err, sizeof err);
     setrlimit(RLIMIT_FSIZE, &old);
     CHECK(rc != 0);
     CHECK_CONTAINS(err, "nothing was kept");

@@ -1,11 +1,14 @@
-/* test_model.c — layer shapes, arena layout, FLOPs, and the memory plan with its
- * overflow checks. */
+/* test_model.c — the MLP behind the model seam: layer shapes, the tensor table and
+ * its arena layout, FLOPs, and the memory plan with its overflow checks. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../src/config.h"
 #include "../../src/error.h"
 #include "../../src/model.h"
+#include "../../src/models/mlp.h"
+#include "../../src/step.h"
 #include "check.h"
 
 static struct config small_config(void)
@@ -23,9 +26,9 @@ TEST(shapes_chain_input_hidden_classes)
     static struct model m;
     char err[256];
     CHECK(model_describe(&c, &m, err, sizeof err) == 0);
-    CHECK(m.layers[0].in == 5 && m.layers[0].out == 7);
-    CHECK(m.layers[1].in == 7 && m.layers[1].out == 7);
-    CHECK(m.layers[2].in == 7 && m.layers[2].out == 2 && m.layers[2].act == ACT_NONE);
+    CHECK(mlp_of(&m)->layers[0].in == 5 && mlp_of(&m)->layers[0].out == 7);
+    CHECK(mlp_of(&m)->layers[1].in == 7 && mlp_of(&m)->layers[1].out == 7);
+    CHECK(mlp_of(&m)->layers[2].in == 7 && mlp_of(&m)->layers[2].out == 2 && mlp_of(&m)->layers[2].act == ACT_NONE);
     CHECK(m.nparams == (size_t)(5 * 7 + 7 + 7 * 7 + 7 + 7 * 2 + 2));
 }
 
@@ -35,10 +38,48 @@ TEST(arena_is_in_backward_order_and_has_no_gaps)
     static struct model m;
     char err[256];
     model_describe(&c, &m, err, sizeof err);
-    CHECK(m.layers[2].b_offset == 0);             /* the last layer comes first */
-    CHECK(m.layers[2].w_offset == 2);
-    CHECK(m.layers[1].b_offset == 2 + 14);
-    CHECK(m.layers[0].w_offset + 35 == m.nparams); /* the first layer ends the arena */
+    CHECK(mlp_of(&m)->layers[2].b_offset == 0);             /* the last layer comes first */
+    CHECK(mlp_of(&m)->layers[2].w_offset == 2);
+    CHECK(mlp_of(&m)->layers[1].b_offset == 2 + 14);
+    CHECK(mlp_of(&m)->layers[0].w_offset + 35 == m.nparams); /* the first layer ends the arena */
+}
+
+TEST(the_table_lists_every_tensor_in_backward_order_without_gaps)
+{
+    struct config c = small_config();
+    static struct model m;
+    char err[256];
+    model_describe(&c, &m, err, sizeof err);
+    CHECK(m.type == MODEL_MLP && m.nstages == 3 && m.ntensors == 6 && m.unit == UNIT_SAMPLES);
+    size_t at = 0;
+    for (int i = 0; i < m.ntensors; i++) {
+        const struct param_tensor *t = &m.tensors[i];
+        CHECK(t->offset == at && t->count == (size_t)t->rows * (size_t)t->cols);
+        if (i > 0) CHECK(t->stage <= m.tensors[i - 1].stage); /* stages never increase along the arena */
+        at += t->count;
+    }
+    CHECK(at == m.nparams);
+    CHECK_CONTAINS(m.tensors[0].name, "layer2.bias");
+    CHECK(m.tensors[0].kind == TENSOR_VECTOR && m.tensors[0].cols == 2 && m.tensors[0].stage == 2);
+    CHECK_CONTAINS(m.tensors[5].name, "layer0.weight");
+    CHECK(m.tensors[5].kind == TENSOR_MATRIX && m.tensors[5].rows == 7 && m.tensors[5].cols == 5);
+    size_t lo, hi;
+    CHECK(model_stage_range(&m, 1, &lo, &hi) == 0 && lo == mlp_of(&m)->layers[1].b_offset && hi == lo + 7 + 49);
+    CHECK(model_stage_range(&m, 3, &lo, &hi) != 0);
+}
+
+TEST(the_table_never_wraps_its_sizes_and_refuses_empty_tensors)
+{
+    static struct model m;
+    memset(&m, 0, sizeof m);
+    int added = 0, refused = 0;
+    for (int i = 0; i < 8 && !refused; i++) { /* 4.6e18 elements each: the fifth cannot fit a size_t */
+        if (model_add_tensor(&m, "huge", TENSOR_MATRIX, 2147483647, 2147483647, 0) == 0) added++;
+        else refused = 1;
+    }
+    CHECK(refused && added == 4 && m.ntensors == 4);
+    CHECK(model_add_tensor(&m, "empty", TENSOR_VECTOR, 1, 0, 0) != 0 && m.ntensors == 4);
+    model_free(&m);
 }
 
 TEST(flops_count_forward_and_both_backward_gemms)
@@ -110,8 +151,8 @@ TEST(init_is_deterministic_and_scaled_by_fan_in)
     model_init_params(&m, 42, b);
     CHECK(model_params_hash(a, m.nparams) == model_params_hash(b, m.nparams));
     float bound = sqrtf(3.0f / 5.0f);
-    for (size_t i = 0; i < 35; i++) CHECK(fabsf(a[m.layers[0].w_offset + i]) <= bound);
-    CHECK(a[m.layers[0].b_offset] == 0.0f);
+    for (size_t i = 0; i < 35; i++) CHECK(fabsf(a[mlp_of(&m)->layers[0].w_offset + i]) <= bound);
+    CHECK(a[mlp_of(&m)->layers[0].b_offset] == 0.0f);
     model_init_params(&m, 43, b);
     CHECK(model_params_hash(a, m.nparams) != model_params_hash(b, m.nparams));
     free(a);

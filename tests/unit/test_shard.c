@@ -11,8 +11,10 @@
 
 static int is_bias(const struct model *m, size_t x)
 {
-    for (int l = 0; l < m->nlayers; l++)
-        if (x >= m->layers[l].b_offset && x < m->layers[l].b_offset + (size_t)m->layers[l].out) return 1;
+    for (int i = 0; i < m->ntensors; i++) {
+        const struct param_tensor *t = &m->tensors[i];
+        if (t->kind == TENSOR_VECTOR && x >= t->offset && x < t->offset + t->count) return 1;
+    }
     return 0;
 }
 
