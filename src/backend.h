@@ -121,6 +121,26 @@ struct backend_ops {
     void (*synth_batch)(struct backend *b, void *x, int *labels, uint64_t first_sample, int rows, int input_dim,
                         int classes, uint64_t seed);
 
+    /* The transformer's operations (kernels/transformer_cpu.h has their exact
+     * semantics). Activations and weights (embedding tables, LayerNorm gains) are in the
+     * compute dtype, gradients in grad_dtype, mean/rstd fp32. NULL where a backend has
+     * none yet: the transformer is refused there with a message. */
+    void (*embed_forward)(struct backend *b, void *x, const int *tokens, const int *segments, const void *wte,
+                          const void *wpe, const void *wse, int B, int T, int C);
+    void (*embed_backward)(struct backend *b, void *dwte, void *dwpe, void *dwse, int grad_dtype, const int *tokens,
+                           const int *segments, const void *dx, int B, int T, int C, int V, int S);
+    void (*layernorm_forward)(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
+                              const void *beta, int rows, int C);
+    void (*layernorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                               const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C);
+    void (*attention_forward)(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
+                              int causal);
+    void (*attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
+                               int B, int T, int C, int H, int causal);
+    void (*add)(struct backend *b, void *y, const void *x, size_t n); /* y += x */
+    void (*gather_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+    void (*scatter_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+
     struct backend_event *(*event_create)(struct backend *b);
     void (*event_destroy)(struct backend *b, struct backend_event *e);
     void (*event_record)(struct backend *b, struct backend_event *e);

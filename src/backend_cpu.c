@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../kernels/kernels_cpu.h"
+#include "../kernels/transformer_cpu.h"
 #include "backend.h"
 #include "error.h"
 
@@ -157,6 +158,74 @@ static void be_synth_batch(struct backend *b, void *x, int *labels, uint64_t fir
     cpu_synth_batch(x, labels, first, rows, input_dim, classes, seed);
 }
 
+/* The transformer's operations: fp32 throughout on the CPU. */
+static void need_f32(int grad_dtype)
+{
+    if (grad_dtype != DT_F32) DP_FATAL(NULL, "the cpu backend keeps gradients in fp32");
+}
+
+static void be_embed_forward(struct backend *b, void *x, const int *tokens, const int *segments, const void *wte,
+                             const void *wpe, const void *wse, int B, int T, int C)
+{
+    (void)b;
+    cpu_embed_forward(x, tokens, segments, wte, wpe, wse, B, T, C);
+}
+
+static void be_embed_backward(struct backend *b, void *dwte, void *dwpe, void *dwse, int grad_dtype, const int *tokens,
+                              const int *segments, const void *dx, int B, int T, int C, int V, int S)
+{
+    (void)b;
+    need_f32(grad_dtype);
+    cpu_embed_backward(dwte, dwpe, dwse, tokens, segments, dx, B, T, C, V, S);
+}
+
+static void be_layernorm_forward(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
+                                 const void *beta, int rows, int C)
+{
+    (void)b;
+    cpu_layernorm_forward(y, mean, rstd, x, gamma, beta, rows, C);
+}
+
+static void be_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                                  const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C)
+{
+    (void)b;
+    need_f32(grad_dtype);
+    cpu_layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
+}
+
+static void be_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
+                                 int causal)
+{
+    (void)b;
+    cpu_attention_forward(out, probs, qkv, B, T, C, H, causal);
+}
+
+static void be_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
+                                  int B, int T, int C, int H, int causal)
+{
+    (void)b;
+    cpu_attention_backward(dqkv, dout, qkv, probs, B, T, C, H, causal);
+}
+
+static void be_add(struct backend *b, void *y, const void *x, size_t n)
+{
+    (void)b;
+    cpu_add(y, x, n);
+}
+
+static void be_gather_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
+{
+    (void)b;
+    cpu_gather_rows(dst, src, rows, n, C);
+}
+
+static void be_scatter_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
+{
+    (void)b;
+    cpu_scatter_rows(dst, src, rows, n, C);
+}
+
 /* Host clocks: the CPU backend is synchronous, so a timestamp marks a phase end. */
 static struct backend_event *cpu_event_create(struct backend *b)
 {
@@ -211,6 +280,15 @@ const struct backend_ops backend_cpu_ops = {
     .cast_to_f32 = cpu_cast_to_f32,
     .zero = cpu_zero,
     .synth_batch = be_synth_batch,
+    .embed_forward = be_embed_forward,
+    .embed_backward = be_embed_backward,
+    .layernorm_forward = be_layernorm_forward,
+    .layernorm_backward = be_layernorm_backward,
+    .attention_forward = be_attention_forward,
+    .attention_backward = be_attention_backward,
+    .add = be_add,
+    .gather_rows = be_gather_rows,
+    .scatter_rows = be_scatter_rows,
     .event_create = cpu_event_create,
     .event_destroy = cpu_event_destroy,
     .event_record = cpu_event_record,

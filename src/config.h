@@ -25,7 +25,7 @@ enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
 enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_NET = 3 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
 enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 }; /* = enum reduce_op of dtype.h */
-enum model_type { MODEL_MLP = 0 }; /* model.type */
+enum model_type { MODEL_MLP = 0, MODEL_GPT = 1, MODEL_BERT = 2 }; /* model.type */
 enum master_weights { MASTER_FP32 = 0, MASTER_OFF = 1 }; /* train.master_weights */
 enum optimizer_state { STATE_FP32 = 0, STATE_COMPUTE = 1 }; /* train.optimizer_state */
 enum shm_copy { SHM_COPY_SM = 0, SHM_COPY_CE = 1 }; /* comm.shm_copy */
@@ -37,6 +37,8 @@ struct config {
     /* [model] */
     char model_name[CONFIG_STR_LEN];
     int model_type; /* enum model_type */
+    int heads, seq_len, vocab; /* the transformers' attention heads, sequence length, vocabulary */
+    double mask_fraction;      /* BERT: the share of positions whose tokens are masked and predicted */
     int layers;
     int input_dim;
     int hidden_dim;

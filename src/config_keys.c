@@ -5,7 +5,7 @@
 
 #include "config.h"
 
-static const char *const model_type_names[] = {"mlp", NULL};
+static const char *const model_type_names[] = {"mlp", "gpt", "bert", NULL};
 static const char *const activation_names[] = {"gelu", "relu", NULL};
 static const char *const scaling_names[] = {"weak", "strong", NULL};
 static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
@@ -30,12 +30,19 @@ static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum
 const struct config_key config_keys[] = {
     {"model", "name", KEY_STRING, OFF(model_name), 0, 0, NULL, "mlp", "label of the model preset"},
     {"model", "type", KEY_ENUM, OFF(model_type), 0, 0, model_type_names, "mlp",
-     "the model family: mlp (dense layers on a synthetic classification task; model.layers, input_dim, hidden_dim, "
-     "classes, activation)"},
+     "the model family: mlp (dense layers on a synthetic classification task: model.layers, input_dim, hidden_dim, "
+     "classes, activation); gpt (pre-LN decoder, causal, loss on every position) or bert (post-LN encoder, masked-LM "
+     "loss on mask_fraction of the positions): model.layers blocks of width hidden_dim, heads, seq_len, vocab, FFN "
+     "4 x hidden_dim, GELU, the head tied to the token embedding"},
     {"model", "layers", KEY_INT, OFF(layers), 1, 4096, NULL, "4", "number of dense layers"},
     {"model", "input_dim", KEY_INT, OFF(input_dim), 1, 1048576, NULL, "512", "features of a sample"},
     {"model", "hidden_dim", KEY_INT, OFF(hidden_dim), 1, 1048576, NULL, "1024", "width of the hidden layers"},
     {"model", "classes", KEY_INT, OFF(classes), 2, 1048576, NULL, "16", "output classes"},
+    {"model", "heads", KEY_INT, OFF(heads), 1, 4096, NULL, "4", "transformers: attention heads (hidden_dim a multiple)"},
+    {"model", "seq_len", KEY_INT, OFF(seq_len), 2, 1048576, NULL, "64", "transformers: tokens per sequence (a sample)"},
+    {"model", "vocab", KEY_INT, OFF(vocab), 3, 16777216, NULL, "512", "transformers: vocabulary size"},
+    {"model", "mask_fraction", KEY_DOUBLE, OFF(mask_fraction), 0.0001, 1, NULL, "0.15",
+     "bert: the share of positions masked and predicted (gathered before the head); 1 = every position"},
     {"model", "activation", KEY_ENUM, OFF(activation), 0, 0, activation_names, "gelu", "activation after each hidden layer"},
 
     {"train", "scaling", KEY_ENUM, OFF(scaling), 0, 0, scaling_names, "weak",

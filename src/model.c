@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "models/mlp.h"
+#include "models/transformer.h"
 #include "step.h"
 
 #define MODEL_TABLE_GROW 64
@@ -19,6 +20,8 @@ int model_describe(const struct config *cfg, struct model *m, char *err, size_t 
     int rc;
     switch (cfg->model_type) {
     case MODEL_MLP: rc = mlp_describe(cfg, m, err, errlen); break;
+    case MODEL_GPT:
+    case MODEL_BERT: rc = transformer_describe(cfg, m, err, errlen); break;
     default:
         snprintf(err, errlen, "model.type %d is not known to this build; use mlp", cfg->model_type);
         return -1;
@@ -81,15 +84,17 @@ int model_stage_range(const struct model *m, int stage, size_t *lo, size_t *hi)
     return found ? 0 : -1;
 }
 
-const char *model_type_name(int type) { return type == MODEL_MLP ? "mlp" : "unknown"; }
+const char *model_type_name(int type)
+{
+    return type == MODEL_MLP ? "mlp" : type == MODEL_GPT ? "gpt" : type == MODEL_BERT ? "bert" : "unknown";
+}
 
 const char *model_unit_name(int unit)
 {
     return unit == UNIT_TOKENS ? "tokens" : unit == UNIT_IMAGES ? "images" : "samples";
 }
 
-/* total += a * b * elem, with every step checked */
-static int add_product(size_t *total, size_t a, size_t b, size_t elem)
+int model_add_bytes(size_t *total, size_t a, size_t b, size_t elem)
 {
     size_t p;
     if (dp_size_mul_checked(a, b, &p) != 0 || dp_size_mul_checked(p, elem, &p) != 0) return -1;
@@ -102,12 +107,12 @@ int model_plan_memory(const struct model *m, int optimizer, size_t act_elem, int
     memset(plan, 0, sizeof *plan);
     const size_t F = sizeof(float), E = act_elem;
     int bad = 0;
-    bad |= add_product(&plan->params_bytes, m->nparams, 1, F);
-    if (E != F) bad |= add_product(&plan->params_bytes, m->nparams, 1, E); /* compute copy */
-    bad |= add_product(&plan->grads_bytes, m->nparams, 1, F);
-    bad |= add_product(&plan->optimizer_bytes, m->nparams, optimizer == OPT_ADAMW ? 2 : 1, F);
+    bad |= model_add_bytes(&plan->params_bytes, m->nparams, 1, F);
+    if (E != F) bad |= model_add_bytes(&plan->params_bytes, m->nparams, 1, E); /* compute copy */
+    bad |= model_add_bytes(&plan->grads_bytes, m->nparams, 1, F);
+    bad |= model_add_bytes(&plan->optimizer_bytes, m->nparams, optimizer == OPT_ADAMW ? 2 : 1, F);
     bad |= m->ops->plan_activations(m, E, batch, &plan->activations_bytes, &plan->data_bytes);
-    bad |= add_product(&plan->data_bytes, (size_t)steps, 1, F); /* per-step loss */
+    bad |= model_add_bytes(&plan->data_bytes, (size_t)steps, 1, F); /* per-step loss */
     size_t total = 0;
     bad |= dp_size_add_checked(total, plan->params_bytes, &total);
     bad |= dp_size_add_checked(total, plan->grads_bytes, &total);

@@ -73,6 +73,9 @@ int model_stage_range(const struct model *m, int stage, size_t *lo, size_t *hi);
 const char *model_type_name(int type);
 const char *model_unit_name(int unit);
 
+/* *total += a * b * elem, every step checked: 0, or -1 on overflow (for the memory plans). */
+int model_add_bytes(size_t *total, size_t a, size_t b, size_t elem);
+
 /* Bytes one rank needs to train with `batch` samples, activations of act_elem bytes
  * (4 in fp32; 2 in bf16/fp16, plus a 2-byte compute copy of the weights). Returns -1
  * on overflow. */

@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "step.h"
 
 int session_any_failed(int failed) { return world_max_int(failed ? 1 : 0) != 0; }
 
@@ -93,6 +94,10 @@ int session_start(int argc, char **argv, struct session *s)
     rc = backend_open(&s->backend, &s->cfg, s->launch.local_rank, s->launch.local_size, err, sizeof err);
     if (rc != 0) DP_ERROR(NULL, "%s", err);
     if (session_any_failed(rc != 0)) goto bad_input;
+    if (s->model->ops->supported != NULL) { /* a model may need operations this backend lacks */
+        rc = s->model->ops->supported(s->model, &s->backend, err, sizeof err);
+        if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
+    }
     /* the path first: asking for NVLink where there is none is the error to report */
     if (session_setup_path(s) != 0) goto bad_input;
     rc = choose_library(s, err, sizeof err);

@@ -6,7 +6,7 @@
 
 #include "error.h"
 
-static void *balloc(struct backend *be, size_t count, size_t elem)
+void *step_alloc(struct backend *be, size_t count, size_t elem)
 {
     return be->ops->alloc(be, dp_size_mul(count, elem, "a training buffer"));
 }
@@ -16,17 +16,17 @@ void step_buffers_alloc(struct backend *be, const struct config *cfg, const stru
 {
     memset(rb, 0, sizeof *rb);
     rb->elem = dtype_size(be->act_dtype);
-    rb->params = balloc(be, m->nparams, sizeof(float));
+    rb->params = step_alloc(be, m->nparams, sizeof(float));
     rb->grad_dtype = cfg->grad_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
     rb->fuse_forward = cfg->gemm_epilogue != EPILOGUE_OFF && be->ops->gemm_fused != NULL;
     rb->fuse_backward = rb->fuse_forward && cfg->gemm_epilogue == EPILOGUE_ON && rb->grad_dtype == be->act_dtype;
-    rb->grads = balloc(be, m->nparams, dtype_size(rb->grad_dtype));
+    rb->grads = step_alloc(be, m->nparams, dtype_size(rb->grad_dtype));
     rb->master = !(cfg->master_weights == MASTER_OFF && be->act_dtype != DT_F32);
     rb->state_dtype = cfg->optimizer_state == STATE_COMPUTE ? be->act_dtype : DT_F32;
-    rb->state1 = balloc(be, m->nparams, dtype_size(rb->state_dtype));
-    rb->state2 = cfg->optimizer == OPT_ADAMW ? balloc(be, m->nparams, dtype_size(rb->state_dtype)) : NULL;
-    rb->params_lp = be->act_dtype != DT_F32 ? balloc(be, m->nparams, rb->elem) : NULL;
-    rb->loss = balloc(be, (size_t)steps, sizeof(float));
+    rb->state1 = step_alloc(be, m->nparams, dtype_size(rb->state_dtype));
+    rb->state2 = cfg->optimizer == OPT_ADAMW ? step_alloc(be, m->nparams, dtype_size(rb->state_dtype)) : NULL;
+    rb->params_lp = be->act_dtype != DT_F32 ? step_alloc(be, m->nparams, rb->elem) : NULL;
+    rb->loss = step_alloc(be, (size_t)steps, sizeof(float));
     m->ops->alloc_acts(be, m, B, rb); /* may turn the fusions off where the model has no use for them */
 }
 

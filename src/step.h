@@ -65,6 +65,8 @@ struct model_ops {
     /* One line for the run's header: the shape, e.g. "9 dense layers, 8192 -> 8192 x8 -> 1024, gelu". */
     void (*summary)(const struct model *m, char *buf, size_t len);
     void (*free)(struct model *m); /* the model's impl */
+    /* 0 when backend `be` has every operation the model needs; else -1 and why, with the fix. */
+    int (*supported)(const struct model *m, const struct backend *be, char *err, size_t errlen);
     void (*alloc_acts)(struct backend *be, const struct model *m, int B, struct step_buffers *rb);
     void (*free_acts)(struct backend *be, const struct model *m, struct step_buffers *rb);
     /* Samples first_sample .. first_sample+B-1 of the model's synthetic task: a pure
@@ -84,6 +86,8 @@ struct model_ops {
 
 void step_buffers_alloc(struct backend *be, const struct config *cfg, const struct model *m, int B, int steps,
                         struct step_buffers *rb);
+/* count x elem bytes of zero-filled backend memory, the size checked (for the models' buffers). */
+void *step_alloc(struct backend *be, size_t count, size_t elem);
 void step_buffers_free(struct backend *be, const struct model *m, struct step_buffers *rb);
 
 /* Copy host fp32 parameters in (and refresh the compute copy). */

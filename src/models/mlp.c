@@ -78,14 +78,6 @@ static void mlp_free(struct model *m)
     m->impl = NULL;
 }
 
-/* total += a * b * elem, with every step checked */
-static int add_product(size_t *total, size_t a, size_t b, size_t elem)
-{
-    size_t prod;
-    if (dp_size_mul_checked(a, b, &prod) != 0 || dp_size_mul_checked(prod, elem, &prod) != 0) return -1;
-    return dp_size_add_checked(*total, prod, total);
-}
-
 static int mlp_plan_activations(const struct model *m, size_t E, int batch, size_t *act_bytes, size_t *data_bytes)
 {
     const struct mlp *p = mlp_of(m);
@@ -93,10 +85,10 @@ static int mlp_plan_activations(const struct model *m, size_t E, int batch, size
     int bad = 0;
     /* Per layer: the pre-activation (kept for backward) and the activation. The
      * output layer's pre-activation is the logits; its gradient is dlogits. */
-    for (int l = 0; l < p->nlayers; l++) bad |= add_product(act_bytes, B, (size_t)p->layers[l].out, 2 * E);
-    bad |= add_product(act_bytes, B, (size_t)p->max_dim, 2 * E); /* two gradient scratch buffers */
-    bad |= add_product(data_bytes, B, (size_t)p->input_dim, E);
-    bad |= add_product(data_bytes, B, 1, sizeof(int));
+    for (int l = 0; l < p->nlayers; l++) bad |= model_add_bytes(act_bytes, B, (size_t)p->layers[l].out, 2 * E);
+    bad |= model_add_bytes(act_bytes, B, (size_t)p->max_dim, 2 * E); /* two gradient scratch buffers */
+    bad |= model_add_bytes(data_bytes, B, (size_t)p->input_dim, E);
+    bad |= model_add_bytes(data_bytes, B, 1, sizeof(int));
     return bad ? -1 : 0;
 }
 
@@ -123,11 +115,6 @@ static void mlp_summary(const struct model *m, char *buf, size_t len)
              p->nlayers > 1 && p->layers[0].act == ACT_RELU ? "relu" : "gelu");
 }
 
-static void *balloc(struct backend *be, size_t count, size_t elem)
-{
-    return be->ops->alloc(be, dp_size_mul(count, elem, "a training buffer"));
-}
-
 static void mlp_alloc_acts(struct backend *be, const struct model *m, int B, struct step_buffers *rb)
 {
     const struct mlp *p = mlp_of(m);
@@ -138,19 +125,19 @@ static void mlp_alloc_acts(struct backend *be, const struct model *m, int B, str
     /* the epilogues fuse GELU (or nothing, for the output layer): a ReLU MLP runs the
      * element-wise kernels */
     if (p->nlayers > 1 && p->layers[0].act != ACT_GELU) rb->fuse_forward = rb->fuse_backward = 0;
-    a->x = balloc(be, b * (size_t)p->input_dim, e);
-    a->labels = balloc(be, b, sizeof(int));
+    a->x = step_alloc(be, b * (size_t)p->input_dim, e);
+    a->labels = step_alloc(be, b, sizeof(int));
     a->pre = calloc((size_t)p->nlayers, sizeof(void *));
     a->act = calloc((size_t)p->nlayers, sizeof(void *));
     CHECK_ALLOC(a->pre);
     CHECK_ALLOC(a->act);
     for (int l = 0; l < p->nlayers; l++) {
-        a->pre[l] = balloc(be, b * (size_t)p->layers[l].out, e);
-        a->act[l] = p->layers[l].act == ACT_NONE ? a->pre[l] : balloc(be, b * (size_t)p->layers[l].out, e);
+        a->pre[l] = step_alloc(be, b * (size_t)p->layers[l].out, e);
+        a->act[l] = p->layers[l].act == ACT_NONE ? a->pre[l] : step_alloc(be, b * (size_t)p->layers[l].out, e);
     }
-    a->dlogits = balloc(be, b * (size_t)p->classes, e);
-    a->scratch[0] = balloc(be, b * (size_t)p->max_dim, e);
-    a->scratch[1] = balloc(be, b * (size_t)p->max_dim, e);
+    a->dlogits = step_alloc(be, b * (size_t)p->classes, e);
+    a->scratch[0] = step_alloc(be, b * (size_t)p->max_dim, e);
+    a->scratch[1] = step_alloc(be, b * (size_t)p->max_dim, e);
     if (be->ops->reserve != NULL) be->ops->reserve(be, B, p->max_dim);
 }
 

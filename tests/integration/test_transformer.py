@@ -1,0 +1,85 @@
+"""The transformers (model.type = gpt, bert) on the CPU backend, with real MPI ranks:
+their gradients against finite differences, data-parallel equivalence, the update
+beside backward and ZeRO-1 against the plain allreduce, the /model table, that the
+synthetic token task is learnable, and the errors of an impossible shape."""
+import numpy as np
+import pytest
+
+from conftest import ROOT, dpscale
+
+CONFIGS = {"gpt": ROOT / "configs" / "gpt-tiny.ini", "bert": ROOT / "configs" / "bert-tiny.ini"}
+
+
+def run(kind, np_, outdir, *args, name="t.h5"):
+    import h5py
+    p = dpscale(np_, "run", "--config", CONFIGS[kind], f"--run.output_dir={outdir}", f"--run.output={name}", *args)
+    assert p.returncode == 0, f"dpscale failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    return h5py.File(outdir / name, "r"), p
+
+
+def hashes(f):
+    return {n: f[f"runs/mpi/auto/{n}"].attrs["params_hash"] for n in ("n1", "n2") if f"runs/mpi/auto/{n}" in f}
+
+
+@pytest.mark.parametrize("kind", ["gpt", "bert"])
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_gradients_match_finite_differences(kind, ranks):
+    p = dpscale(ranks, "gradcheck", "--config", CONFIGS[kind], "--train.batch_per_gpu=2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "PASS" in p.stdout and "block0.qkv.weight" in p.stdout and "wte" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("kind", ["gpt", "bert"])
+def test_two_ranks_train_what_one_rank_trains_on_their_batch(kind, outdir):
+    """Strong scaling, 2 ranks x batch 4 against 1 rank x batch 8: the same parameters, to
+    float rounding (the sums of the two halves' gradients come in another order, and
+    AdamW's normalised step passes such differences on at the scale of the learning rate)."""
+    f, _ = run(kind, 2, outdir, "--train.scaling=strong", "--train.global_batch=8", "--sweep=1,2",
+               "--run.save_params=on", "--train.iters=6")
+    ref, got = f["runs/mpi/auto/n1/params"][:], f["runs/mpi/auto/n2/params"][:]
+    worst = np.abs(got - ref).max() / np.abs(ref).max()
+    assert worst <= 1e-5, f"max |diff| / max |p| = {worst}"
+    assert f["runs/mpi/auto/n2"].attrs["replica_max_abs_diff"] == 0.0
+
+
+@pytest.mark.parametrize("kind", ["gpt", "bert"])
+def test_update_beside_backward_and_zero1_train_the_same_bits(kind, outdir):
+    common = ("--train.iters=5", "--comm.bucket_mb=0.01", "--comm.first_bucket_mb=0.001")
+    on, _ = run(kind, 2, outdir, "--train.overlap_update=on", *common, name="on.h5")
+    off, _ = run(kind, 2, outdir, "--train.overlap_update=off", *common, name="off.h5")
+    sharded, p = run(kind, 2, outdir, "--comm.shard_optimizer=on", *common, name="zero.h5")
+    assert on["runs/mpi/auto/n2"].attrs["nbuckets"] > 3, "several buckets, or the test means little"
+    assert hashes(on) == hashes(off) == hashes(sharded), p.stdout
+
+
+def test_model_table_and_tokens_as_the_unit(outdir):
+    f, p = run("gpt", 1, outdir, "--sweep=1")
+    m = f["model"]
+    assert m.attrs["type"] == "gpt" and m.attrs["unit"] == "tokens" and m.attrs["units_per_sample"] == 16
+    t = m["tensors"][:]
+    names = [n.decode() for n in t["name"]]
+    assert names[0] == "lnf.gamma" and names[-1] == "wte" and "block1.qkv.weight" in names
+    assert (t["stage"][1:] <= t["stage"][:-1]).all() and t["stage"][0] == 3 and t["stage"][-1] == 0
+    assert int(t["count"].sum()) == m.attrs["parameters"]
+    L, C, T, V = 2, 32, 16, 64  # the preset: the README's formula per token, times T per sequence
+    assert m.attrs["gemm_flops_per_sample"] == pytest.approx(T * (72 * L * C * C + 12 * L * C * T + 6 * C * V))
+    assert "pre-LN decoder, 2 x 32, 4 heads" in p.stdout
+
+
+def test_the_synthetic_tokens_are_learnable(outdir):
+    f, _ = run("gpt", 1, outdir, "--sweep=1", "--train.iters=150", "--train.lr=0.01", "--train.warmup=0",
+               "--train.batch_per_gpu=8")
+    loss = f["runs/mpi/auto/n1/loss"][:]
+    assert loss[-5:].mean() < loss[:5].mean() - 0.3, loss
+
+
+@pytest.mark.parametrize("args,names", [
+    (("--model.hidden_dim=30",), "model.heads"),
+    (("--run.backend=cuda",), "run.backend"),
+])
+def test_impossible_transformers_are_refused(outdir, args, names):
+    p = dpscale(1, "run", "--config", CONFIGS["gpt"], f"--run.output_dir={outdir}", *args)
+    assert p.returncode != 0, p.stdout
+    errors = [l for l in p.stderr.splitlines() if l.startswith("dpscale: error:")]
+    assert len(errors) == 1 and names in errors[0], p.stderr
+    assert not list(outdir.iterdir()), "no result file"
