@@ -392,6 +392,25 @@ static void write_model(struct h5w *w, hid_t file, const struct config *cfg, con
     h5_close(g);
 }
 
+/* /dump: one step of one rank, for an independent implementation to recompute. */
+static void write_dump(struct h5w *w, hid_t file, const struct h5out_dump *d)
+{
+    hid_t g = h5_group_create(w, file, "dump");
+    attr_i64(w, g, "batch", d->batch);
+    attr_f64(w, g, "loss", d->loss);
+    hsize_t n[1] = {(hsize_t)d->nparams};
+    dataset_write(w, g, "params", H5T_NATIVE_FLOAT, 1, n, d->params, NULL);
+    dataset_write(w, g, "grads", H5T_NATIVE_FLOAT, 1, n, d->grads, NULL);
+    hid_t in = h5_group_create(w, g, "inputs");
+    for (int i = 0; i < d->ninputs; i++) {
+        const struct h5out_array *a = &d->inputs[i];
+        hsize_t c[1] = {(hsize_t)a->count};
+        dataset_write(w, in, a->name, a->is_int ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT, 1, c, a->data, NULL);
+    }
+    h5_close(in);
+    h5_close(g);
+}
+
 /* One row of /summary, a compound table (one call in pandas or h5py). */
 struct summary_row {
     char library[8], path[8];
@@ -557,6 +576,7 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
             h5_close(rg);
             write_summary(&w, file, contents->summaries, contents->nruns);
         }
+        if (contents->dump != NULL) write_dump(&w, file, contents->dump);
         if (contents->ncollectives > 0) {
             hid_t cg = h5_group_create(&w, file, "collectives");
             for (int i = 0; i < contents->ncollectives; i++) write_collective(&w, cg, &contents->collectives[i]);

@@ -45,6 +45,25 @@ int h5out_choose_path(const struct config *cfg, const char *utc_stamp, const cha
                       char *err, size_t errlen);
 
 /* What a launch measured: training runs (/runs, /summary), allreduce sweeps (/collectives). */
+/* One step of one rank laid open (dpscale dump): its initial parameters, the
+ * gradients and loss of its first step, and the inputs of that step, all as fp32 or
+ * int32 host arrays. */
+#define H5OUT_DUMP_MAX_INPUTS 8
+struct h5out_array {
+    const char *name;
+    int is_int;  /* int32, else float32 */
+    size_t count;
+    const void *data;
+};
+struct h5out_dump {
+    int batch;
+    double loss;
+    size_t nparams;
+    const float *params, *grads;
+    int ninputs;
+    struct h5out_array inputs[H5OUT_DUMP_MAX_INPUTS];
+};
+
 struct h5out_contents {
     const struct model *model; /* its /model group; NULL: none (a file of collectives only) */
     const struct run_result *runs;
@@ -52,6 +71,7 @@ struct h5out_contents {
     int nruns;
     const struct collective_result *collectives;
     int ncollectives;
+    const struct h5out_dump *dump; /* its /dump group; NULL: none */
 };
 
 /* Write the whole file. Returns 0, or -1 with a message in err (nothing left behind). */

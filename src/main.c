@@ -14,6 +14,7 @@ static void usage(FILE *out)
             "  run        sweep 1..N ranks, print the scaling table, write one HDF5 result file\n"
             "  gradcheck  check the backward pass (and its allreduce) against finite differences\n"
             "  bench      time the training step against its GEMMs alone on one rank\n"
+            "  dump       one step of one rank laid open (parameters, inputs, loss, gradients) in an HDF5 file\n"
             "  comm       allreduce bandwidth over a range of sizes (nccl-tests definitions), checked\n"
             "  topo       GPU links (NVLink, PCIe path), PCIe, NUMA, network adapters, GPU-to-GPU copy matrix\n"
             "  report     scaling tables (Markdown, CSV, JSON), comparisons and plots of result files\n"
@@ -33,6 +34,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "gradcheck") == 0) return cmd_gradcheck(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "dump") == 0) return cmd_dump(argc - 1, argv + 1);
     if (strcmp(cmd, "comm") == 0) return cmd_comm(argc - 1, argv + 1);
     if (strcmp(cmd, "topo") == 0) return cmd_topo(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return cmd_report(argc - 1, argv + 1);
@@ -41,6 +43,6 @@ int main(int argc, char **argv)
         printf("dpscale %s\n", DPSCALE_VERSION);
         return EXIT_OK;
     }
-    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, comm, topo, report, config, version\n", cmd);
+    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, dump, comm, topo, report, config, version\n", cmd);
     return EXIT_BAD_INPUT;
 }

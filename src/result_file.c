@@ -49,9 +49,9 @@ int result_file_prepare(struct session *s, struct result_file *f)
     return EXIT_OK;
 }
 
-int result_file_write(struct session *s, const struct result_file *f, int argc, char **argv,
-                      const struct run_result *runs, const struct run_summary *sums, int nruns,
-                      const struct collective_result *colls, int ncolls)
+/* Collective: rank 0 writes `contents` with the launch's identity and system. */
+static int write_contents(struct session *s, const struct result_file *f, int argc, char **argv,
+                          const struct h5out_contents *contents)
 {
     char *hosts = world_gather_hosts(&s->launch);
     int failed = 0;
@@ -68,8 +68,7 @@ int result_file_write(struct session *s, const struct result_file *f, int argc, 
             .hosts = hosts, .library = session_library_name(s), .path = config_value_name(&s->cfg, "comm", "path"),
             .nccl_env = s->nccl_env, .topo = &s->topo, .peers = f->peers,
         };
-        const struct h5out_contents contents = {nruns > 0 ? s->model : NULL, runs, sums, nruns, colls, ncolls};
-        if (h5out_write(f->path, &s->cfg, &sys, &contents, err, sizeof err) != 0) {
+        if (h5out_write(f->path, &s->cfg, &sys, contents, err, sizeof err) != 0) {
             DP_ERROR("free space in run.output_dir or choose another folder", "%s", err);
             failed = 1;
         } else {
@@ -78,4 +77,19 @@ int result_file_write(struct session *s, const struct result_file *f, int argc, 
     }
     free(hosts);
     return session_any_failed(failed) ? -1 : 0;
+}
+
+int result_file_write(struct session *s, const struct result_file *f, int argc, char **argv,
+                      const struct run_result *runs, const struct run_summary *sums, int nruns,
+                      const struct collective_result *colls, int ncolls)
+{
+    const struct h5out_contents contents = {nruns > 0 ? s->model : NULL, runs, sums, nruns, colls, ncolls, NULL};
+    return write_contents(s, f, argc, argv, &contents);
+}
+
+int result_file_write_dump(struct session *s, const struct result_file *f, int argc, char **argv,
+                           const struct h5out_dump *dump)
+{
+    const struct h5out_contents contents = {s->model, NULL, NULL, 0, NULL, 0, dump};
+    return write_contents(s, f, argc, argv, &contents);
 }

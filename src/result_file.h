@@ -5,6 +5,7 @@
 #define DPSCALE_RESULT_FILE_H
 
 #include "collectives.h"
+#include "h5out.h"
 #include "session.h"
 #include "stats.h"
 #include "train.h"
@@ -23,5 +24,9 @@ int result_file_prepare(struct session *s, struct result_file *f);
 int result_file_write(struct session *s, const struct result_file *f, int argc, char **argv,
                       const struct run_result *runs, const struct run_summary *sums, int nruns,
                       const struct collective_result *colls, int ncolls);
+
+/* The same, for `dpscale dump`: the model and one step laid open (rank 0's). */
+int result_file_write_dump(struct session *s, const struct result_file *f, int argc, char **argv,
+                           const struct h5out_dump *dump);
 
 #endif

@@ -56,6 +56,14 @@ struct step_hook {
     void *ctx;
 };
 
+/* One input array of a step (struct model_ops.inputs). */
+struct model_input {
+    const char *name;
+    int is_int;       /* int32; else elements of the compute dtype */
+    size_t count;
+    const void *data; /* backend memory */
+};
+
 /* A model's own half of the step. B: samples of this rank. */
 struct model_ops {
     /* Bytes of activations (kept for backward, and scratch) and of a batch's inputs and
@@ -73,6 +81,9 @@ struct model_ops {
      * function of (seed, sample). */
     void (*data)(struct backend *be, const struct model *m, struct step_buffers *rb, uint64_t first_sample, int B,
                  uint64_t seed);
+    /* The step's inputs on the device, for dpscale dump: up to `max` named arrays
+     * (ints, or elements of the compute dtype); returns how many. */
+    int (*inputs)(const struct model *m, const struct step_buffers *rb, struct model_input *out, int max);
     /* Forward, then the loss of step `slot` into rb->loss[slot] and its gradient
      * times loss_scale, ready for backward. */
     void (*forward_loss)(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,

@@ -20,6 +20,7 @@ struct mlp_acts {
     void **act;       /* per layer [B x out]: activation (== pre for the last layer) */
     void *dlogits;    /* [B x classes] */
     void *scratch[2]; /* [B x max_dim]: gradient of the current layer's input */
+    int rows;         /* B */
 };
 
 static const struct model_ops mlp_ops;
@@ -122,6 +123,7 @@ static void mlp_alloc_acts(struct backend *be, const struct model *m, int B, str
     struct mlp_acts *a = calloc(1, sizeof *a);
     CHECK_ALLOC(a);
     rb->acts = a;
+    a->rows = B;
     /* the epilogues fuse GELU (or nothing, for the output layer): a ReLU MLP runs the
      * element-wise kernels */
     if (p->nlayers > 1 && p->layers[0].act != ACT_GELU) rb->fuse_forward = rb->fuse_backward = 0;
@@ -264,6 +266,16 @@ static void mlp_gemms_only(struct backend *be, const struct model *m, struct ste
     backward_pass(be, m, rb, B, 0, NULL);
 }
 
+static int mlp_inputs(const struct model *m, const struct step_buffers *rb, struct model_input *out, int max)
+{
+    const struct mlp *p = mlp_of(m);
+    const struct mlp_acts *a = rb->acts;
+    if (max < 2) return 0;
+    out[0] = (struct model_input){"x", 0, (size_t)a->rows * (size_t)p->input_dim, a->x};
+    out[1] = (struct model_input){"labels", 1, (size_t)a->rows, a->labels};
+    return 2;
+}
+
 static const struct model_ops mlp_ops = {
     .plan_activations = mlp_plan_activations,
     .init_params = mlp_init_params,
@@ -272,6 +284,7 @@ static const struct model_ops mlp_ops = {
     .alloc_acts = mlp_alloc_acts,
     .free_acts = mlp_free_acts,
     .data = mlp_data,
+    .inputs = mlp_inputs,
     .forward_loss = mlp_forward_loss,
     .backward = mlp_backward,
     .gemms_only = mlp_gemms_only,

@@ -522,6 +522,19 @@ static void tf_gemms_only(struct backend *be, const struct model *m, struct step
     backward_pass(be, m, rb, 0, NULL);
 }
 
+static int tf_inputs(const struct model *m, const struct step_buffers *rb, struct model_input *out, int max)
+{
+    const struct tf *p = tf_of(m);
+    const struct tf_acts *a = rb->acts;
+    if (max < 4) return 0;
+    out[0] = (struct model_input){"tokens", 1, (size_t)a->R, a->tokens};
+    out[1] = (struct model_input){"targets", 1, (size_t)a->M, a->targets};
+    if (!p->bert) return 2;
+    out[2] = (struct model_input){"segments", 1, (size_t)a->R, a->segments};
+    out[3] = (struct model_input){"mask_rows", 1, (size_t)a->M, a->mask_rows};
+    return 4;
+}
+
 static const struct model_ops tf_ops = {
     .plan_activations = tf_plan_activations,
     .init_params = tf_init_params,
@@ -531,6 +544,7 @@ static const struct model_ops tf_ops = {
     .alloc_acts = tf_alloc_acts,
     .free_acts = tf_free_acts,
     .data = tf_data,
+    .inputs = tf_inputs,
     .forward_loss = tf_forward_loss,
     .backward = tf_backward,
     .gemms_only = tf_gemms_only,

@@ -92,6 +92,18 @@ check loss_fp32_epilogue_vs_cpu_1e-4 $PY tests/gpu/check.py loss-close "$LOG/cud
 check gradcheck_1gpu_epilogue $MPIRUN -np 1 bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda \
     --train.gemm_epilogue=on
 # 2. gradients against finite differences, on 1 and N GPUs (the NCCL path)
+# 1b. against an independent implementation: `dpscale dump` lays one step open, tests/gpu/torch_reference.py
+# recomputes its loss and every tensor's gradient with PyTorch (float64) from the same parameters and inputs
+check dump_cuda_mlp_fp32 bin/dpscale dump --config configs/mlp-medium.ini --backend=cuda $O --run.output=dump-mlp32.h5
+check torch_mlp_cuda_fp32_1e-4 $PY tests/gpu/torch_reference.py "$LOG/dump-mlp32.h5" --tol 1e-4
+check dump_cuda_mlp_bf16 bin/dpscale dump --config configs/mlp-medium.ini --backend=cuda --precision=bf16 \
+    --train.grad_dtype=compute --comm.allreduce_dtype=compute $O --run.output=dump-mlp16.h5
+check torch_mlp_cuda_bf16_2e-2 $PY tests/gpu/torch_reference.py "$LOG/dump-mlp16.h5" --tol 2e-2
+for m in gpt bert; do
+    check dump_cpu_$m bin/dpscale dump --config configs/$m-tiny.ini --backend=cpu $O --run.output=dump-$m.h5
+    check torch_${m}_cpu_1e-4 $PY tests/gpu/torch_reference.py "$LOG/dump-$m.h5" --tol 1e-4
+done
+fails transformer_on_cuda_is_refused bin/dpscale run --config configs/gpt-tiny.ini --backend=cuda $O
 check gradcheck_1gpu $MPIRUN -np 1 bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
 check gradcheck_${NGPU}gpu $MPIRUN -np "$NGPU" bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
 # 3. data parallel: N GPUs x batch B end where 1 GPU x batch N*B does (strong scaling sweep)

@@ -83,3 +83,30 @@ def test_impossible_transformers_are_refused(outdir, args, names):
     errors = [l for l in p.stderr.splitlines() if l.startswith("dpscale: error:")]
     assert len(errors) == 1 and names in errors[0], p.stderr
     assert not list(outdir.iterdir()), "no result file"
+
+
+@pytest.mark.parametrize("kind", ["gpt", "bert"])
+def test_dump_lays_open_the_first_step_of_a_run(kind, outdir):
+    """`dpscale dump` writes the model table, the initial parameters, the step's inputs,
+    its loss and every gradient: its loss is the first step's loss of `dpscale run` on
+    one rank, and no tensor's gradient is left empty (tests/gpu/torch_reference.py
+    recomputes it all with PyTorch)."""
+    import h5py
+    p = dpscale(1, "dump", "--config", CONFIGS[kind], f"--run.output_dir={outdir}", "--run.output=d.h5")
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = h5py.File(outdir / "d.h5", "r")
+    f, _ = run(kind, 1, outdir, "--sweep=1", "--train.warmup=0", name="r.h5")
+    assert d["dump"].attrs["loss"] == pytest.approx(f["runs/mpi/auto/n1/loss"][0], rel=1e-6)
+    grads, table = d["dump/grads"][:], d["model/tensors"][:]
+    for row in table:
+        g = grads[int(row["offset"]):int(row["offset"]) + int(row["count"])]
+        assert np.abs(g).max() > 0, f"{row['name']}: no gradient"
+    names = set(d["dump/inputs"].keys())
+    assert names == ({"tokens", "targets", "segments", "mask_rows"} if kind == "bert" else {"tokens", "targets"})
+    assert d["dump/params"].shape == grads.shape == (d["model"].attrs["parameters"],)
+
+
+def test_dump_is_one_rank(outdir):
+    p = dpscale(2, "dump", "--config", CONFIGS["gpt"], f"--run.output_dir={outdir}")
+    assert p.returncode == 2 and "one rank" in p.stderr, p.stderr
+    assert not list(outdir.iterdir())
