@@ -34,6 +34,25 @@ cudaError_t cuda_cast_to_f32(float *dst, const void *src, size_t n, int dtype, c
 cudaError_t cuda_synth_batch(void *x, int *labels, uint64_t first_sample, int rows, int input_dim, int classes,
                              uint64_t seed, int dtype, cudaStream_t stream);
 
+/* The transformer's kernels (transformer.cu; semantics in transformer_cpu.h). */
+cudaError_t cuda_embed_forward(void *x, const int *tokens, const int *segments, const void *wte, const void *wpe,
+                               const void *wse, int B, int T, int C, int dtype, cudaStream_t s);
+size_t cuda_embed_scratch_bytes(int rows);
+cudaError_t cuda_embed_backward(void *dwte, void *dwpe, void *dwse, int grad_dtype, const int *tokens,
+                                const int *segments, const void *dx, int B, int T, int C, int S, void *scratch,
+                                int dtype, cudaStream_t s);
+size_t cuda_layernorm_scratch_floats(int rows, int C);
+cudaError_t cuda_layernorm_forward(void *y, float *mean, float *rstd, const void *x, const void *gamma,
+                                   const void *beta, int rows, int C, int dtype, cudaStream_t s);
+cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy, const void *x,
+                                    const float *mean, const float *rstd, const void *gamma, int rows, int C,
+                                    float *partial, int dtype, cudaStream_t s);
+cudaError_t cuda_attention_softmax(void *p, int rows, int T, int causal, int dtype, cudaStream_t s);
+cudaError_t cuda_attention_softmax_backward(void *dp, const void *p, int rows, int T, int dtype, cudaStream_t s);
+cudaError_t cuda_add(void *y, const void *x, size_t n, int dtype, cudaStream_t s);
+cudaError_t cuda_move_rows(void *dst, const void *src, const int *rows, int n, int C, int scatter, int dtype,
+                           cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@
 #include "error.h"
 #include "gpu_peaks.h"
 #include "nvml.h"
+#include "transformer_cuda.h"
 
 #define CHECK_CUBLAS(call)                                                                                 \
     do {                                                                                                   \
@@ -64,6 +65,7 @@ struct cuda_state {
     cudaDataType_t ab_type;
     int sms, sm_target; /* the GPU's SMs; the GEMMs' target, 0 = all */
     int autotune;       /* train.gemm_autotune */
+    void *tf;           /* the transformer operations' state (transformer_cuda.c) */
 };
 
 struct backend_event {
@@ -71,6 +73,12 @@ struct backend_event {
 };
 
 static struct cuda_state *state(struct backend *b) { return b->impl; }
+
+/* What transformer_cuda.c needs of the state (transformer_cuda.h). */
+void *cuda_backend_current_stream(struct backend *b) { return state(b)->cur; }
+int cuda_backend_compute_type(struct backend *b) { return (int)state(b)->compute; }
+int cuda_backend_ab_type(struct backend *b) { return (int)state(b)->ab_type; }
+void **cuda_backend_tf_slot(struct backend *b) { return &state(b)->tf; }
 
 int backend_cuda_device_count(void)
 {
@@ -141,6 +149,7 @@ static void cuda_shutdown(struct backend *b)
     struct cuda_state *s = state(b);
     if (s == NULL) return;
     cudaStreamSynchronize(s->stream);
+    cuda_tf_release(b);
     for (int i = 0; i < s->nplans; i++) {
         cublasLtMatmulDescDestroy(s->plans[i].desc);
         cublasLtMatrixLayoutDestroy(s->plans[i].a);
@@ -531,6 +540,15 @@ const struct backend_ops backend_cuda_ops = {
     .cast_to_f32 = cuda_cast_back_op,
     .zero = cuda_zero,
     .synth_batch = cuda_synth_op,
+    .embed_forward = cuda_tf_embed_forward,
+    .embed_backward = cuda_tf_embed_backward,
+    .layernorm_forward = cuda_tf_layernorm_forward,
+    .layernorm_backward = cuda_tf_layernorm_backward,
+    .attention_forward = cuda_tf_attention_forward,
+    .attention_backward = cuda_tf_attention_backward,
+    .add = cuda_tf_add,
+    .gather_rows = cuda_tf_gather_rows,
+    .scatter_rows = cuda_tf_scatter_rows,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,

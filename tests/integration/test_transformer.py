@@ -1,7 +1,7 @@
 """The transformers (model.type = gpt, bert) on the CPU backend, with real MPI ranks:
 their gradients against finite differences, data-parallel equivalence, the update
 beside backward and ZeRO-1 against the plain allreduce, the /model table, that the
-synthetic token task is learnable, and the errors of an impossible shape."""
+synthetic token task is learnable, `dpscale dump`, and the errors of an impossible shape."""
 import numpy as np
 import pytest
 
@@ -75,7 +75,8 @@ def test_the_synthetic_tokens_are_learnable(outdir):
 
 @pytest.mark.parametrize("args,names", [
     (("--model.hidden_dim=30",), "model.heads"),
-    (("--run.backend=cuda",), "run.backend"),
+    (("--model.seq_len=1",), "model.seq_len"),
+    (("--model.type=bert", "--model.mask_fraction=0"), "model.mask_fraction"),
 ])
 def test_impossible_transformers_are_refused(outdir, args, names):
     p = dpscale(1, "run", "--config", CONFIGS["gpt"], f"--run.output_dir={outdir}", *args)

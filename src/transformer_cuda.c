@@ -1,0 +1,189 @@
+/* transformer_cuda.c — the CUDA backend's transformer operations (transformer_cuda.h):
+ * thin calls of our kernels, and multi-head attention as cuBLAS strided-batched GEMMs
+ * around our softmax kernels. The attention of sequence b is H GEMMs of one batched
+ * call per product, the heads `D` columns apart in the packed qkv [rows x 3C].
+ *
+ * Row-major X [r x c] is column-major X^T, so with Q, K, V, O row-major [T x D] (ld 3C
+ * or C) and P, dP, dS row-major [T x T]:
+ *   S^T = K Q^T      gemm(T, N, T, T, D)    P = softmax(S) (our kernel; S scaled by alpha)
+ *   O^T = V^T P^T    gemm(N, N, D, T, T)
+ *   dV^T = dO^T P    gemm(N, T, D, T, T)    dP^T = V dO^T   gemm(T, N, T, T, D)
+ *   dS = P (dP - rowsum(dP P))  (our kernel)
+ *   dQ^T = K^T dS^T  gemm(N, N, D, T, T)    dK^T = Q^T dS   gemm(N, T, D, T, T), both x scale
+ * Scratch (the embeddings' sort, LayerNorm's partial sums, dP) is allocated on first
+ * use, during the warm-up steps, and kept. */
+#include "transformer_cuda.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "../kernels/kernels_cuda.h"
+#include "cuda_check.h"
+#include "error.h"
+
+#define CHECK_BLAS(call)                                                                                   \
+    do {                                                                                                   \
+        cublasStatus_t blas_rc_ = (call);                                                                  \
+        if (blas_rc_ != CUBLAS_STATUS_SUCCESS) DP_FATAL(NULL, "%s failed: %s", #call, cublasGetStatusString(blas_rc_)); \
+    } while (0)
+
+struct tf_cuda {
+    cublasHandle_t blas;
+    void *embed_scratch;
+    size_t embed_bytes;
+    float *ln_partial;
+    size_t ln_bytes;
+    void *dp; /* dP, then dS, of every head of every sequence */
+    size_t dp_bytes;
+};
+
+static struct tf_cuda *tf(struct backend *b)
+{
+    void **slot = cuda_backend_tf_slot(b);
+    if (*slot == NULL) {
+        struct tf_cuda *t = calloc(1, sizeof *t);
+        CHECK_ALLOC(t);
+        CHECK_BLAS(cublasCreate(&t->blas));
+        CHECK_BLAS(cublasSetMathMode(t->blas, CUBLAS_DEFAULT_MATH));
+        *slot = t;
+    }
+    return *slot;
+}
+
+static cudaStream_t stream(struct backend *b) { return (cudaStream_t)cuda_backend_current_stream(b); }
+
+/* *buf holds at least `need` bytes (reallocated, with the stream drained, when it grows). */
+static void *grow(struct backend *b, void **buf, size_t *have, size_t need)
+{
+    if (need > *have) {
+        CHECK_CUDA(cudaStreamSynchronize(stream(b)));
+        if (*buf != NULL) b->ops->free(b, *buf);
+        *buf = b->ops->alloc(b, need);
+        *have = need;
+    }
+    return *buf;
+}
+
+void cuda_tf_release(struct backend *b)
+{
+    void **slot = cuda_backend_tf_slot(b);
+    struct tf_cuda *t = *slot;
+    if (t == NULL) return;
+    if (t->embed_scratch) b->ops->free(b, t->embed_scratch);
+    if (t->ln_partial) b->ops->free(b, t->ln_partial);
+    if (t->dp) b->ops->free(b, t->dp);
+    cublasDestroy(t->blas);
+    free(t);
+    *slot = NULL;
+}
+
+void cuda_tf_embed_forward(struct backend *b, void *x, const int *tokens, const int *segments, const void *wte,
+                           const void *wpe, const void *wse, int B, int T, int C)
+{
+    CHECK_CUDA(cuda_embed_forward(x, tokens, segments, wte, wpe, wse, B, T, C, b->act_dtype, stream(b)));
+}
+
+void cuda_tf_embed_backward(struct backend *b, void *dwte, void *dwpe, void *dwse, int grad_dtype, const int *tokens,
+                            const int *segments, const void *dx, int B, int T, int C, int V, int S)
+{
+    (void)V;
+    struct tf_cuda *t = tf(b);
+    void *scratch = grow(b, &t->embed_scratch, &t->embed_bytes, cuda_embed_scratch_bytes(B * T));
+    CHECK_CUDA(cuda_embed_backward(dwte, dwpe, dwse, grad_dtype, tokens, segments, dx, B, T, C, S, scratch,
+                                   b->act_dtype, stream(b)));
+}
+
+void cuda_tf_layernorm_forward(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
+                               const void *beta, int rows, int C)
+{
+    CHECK_CUDA(cuda_layernorm_forward(y, mean, rstd, x, gamma, beta, rows, C, b->act_dtype, stream(b)));
+}
+
+void cuda_tf_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                                const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C)
+{
+    struct tf_cuda *t = tf(b);
+    float *partial = grow(b, (void **)&t->ln_partial, &t->ln_bytes,
+                          cuda_layernorm_scratch_floats(rows, C) * sizeof(float));
+    CHECK_CUDA(cuda_layernorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, rows, C, partial,
+                                       b->act_dtype, stream(b)));
+}
+
+/* H products of one sequence: C_h = alpha op(A_h) op(B_h), the heads' operands
+ * strideA / strideB / strideC elements apart. */
+static void heads_gemm(struct backend *b, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
+                       const void *A, int lda, long long sa, const void *B, int ldb, long long sb, void *C, int ldc,
+                       long long sc, int H)
+{
+    struct tf_cuda *t = tf(b);
+    const float beta = 0.0f;
+    const cudaDataType_t type = (cudaDataType_t)cuda_backend_ab_type(b);
+    CHECK_BLAS(cublasSetStream(t->blas, stream(b)));
+    CHECK_BLAS(cublasGemmStridedBatchedEx(t->blas, ta, tb, m, n, k, &alpha, A, type, lda, sa, B, type, ldb, sb, &beta, C,
+                                          type, ldc, sc, H, (cublasComputeType_t)cuda_backend_compute_type(b),
+                                          CUBLAS_GEMM_DEFAULT));
+}
+
+static const char *at(const void *base, size_t index, size_t elem) { return (const char *)base + index * elem; }
+
+void cuda_tf_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
+                               int causal)
+{
+    const int D = C / H, ld3 = 3 * C;
+    const size_t e = dtype_size(b->act_dtype), TT = (size_t)T * T;
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int s = 0; s < B; s++) {
+        const char *q = at(qkv, (size_t)s * T * ld3, e), *k = q + (size_t)C * e;
+        heads_gemm(b, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, scale, k, ld3, D, q, ld3, D,
+                   (void *)at(probs, (size_t)s * H * TT, e), T, (long long)TT, H);
+    }
+    CHECK_CUDA(cuda_attention_softmax(probs, B * H * T, T, causal, b->act_dtype, stream(b)));
+    for (int s = 0; s < B; s++) {
+        const char *v = at(qkv, (size_t)s * T * ld3 + 2 * (size_t)C, e);
+        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, 1.0f, v, ld3, D, at(probs, (size_t)s * H * TT, e), T,
+                   (long long)TT, (void *)at(out, (size_t)s * T * C, e), C, D, H);
+    }
+}
+
+void cuda_tf_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
+                                int B, int T, int C, int H, int causal)
+{
+    (void)causal; /* P is 0 above the diagonal: dS is too */
+    struct tf_cuda *t = tf(b);
+    const int D = C / H, ld3 = 3 * C;
+    const size_t e = dtype_size(b->act_dtype), TT = (size_t)T * T;
+    const float scale = 1.0f / sqrtf((float)D);
+    void *dp = grow(b, &t->dp, &t->dp_bytes, (size_t)B * H * TT * e);
+    for (int s = 0; s < B; s++) {
+        const char *v = at(qkv, (size_t)s * T * ld3 + 2 * (size_t)C, e);
+        const char *p = at(probs, (size_t)s * H * TT, e), *dO = at(dout, (size_t)s * T * C, e);
+        char *dq = (char *)at(dqkv, (size_t)s * T * ld3, e), *dv = dq + 2 * (size_t)C * e;
+        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, D, T, T, 1.0f, dO, C, D, p, T, (long long)TT, dv, ld3, D, H);
+        heads_gemm(b, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, 1.0f, v, ld3, D, dO, C, D, (void *)at(dp, (size_t)s * H * TT, e),
+                   T, (long long)TT, H);
+    }
+    CHECK_CUDA(cuda_attention_softmax_backward(dp, probs, B * H * T, T, b->act_dtype, stream(b)));
+    for (int s = 0; s < B; s++) {
+        const char *q = at(qkv, (size_t)s * T * ld3, e), *k = q + (size_t)C * e, *ds = at(dp, (size_t)s * H * TT, e);
+        char *dq = (char *)at(dqkv, (size_t)s * T * ld3, e), *dk = dq + (size_t)C * e;
+        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, scale, k, ld3, D, ds, T, (long long)TT, dq, ld3, D, H);
+        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, D, T, T, scale, q, ld3, D, ds, T, (long long)TT, dk, ld3, D, H);
+    }
+}
+
+void cuda_tf_add(struct backend *b, void *y, const void *x, size_t n)
+{
+    CHECK_CUDA(cuda_add(y, x, n, b->act_dtype, stream(b)));
+}
+
+void cuda_tf_gather_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
+{
+    CHECK_CUDA(cuda_move_rows(dst, src, rows, n, C, 0, b->act_dtype, stream(b)));
+}
+
+void cuda_tf_scatter_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
+{
+    CHECK_CUDA(cuda_move_rows(dst, src, rows, n, C, 1, b->act_dtype, stream(b)));
+}

@@ -1,0 +1,37 @@
+/* transformer_cuda.h — the CUDA backend's transformer operations (struct backend_ops,
+ * backend.h), in transformer_cuda.c: our kernels (kernels/transformer.cu) and the
+ * attention's GEMMs as cuBLAS strided-batched calls; and what they need of the
+ * backend's state (backend_cuda.c). */
+#ifndef DPSCALE_TRANSFORMER_CUDA_H
+#define DPSCALE_TRANSFORMER_CUDA_H
+
+#include <stddef.h>
+
+#include "backend.h"
+
+/* From backend_cuda.c: the stream the calls go to, the GEMMs' compute type and
+ * element type (cublasComputeType_t, cudaDataType_t), and a slot for the
+ * transformer's own state (freed by cuda_tf_release at shutdown). */
+void *cuda_backend_current_stream(struct backend *b);
+int cuda_backend_compute_type(struct backend *b);
+int cuda_backend_ab_type(struct backend *b);
+void **cuda_backend_tf_slot(struct backend *b);
+
+void cuda_tf_embed_forward(struct backend *b, void *x, const int *tokens, const int *segments, const void *wte,
+                           const void *wpe, const void *wse, int B, int T, int C);
+void cuda_tf_embed_backward(struct backend *b, void *dwte, void *dwpe, void *dwse, int grad_dtype, const int *tokens,
+                            const int *segments, const void *dx, int B, int T, int C, int V, int S);
+void cuda_tf_layernorm_forward(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
+                               const void *beta, int rows, int C);
+void cuda_tf_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                                const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C);
+void cuda_tf_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
+                               int causal);
+void cuda_tf_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
+                                int B, int T, int C, int H, int causal);
+void cuda_tf_add(struct backend *b, void *y, const void *x, size_t n);
+void cuda_tf_gather_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+void cuda_tf_scatter_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+void cuda_tf_release(struct backend *b);
+
+#endif
