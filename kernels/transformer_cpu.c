@@ -2,6 +2,7 @@
  * LayerNorm, multi-head attention, the residual add and row gathers/scatters.
  * Sums over rows are split by columns among threads, so their order is fixed. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,6 +183,10 @@ void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, co
 #pragma omp parallel
     {
         float *ds = malloc((size_t)T * sizeof *ds); /* one row of dP, then of dS */
+        if (ds == NULL) {
+            fprintf(stderr, "dpscale: error: cpu_attention_backward: out of host memory for a row of %d\n", T);
+            abort();
+        }
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * H; bh++) {
             int b = bh / H, h = bh % H;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "step.h"
 
 int bucket_plan_make(const struct model *m, int overlap, double bucket_mb, double first_bucket_mb,
                      struct bucket_plan *plan)
@@ -56,6 +57,11 @@ int bucket_plan_split_last(const struct model *m, int chunks, struct bucket_plan
             (struct bucket){t->offset + (size_t)r * (size_t)t->cols, (size_t)n * (size_t)t->cols, t->stage};
     }
     return rows;
+}
+
+int bucket_plan_split_last_if_used(const struct model *m, int chunks, struct bucket_plan *plan)
+{
+    return m->ops->splits_last ? bucket_plan_split_last(m, chunks, plan) : 0;
 }
 
 void bucket_plan_per_stage(const struct model *m, struct bucket_plan *plan)

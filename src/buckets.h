@@ -31,6 +31,8 @@ int bucket_plan_make(const struct model *m, int overlap, double bucket_mb, doubl
  * reduction starts while the next is computed. Returns the rows per block (what the
  * backward pass needs), or 0 when unsplit. */
 int bucket_plan_split_last(const struct model *m, int chunks, struct bucket_plan *plan);
+/* ... when the model computes that tensor block by block (model_ops.splits_last); else 0. */
+int bucket_plan_split_last_if_used(const struct model *m, int chunks, struct bucket_plan *plan);
 /* One bucket per stage (its tensors): what a 1-GPU job updates as soon as backward
  * has produced it. */
 void bucket_plan_per_stage(const struct model *m, struct bucket_plan *plan);

@@ -33,7 +33,7 @@ static void print_header(const struct session *s, const char *path)
     say("  model     %s (%s): %s, %.3f M parameters\n", c->model_name, model_type_name(m->type), shape, m->nparams / 1e6);
     struct bucket_plan plan;
     bucket_plan_make(m, c->overlap, c->bucket_mb, c->first_bucket_mb, &plan);
-    if (c->overlap) bucket_plan_split_last(m, c->last_layer_chunks, &plan);
+    if (c->overlap) bucket_plan_split_last_if_used(m, c->last_layer_chunks, &plan);
     const char *reduce = c->shard_optimizer ? "reduce-scattered" : "allreduced";
     if (c->overlap)
         say("  gradient  %.2f MB per step in %d buckets, each %s as backward produces it (%s over path %s)\n",

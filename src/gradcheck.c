@@ -76,6 +76,11 @@ int cmd_gradcheck(int argc, char **argv)
     CHECK_ALLOC(params);
     CHECK_ALLOC(grads);
     model_init_params(m, (uint64_t)s.cfg.seed, params);
+    if (m->ops->gradcheck_matrix_scale != 1.0f) /* the model asks to be probed where its gradients resolve */
+        for (int i = 0; i < m->ntensors; i++)
+            if (m->tensors[i].kind == TENSOR_MATRIX)
+                for (size_t j = 0; j < m->tensors[i].count; j++)
+                    params[m->tensors[i].offset + j] *= m->ops->gradcheck_matrix_scale;
     step_set_params(be, m, &rb, params);
     step_data(be, m, &rb, (uint64_t)group_rank(g) * (uint64_t)B, B, (uint64_t)s.cfg.seed);
 

@@ -201,7 +201,7 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
     L->marking = -1;
     step_buffers_alloc(be, cfg, m, L->B, L->steps, &L->rb);
     bucket_plan_make(m, cfg->overlap, cfg->bucket_mb, cfg->first_bucket_mb, &L->plan);
-    if (c != NULL && cfg->overlap) L->rb.last_rows = bucket_plan_split_last(m, cfg->last_layer_chunks, &L->plan);
+    if (c != NULL && cfg->overlap) L->rb.last_rows = bucket_plan_split_last_if_used(m, cfg->last_layer_chunks, &L->plan);
     bucket_plan_per_stage(m, &L->stages);
     const size_t ns = (size_t)m->nstages;
     L->first_bucket = calloc(ns, sizeof(int));

@@ -73,6 +73,12 @@ struct model_ops {
     /* One line for the run's header: the shape, e.g. "9 dense layers, 8192 -> 8192 x8 -> 1024, gelu". */
     void (*summary)(const struct model *m, char *buf, size_t len);
     void (*free)(struct model *m); /* the model's impl */
+    /* 1: backward computes the arena's last tensor in blocks of rb->last_rows rows, telling
+     * grads_done of each (comm.last_layer_chunks); 0: the split would change nothing. */
+    int splits_last;
+    /* The factor gradcheck scales the initial matrices by, so that every gradient is
+     * above what float32 finite differences resolve (1: as initialised). */
+    float gradcheck_matrix_scale;
     /* 0 when backend `be` has every operation the model needs; else -1 and why, with the fix. */
     int (*supported)(const struct model *m, const struct backend *be, char *err, size_t errlen);
     void (*alloc_acts)(struct backend *be, const struct model *m, int B, struct step_buffers *rb);

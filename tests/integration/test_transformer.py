@@ -66,11 +66,15 @@ def test_model_table_and_tokens_as_the_unit(outdir):
     assert "pre-LN decoder, 2 x 32, 4 heads" in p.stdout
 
 
-def test_the_synthetic_tokens_are_learnable(outdir):
-    f, _ = run("gpt", 1, outdir, "--sweep=1", "--train.iters=150", "--train.lr=0.01", "--train.warmup=0",
-               "--train.batch_per_gpu=8")
+@pytest.mark.parametrize("kind,args", [
+    ("gpt", ("--train.iters=150", "--train.lr=0.01", "--train.batch_per_gpu=8")),
+    # BERT reads each masked token off an unmasked copy a period away: slower to find
+    ("bert", ("--train.iters=400", "--train.lr=0.003", "--train.batch_per_gpu=16")),
+])
+def test_the_synthetic_tokens_are_learnable(kind, args, outdir):
+    f, _ = run(kind, 1, outdir, "--sweep=1", "--train.warmup=0", *args)
     loss = f["runs/mpi/auto/n1/loss"][:]
-    assert loss[-5:].mean() < loss[:5].mean() - 0.3, loss
+    assert loss[-5:].mean() < loss[:5].mean() - 1.0, loss
 
 
 @pytest.mark.parametrize("args,names", [
