@@ -34,6 +34,9 @@ cudaError_t cuda_cast_to_f32(float *dst, const void *src, size_t n, int dtype, c
 cudaError_t cuda_synth_batch(void *x, int *labels, uint64_t first_sample, int rows, int input_dim, int classes,
                              uint64_t seed, int dtype, cudaStream_t stream);
 
+cudaError_t cuda_synth_tokens(int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first_sample, int B,
+                              int T, int V, int nmask, int bert, uint64_t seed, cudaStream_t stream);
+
 /* The transformer's kernels (transformer.cu; semantics in transformer_cpu.h). */
 cudaError_t cuda_embed_forward(void *x, const int *tokens, const int *segments, const void *wte, const void *wpe,
                                const void *wse, int B, int T, int C, int dtype, cudaStream_t s);

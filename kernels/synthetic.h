@@ -1,6 +1,6 @@
-/* synthetic.h — the synthetic classification task, as pure functions of
- * (seed, sample index, feature), shared by the CPU loops and the CUDA kernels so
- * that both backends see bit-identical data.
+/* synthetic.h — the synthetic tasks (the MLP's classification, the transformers'
+ * tokens), as pure functions of (seed, sample index, feature or position), shared by
+ * the CPU loops and the CUDA kernels so that both backends see bit-identical data.
  *
  * Sample s has label hash(s) mod classes and features mean[label] + noise, the
  * noise uniform in [-1, 1): learnable, but not in one step. Because a sample is a
@@ -50,6 +50,50 @@ SYNTH_FN float synth_feature(uint64_t seed, uint64_t sample, int label, int feat
     float mean = mean_scale * synth_uniform(synth_hash3(seed ^ 0x6d65616eULL, (uint64_t)label, (uint64_t)feature));
     float noise = synth_uniform(synth_hash3(seed, sample, (uint64_t)feature));
     return mean + noise;
+}
+
+/* The token task of the transformers: sequence s repeats a random phrase of
+ * SYNTH_PERIOD tokens from [0, V-1); V-1 is the mask token. */
+#define SYNTH_PERIOD 8
+
+SYNTH_FN int synth_token(uint64_t seed, uint64_t sample, int t, int V)
+{
+    return (int)(synth_hash3(seed ^ 0x746f6b656eULL, sample, (uint64_t)(t % SYNTH_PERIOD)) % (uint64_t)(V - 1));
+}
+
+/* BERT's nmask masked positions of a sequence: start + k * step, k < nmask, with step
+ * T / nmask made odd, so that no two masked positions are a period apart and every
+ * masked token has an unmasked copy while fewer than half the positions are masked. */
+SYNTH_FN int synth_mask_step(int T, int nmask)
+{
+    int step = T / nmask;
+    return step > 1 && step % 2 == 0 ? step - 1 : step;
+}
+
+SYNTH_FN int synth_mask_start(uint64_t seed, uint64_t sample, int step)
+{
+    return (int)(synth_hash3(seed ^ 0x6d61736bULL, sample, 0) % (uint64_t)step);
+}
+
+/* Position t of sequence `sample`: its input token, its segment, and (GPT) its target,
+ * the next token; for BERT, k >= 0 when t is the k-th masked position (its input is
+ * the mask token, its target the token), else -1. The same for the CPU loop and the
+ * CUDA kernel: both backends train on the same tokens. */
+SYNTH_FN void synth_position(uint64_t seed, uint64_t sample, int t, int T, int V, int nmask, int bert, int *token,
+                             int *segment, int *target, int *k)
+{
+    const int tok = synth_token(seed, sample, t, V);
+    *token = tok;
+    *segment = bert && t >= T / 2;
+    *target = bert ? tok : synth_token(seed, sample, t + 1, V);
+    *k = -1;
+    if (bert) {
+        const int step = synth_mask_step(T, nmask), start = synth_mask_start(seed, sample, step);
+        if (t >= start && (t - start) % step == 0 && (t - start) / step < nmask) {
+            *k = (t - start) / step;
+            *token = V - 1;
+        }
+    }
 }
 
 #endif

@@ -14,3 +14,21 @@ void cpu_synth_batch(float *x, int *labels, uint64_t first_sample, int rows, int
         for (int f = 0; f < input_dim; f++) xi[f] = synth_feature(seed, sample, label, f, mean_scale);
     }
 }
+
+void cpu_synth_tokens(int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first_sample, int B, int T,
+                      int V, int nmask, int bert, uint64_t seed)
+{
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const int row = b * T + t;
+            int target, k;
+            synth_position(seed, first_sample + (uint64_t)b, t, T, V, nmask, bert, &tokens[row], &segments[row], &target,
+                           &k);
+            if (!bert) targets[row] = target;
+            else if (k >= 0) {
+                targets[b * nmask + k] = target;
+                mask_rows[b * nmask + k] = row;
+            }
+        }
+}

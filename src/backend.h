@@ -139,6 +139,9 @@ struct backend_ops {
                                int B, int T, int C, int H, int causal);
     void (*add)(struct backend *b, void *y, const void *x, size_t n); /* y += x */
     void (*gather_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+    /* B sequences of the token task from first_sample (kernels/synthetic.h; cpu_synth_tokens). */
+    void (*synth_tokens)(struct backend *b, int *tokens, int *segments, int *targets, int *mask_rows,
+                         uint64_t first_sample, int B, int T, int V, int nmask, int bert, uint64_t seed);
     void (*scatter_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
 
     struct backend_event *(*event_create)(struct backend *b);

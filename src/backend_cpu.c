@@ -220,6 +220,13 @@ static void be_gather_rows(struct backend *b, void *dst, const void *src, const 
     cpu_gather_rows(dst, src, rows, n, C);
 }
 
+static void be_synth_tokens(struct backend *b, int *tokens, int *segments, int *targets, int *mask_rows,
+                            uint64_t first, int B, int T, int V, int nmask, int bert, uint64_t seed)
+{
+    (void)b;
+    cpu_synth_tokens(tokens, segments, targets, mask_rows, first, B, T, V, nmask, bert, seed);
+}
+
 static void be_scatter_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
 {
     (void)b;
@@ -289,6 +296,7 @@ const struct backend_ops backend_cpu_ops = {
     .add = be_add,
     .gather_rows = be_gather_rows,
     .scatter_rows = be_scatter_rows,
+    .synth_tokens = be_synth_tokens,
     .event_create = cpu_event_create,
     .event_destroy = cpu_event_destroy,
     .event_record = cpu_event_record,

@@ -549,6 +549,7 @@ const struct backend_ops backend_cuda_ops = {
     .add = cuda_tf_add,
     .gather_rows = cuda_tf_gather_rows,
     .scatter_rows = cuda_tf_scatter_rows,
+    .synth_tokens = cuda_tf_synth_tokens,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,

@@ -183,6 +183,12 @@ void cuda_tf_gather_rows(struct backend *b, void *dst, const void *src, const in
     CHECK_CUDA(cuda_move_rows(dst, src, rows, n, C, 0, b->act_dtype, stream(b)));
 }
 
+void cuda_tf_synth_tokens(struct backend *b, int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first,
+                          int B, int T, int V, int nmask, int bert, uint64_t seed)
+{
+    CHECK_CUDA(cuda_synth_tokens(tokens, segments, targets, mask_rows, first, B, T, V, nmask, bert, seed, stream(b)));
+}
+
 void cuda_tf_scatter_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
 {
     CHECK_CUDA(cuda_move_rows(dst, src, rows, n, C, 1, b->act_dtype, stream(b)));

@@ -6,6 +6,7 @@
 #define DPSCALE_TRANSFORMER_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend.h"
 
@@ -32,6 +33,8 @@ void cuda_tf_attention_backward(struct backend *b, void *dqkv, const void *dout,
 void cuda_tf_add(struct backend *b, void *y, const void *x, size_t n);
 void cuda_tf_gather_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
 void cuda_tf_scatter_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+void cuda_tf_synth_tokens(struct backend *b, int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first,
+                          int B, int T, int V, int nmask, int bert, uint64_t seed);
 void cuda_tf_release(struct backend *b);
 
 #endif

@@ -13,7 +13,6 @@
 #include "../error.h"
 #include "../step.h"
 
-#define TF_PERIOD 8 /* the synthetic sequences repeat with this period: the task is learnable */
 
 /* The activations of one block, kept for backward. */
 struct tf_block_acts {
@@ -32,7 +31,6 @@ struct tf_acts {
     int *tokens, *segments;     /* [R] (segments: BERT) */
     int *targets;               /* [M] */
     int *mask_rows;             /* [M]: the rows BERT predicts */
-    int *host;                  /* staging of tokens, segments, targets, mask rows */
     void *emb;                  /* BERT: the embeddings' sum before LNe [R x C] */
     float *mean_e, *rstd_e;
     void **x;                   /* [L + 1]: the residual stream entering block l; x[L] leaves the last */
@@ -200,7 +198,7 @@ static int tf_supported(const struct model *m, const struct backend *be, char *e
     (void)m;
     const struct backend_ops *o = be->ops;
     if (o->embed_forward && o->embed_backward && o->layernorm_forward && o->layernorm_backward &&
-        o->attention_forward && o->attention_backward && o->add && o->gather_rows && o->scatter_rows)
+        o->attention_forward && o->attention_backward && o->add && o->gather_rows && o->scatter_rows && o->synth_tokens)
         return 0;
     snprintf(err, errlen, "the %s backend has no transformer kernels yet (embeddings, LayerNorm, attention); run "
              "model.type = gpt or bert with run.backend = cpu", o->name);
@@ -222,8 +220,6 @@ static void tf_alloc_acts(struct backend *be, const struct model *m, int B, stru
     a->segments = step_alloc(be, R, sizeof(int));
     a->targets = step_alloc(be, M, sizeof(int));
     a->mask_rows = step_alloc(be, M, sizeof(int));
-    a->host = malloc(dp_size_mul(2 * R + 2 * M, sizeof(int), "the token staging"));
-    CHECK_ALLOC(a->host);
     a->x = calloc((size_t)p->L + 1, sizeof(void *));
     a->blk = calloc((size_t)p->L, sizeof *a->blk);
     CHECK_ALLOC(a->x);
@@ -285,55 +281,23 @@ static void tf_free_acts(struct backend *be, const struct model *m, struct step_
         f(be, a->mean_e);
         f(be, a->rstd_e);
     }
-    free(a->host);
     free(a->x);
     free(a->blk);
     free(a);
     rb->acts = NULL;
 }
 
-/* The synthetic token task, a pure function of (seed, sample): each sequence repeats a
- * random phrase of TF_PERIOD tokens from [0, V-1). GPT predicts the next token of every
- * position; BERT predicts nmask positions spread over the sequence (a random offset,
- * then every `step`: T/nmask made odd, so that no two masked positions are the period
- * of 8 apart and each masked token can be read off an unmasked copy while fewer than
- * half the positions are masked), whose input token is replaced by the mask token V-1,
- * with the first half of the sequence segment 0 and the second half segment 1. */
-static int synth_token(uint64_t seed, uint64_t sample, int t, int V)
-{
-    return (int)(synth_hash3(seed ^ 0x746f6b656eULL, sample, (uint64_t)(t % TF_PERIOD)) % (uint64_t)(V - 1));
-}
-
+/* The synthetic token task (kernels/synthetic.h), made where the step runs: each
+ * sequence repeats a random phrase; GPT predicts every next token, BERT its masked
+ * positions (an odd step apart), whose inputs are the mask token V-1; segments split
+ * the sequence in halves. */
 static void tf_data(struct backend *be, const struct model *m, struct step_buffers *rb, uint64_t first_sample, int B,
                     uint64_t seed)
 {
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
-    const int T = p->T, R = B * T, M = B * p->nmask;
-    int *tokens = a->host, *segments = tokens + R, *targets = segments + R, *mask_rows = targets + M;
-    for (int b = 0; b < B; b++) {
-        const uint64_t sample = first_sample + (uint64_t)b;
-        for (int t = 0; t < T; t++) {
-            tokens[b * T + t] = synth_token(seed, sample, t, p->V);
-            segments[b * T + t] = p->bert && t >= T / 2;
-            if (!p->bert) targets[b * T + t] = synth_token(seed, sample, t + 1, p->V);
-        }
-        if (p->bert) {
-            int step = T / p->nmask;
-            if (step > 1 && step % 2 == 0) step--;
-            const int start = (int)(synth_hash3(seed ^ 0x6d61736bULL, sample, 0) % (uint64_t)step);
-            for (int k = 0; k < p->nmask; k++) {
-                const int row = b * T + start + k * step;
-                mask_rows[b * p->nmask + k] = row;
-                targets[b * p->nmask + k] = tokens[row];
-                tokens[row] = p->V - 1;
-            }
-        }
-    }
-    be->ops->upload(be, a->tokens, tokens, (size_t)R * sizeof(int));
-    be->ops->upload(be, a->segments, segments, (size_t)R * sizeof(int));
-    be->ops->upload(be, a->targets, targets, (size_t)M * sizeof(int));
-    if (p->bert) be->ops->upload(be, a->mask_rows, mask_rows, (size_t)M * sizeof(int));
+    be->ops->synth_tokens(be, a->tokens, a->segments, a->targets, a->mask_rows, first_sample, B, p->T, p->V, p->nmask,
+                          p->bert, seed);
 }
 
 /* ---- the passes ---------------------------------------------------------------------- */

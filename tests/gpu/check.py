@@ -1,6 +1,7 @@
 """check.py — assertions of the GPU test script on dpscale's HDF5 files.
 
   check.py loss-close A.h5 B.h5 RTOL        loss curves of two runs agree within RTOL (relative, every step)
+  check.py inputs-equal A.h5 B.h5           two `dpscale dump` files hold the same step inputs (CPU vs CUDA)
   check.py params-close F.h5 RTOL           the saved parameters of every run in F agree with those of n1
   check.py summary F.h5                     print the summary table of F
 Prints one line, and exits 1 when the check fails. Reads schema 2: runs in
@@ -47,6 +48,14 @@ def params_close(path, rtol):
     return ok
 
 
+def inputs_equal(a, b):
+    """The step inputs of two `dpscale dump` files (e.g. CPU and CUDA) are the same arrays."""
+    ia, ib = h5py.File(a)["dump/inputs"], h5py.File(b)["dump/inputs"]
+    same = sorted(ia.keys()) == sorted(ib.keys()) and all(np.array_equal(ia[k][:], ib[k][:]) for k in ia.keys())
+    print(f"inputs {sorted(ia.keys())}: {'identical' if same else 'DIFFERENT'}: {'PASS' if same else 'FAIL'}")
+    return same
+
+
 def summary(path):
     s = h5py.File(path)["summary"][:]
     cols = ["nranks", "samples_per_s", "efficiency", "step_median_s", "backward_median_s", "comm_exposed_median_s",
@@ -61,5 +70,6 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     ok = {"loss-close": lambda: loss_close(sys.argv[2], sys.argv[3], float(sys.argv[4])),
           "params-close": lambda: params_close(sys.argv[2], float(sys.argv[3])),
+          "inputs-equal": lambda: inputs_equal(sys.argv[2], sys.argv[3]),
           "summary": lambda: summary(sys.argv[2])}[cmd]()
     sys.exit(0 if ok else 1)

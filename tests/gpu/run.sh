@@ -105,6 +105,7 @@ for m in gpt bert; do
     check dump_cpu_$m bin/dpscale dump --config configs/$m-tiny.ini --backend=cpu $O --run.output=dump-$m.h5
     check torch_${m}_cpu_1e-4 $PY tests/gpu/torch_reference.py "$LOG/dump-$m.h5" --tol 1e-4
     check dump_cuda_$m bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda $O --run.output=dump-$m-cuda.h5
+    check tokens_${m}_cuda_eq_cpu $PY tests/gpu/check.py inputs-equal "$LOG/dump-$m-cuda.h5" "$LOG/dump-$m.h5"
     check torch_${m}_cuda_fp32_1e-4 $PY tests/gpu/torch_reference.py "$LOG/dump-$m-cuda.h5" --tol 1e-4
     check dump_cuda_${m}_bf16 bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda --precision=bf16 $O \
         --run.output=dump-$m-cuda16.h5
