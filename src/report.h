@@ -31,6 +31,7 @@ struct report_file {
     char shape[96];       /* /model shape, or the MLP's "L x W wide" before schema 4 */
     char unit[12];        /* what a sample is: samples, tokens, images */
     long long parameters; /* the model's parameter count */
+    int units_per_sample; /* tokens per sequence; 1 for samples and images */
     char precision[8], scaling[8];
     char overlap[8];    /* comm.overlap of the launch */
     char tag[24];       /* what sets the file apart from the others of the report ("overlap off"), or "" */

@@ -12,18 +12,31 @@ static const char *const columns[] = {"gpus", "nodes", "samples_per_s", "samples
                                       "exposed_comm_pct", "allreduce_busbw_gbps", "mfu", "joules_per_sample"};
 #define NCOLUMNS (int)(sizeof columns / sizeof columns[0])
 
-static void values_of(const struct report_row *r, double *v)
+/* The unit a file's Markdown tables count in: "tokens" (a sample is a sequence of
+ * units_per_sample of them), or "samples"; `one` is its singular. CSV and JSON keep
+ * per-sample figures and name the unit in their columns. */
+static void unit_of(const struct report_file *f, char *many, char *one, size_t len)
+{
+    snprintf(many, len, "%s", f->unit[0] ? f->unit : "samples");
+    snprintf(one, len, "%s", many);
+    const size_t n = strlen(one);
+    if (n > 1 && one[n - 1] == 's') one[n - 1] = '\0';
+}
+
+/* The row's figures; u: units per sample, by which the Markdown tables scale the
+ * throughput and the energy per unit (1: per sample). */
+static void values_of(const struct report_row *r, double *v, int u)
 {
     v[0] = r->nranks;
     v[1] = r->nodes;
-    v[2] = r->samples_per_s;
-    v[3] = r->samples_per_s_per_rank;
+    v[2] = r->samples_per_s * u;
+    v[3] = r->samples_per_s_per_rank * u;
     v[4] = r->speedup;
     v[5] = r->efficiency;
     v[6] = 100.0 * r->comm_exposed_s / r->step_s;
     v[7] = r->allreduce_busbw_gbps;
     v[8] = r->mfu;
-    v[9] = r->joules_per_sample;
+    v[9] = r->joules_per_sample / u;
 }
 
 /* Markdown cell: a number with sensible digits, or "-" for unknown. */
@@ -92,7 +105,7 @@ static int distinct_systems(const struct report_file *f, int first_rows[])
 void report_print_tables(FILE *out, const struct report_file *files, int n, int format)
 {
     if (format == REPORT_CSV) {
-        fprintf(out, "file,device,model,precision,scaling,library,path");
+        fprintf(out, "file,device,model,precision,scaling,library,path,unit,units_per_sample");
         for (int c = 0; c < NCOLUMNS; c++) fprintf(out, ",%s", columns[c]);
         fputc('\n', out);
     }
@@ -109,9 +122,13 @@ void report_print_tables(FILE *out, const struct report_file *files, int n, int 
             report_system_label(f, sys, label, sizeof label);
             if (format == REPORT_MARKDOWN) {
                 fprintf(out, "### %s: %s\n\n%s, host %s, %s\n\n|", label, what, f->path, f->host, f->created);
-                static const char *const heads[] = {"GPUs", "nodes", "samples/s", "samples/s per GPU", "speedup",
-                                                    "efficiency", "exposed comm %", "allreduce busbw GB/s", "MFU",
-                                                    "J/sample"};
+                char many[16], one[16], rate[32], per_gpu[48], energy[32];
+                unit_of(f, many, one, sizeof many);
+                snprintf(rate, sizeof rate, "%s/s", many);
+                snprintf(per_gpu, sizeof per_gpu, "%s/s per GPU", many);
+                snprintf(energy, sizeof energy, "J/%s", one);
+                const char *const heads[] = {"GPUs", "nodes", rate, per_gpu, "speedup", "efficiency", "exposed comm %",
+                                             "allreduce busbw GB/s", "MFU", energy};
                 for (int c = 0; c < NCOLUMNS; c++) fprintf(out, " %s |", heads[c]);
                 fprintf(out, "\n|");
                 for (int c = 0; c < NCOLUMNS; c++) fprintf(out, "---:|");
@@ -120,24 +137,27 @@ void report_print_tables(FILE *out, const struct report_file *files, int n, int 
             for (int r = 0; r < f->nrows; r++) {
                 if (!report_same_system(&f->rows[r], sys)) continue;
                 double v[NCOLUMNS];
-                values_of(&f->rows[r], v);
+                values_of(&f->rows[r], v, format == REPORT_MARKDOWN ? f->units_per_sample : 1);
                 if (format == REPORT_MARKDOWN) {
                     fputc('|', out);
                     for (int c = 0; c < NCOLUMNS; c++) md_cell(out, v[c], c);
                     fputc('\n', out);
                 } else if (format == REPORT_CSV) {
-                    const char *text[] = {f->path, f->device, f->model, f->precision, f->scaling, sys->library, sys->path};
-                    for (int k = 0; k < 7; k++) {
+                    const char *text[] = {f->path, f->device, f->model, f->precision, f->scaling, sys->library, sys->path,
+                                          f->unit[0] ? f->unit : "samples"};
+                    for (int k = 0; k < 8; k++) {
                         if (k) fputc(',', out);
                         csv_text(out, text[k]);
                     }
+                    fprintf(out, ",%d", f->units_per_sample);
                     for (int c = 0; c < NCOLUMNS; c++) isnan(v[c]) ? fprintf(out, ",") : fprintf(out, ",%.10g", v[c]);
                     fputc('\n', out);
                 } else {
                     fprintf(out, "%s\n {\"file\": \"%s\", \"device\": \"%s\", \"model\": \"%s\", \"precision\": \"%s\", "
-                                 "\"scaling\": \"%s\", \"library\": \"%s\", \"path\": \"%s\"",
+                                 "\"scaling\": \"%s\", \"library\": \"%s\", \"path\": \"%s\", \"unit\": \"%s\", "
+                                 "\"units_per_sample\": %d",
                             first_json ? "" : ",", f->path, f->device, f->model, f->precision, f->scaling, sys->library,
-                            sys->path);
+                            sys->path, f->unit[0] ? f->unit : "samples", f->units_per_sample);
                     for (int c = 0; c < NCOLUMNS; c++) {
                         fprintf(out, ", \"%s\": ", columns[c]);
                         json_number(out, v[c]);
@@ -213,9 +233,12 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
             fprintf(out, "%snot comparable: %s (%s) has %s; it is left out of the comparison\n",
                     format == REPORT_MARKDOWN ? "**" : "# ", sys[s].file->path, sys[s].label, why);
     }
+    char many[16], one[16];
+    unit_of(sys[0].file, many, one, sizeof many); /* comparable systems count in one unit */
+    const int u = format == REPORT_MARKDOWN ? sys[0].file->units_per_sample : 1;
     if (format == REPORT_MARKDOWN) {
-        fprintf(out, "| GPUs | system | samples/s | samples/s per GPU | efficiency | samples/J | samples/$ | "
-                     "vs reference |\n|---:|---|---:|---:|---:|---:|---:|---:|\n");
+        fprintf(out, "| GPUs | system | %s/s | %s/s per GPU | efficiency | %s/J | %s/$ | "
+                     "vs reference |\n|---:|---|---:|---:|---:|---:|---:|---:|\n", many, many, many, many);
     } else if (format == REPORT_CSV) {
         fprintf(out, "gpus,system,file,samples_per_s,samples_per_s_per_gpu,efficiency,samples_per_joule,samples_per_dollar,"
                      "ratio_to_reference\n");
@@ -243,14 +266,14 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
         for (int s = 0; s < ns; s++) {
             const struct report_row *r = row_for(&sys[s], gpus);
             if (!comparable[s] || r == NULL) continue;
-            const double per_joule = r->joules_per_sample > 0 ? 1.0 / r->joules_per_sample : NAN;
+            const double per_joule = r->joules_per_sample > 0 ? u / r->joules_per_sample : NAN;
             const double price = sys[s].file->price_per_gpu_hour;
-            const double per_dollar = price > 0 ? r->samples_per_s * 3600.0 / (price * gpus) : NAN;
+            const double per_dollar = price > 0 ? u * r->samples_per_s * 3600.0 / (price * gpus) : NAN;
             const double ratio = ref != NULL ? r->samples_per_s / ref->samples_per_s : NAN;
             char name[224];
             snprintf(name, sizeof name, "%s%s%s", sys[s].label, sys[s].file->tag[0] ? ", " : "", sys[s].file->tag);
             if (format == REPORT_MARKDOWN) {
-                fprintf(out, "| %d | %s | %.1f | %.1f |", gpus, name, r->samples_per_s, r->samples_per_s_per_rank);
+                fprintf(out, "| %d | %s | %.1f | %.1f |", gpus, name, u * r->samples_per_s, u * r->samples_per_s_per_rank);
                 md_cell(out, r->efficiency, 5);
                 isnan(per_joule) ? fprintf(out, " - |") : fprintf(out, " %.1f |", per_joule);
                 isnan(per_dollar) ? fprintf(out, " - |") : fprintf(out, " %.4g |", per_dollar);
@@ -286,6 +309,7 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
     }
     if (format == REPORT_JSON) fprintf(out, "\n]\n");
     if (format == REPORT_MARKDOWN)
-        fprintf(out, "\nsamples/J = samples per joule of GPU energy (NVML); samples/$ = samples per dollar at the given "
-                     "price per GPU-hour; vs reference = samples/s over the reference's at the same GPU count.\n");
+        fprintf(out, "\n%s/J = %s per joule of GPU energy (NVML); %s/$ = %s per dollar at the given price per "
+                     "GPU-hour; vs reference = %s/s over the reference's at the same GPU count.\n", many, many, many, many,
+                many);
 }

@@ -194,6 +194,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
         read_attr_str(mg, "shape", f->shape, sizeof f->shape);
         read_attr_str(mg, "unit", f->unit, sizeof f->unit);
         f->parameters = (long long)read_attr_num(mg, "parameters");
+        f->units_per_sample = (int)read_attr_num(mg, "units_per_sample");
         H5Gclose(mg);
     } else {
         snprintf(f->model_type, sizeof f->model_type, "mlp");
@@ -202,6 +203,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
                  (int)read_attr_num(cfg, "model.hidden_dim"));
         f->parameters = first_run_parameters(file);
     }
+    if (f->units_per_sample < 1) f->units_per_sample = 1;
     f->batch_per_gpu = (long long)read_attr_num(cfg, "train.batch_per_gpu");
     f->global_batch = (long long)read_attr_num(cfg, "train.global_batch");
     if (H5Lexists(sys, "hosts", H5P_DEFAULT) > 0) {

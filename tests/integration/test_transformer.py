@@ -115,3 +115,22 @@ def test_dump_is_one_rank(outdir):
     p = dpscale(2, "dump", "--config", CONFIGS["gpt"], f"--run.output_dir={outdir}")
     assert p.returncode == 2 and "one rank" in p.stderr, p.stderr
     assert not list(outdir.iterdir())
+
+
+def test_report_counts_tokens(outdir):
+    """A transformer's report tables count tokens (samples x seq_len) in Markdown; CSV keeps
+    the per-sample figures and names the unit."""
+    import csv
+    import io
+    import subprocess
+    from conftest import BINARY
+    f, _ = run("gpt", 2, outdir, name="g.h5")
+    s = {int(r["nranks"]): r for r in f["summary"][:]}
+    md = subprocess.run([BINARY, "report", outdir / "g.h5"], capture_output=True, text=True).stdout
+    assert "| tokens/s | tokens/s per GPU |" in md and "J/token" in md, md
+    rows = [l for l in md.splitlines() if l.startswith("| 2 |")]
+    assert float(rows[0].split("|")[3]) == pytest.approx(16 * s[2]["samples_per_s"], abs=0.1)
+    out = subprocess.run([BINARY, "report", "--format", "csv", outdir / "g.h5"], capture_output=True, text=True).stdout
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert table[0]["unit"] == "tokens" and table[0]["units_per_sample"] == "16"
+    assert float(table[-1]["samples_per_s"]) == pytest.approx(s[2]["samples_per_s"], rel=1e-9)
