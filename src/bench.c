@@ -3,13 +3,16 @@
  * In one process it times (1) the real step, split by phase, and (2) the same
  * GEMMs on the same shapes and buffers with nothing else, and prints the ratio.
  * GEMM-only time over step time is the share of the step that the BLAS library
- * (OpenBLAS or cuBLAS) sets; the rest is our element-wise kernels and overheads. */
+ * (OpenBLAS or cuBLAS) sets; the rest is our element-wise kernels and overheads.
+ * Then (3) a few steps with every backend operation timed (op_profile.h): where the
+ * rest goes, and the largest operation that is not a GEMM. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "commands.h"
 #include "error.h"
 #include "log.h"
+#include "op_profile.h"
 #include "session.h"
 #include "stats.h"
 #include "step.h"
@@ -55,6 +58,63 @@ static double median_gemm_only_s(struct session *s, int B)
     return median;
 }
 
+/* Steps of forward, loss, backward and one update of the whole arena, every backend
+ * operation timed; prints the operations by time, their share of the timed total,
+ * and names the largest that is not a GEMM. */
+static void profile_operations(struct session *s, int B)
+{
+    struct backend *be = &s->backend;
+    const struct model *m = s->model;
+    struct step_buffers rb;
+    step_buffers_alloc(be, &s->cfg, m, B, 1, &rb);
+    float *host = malloc(m->nparams * sizeof(float));
+    CHECK_ALLOC(host);
+    model_init_params(m, (uint64_t)s->cfg.seed, host);
+    step_set_params(be, m, &rb, host);
+    free(host);
+    const struct optim_hparams h = {.kind = s->cfg.optimizer, .lr = (float)s->cfg.lr, .momentum = (float)s->cfg.momentum,
+                                    .weight_decay = (float)s->cfg.weight_decay, .beta1 = (float)s->cfg.beta1,
+                                    .beta2 = (float)s->cfg.beta2, .eps = (float)s->cfg.eps, .grad_scale = 1.0f, .step = 1};
+    struct op_profile p;
+    const int steps = s->cfg.iters < 5 ? s->cfg.iters : 5;
+    for (int i = -1; i < steps; i++) { /* one untimed step first: autotuning, scratch */
+        if (i == 0) op_profile_begin(be, &p);
+        step_data(be, m, &rb, (uint64_t)(i + 1) * (uint64_t)B, B, (uint64_t)s->cfg.seed);
+        step_forward_loss(be, m, &rb, B, 0, (float)config_loss_scale(&s->cfg), NULL);
+        step_backward(be, m, &rb, B, NULL);
+        be->ops->optimizer_step(be, rb.master ? rb.params : NULL, rb.grads, rb.grad_dtype, rb.state1, rb.state2,
+                                rb.state_dtype, rb.params_lp, m->nparams, &h);
+        if (i >= 0) op_profile_step_end(be);
+        else be->ops->synchronize(be);
+    }
+    op_profile_end(be);
+    step_buffers_free(be, m, &rb);
+    double total = 0.0;
+    int order[OPK_COUNT], n = 0, largest = -1;
+    for (int k = 0; k < OPK_COUNT; k++) {
+        total += p.seconds[k];
+        if (p.calls[k] > 0) order[n++] = k;
+    }
+    for (int i = 1; i < n; i++) /* by time, the largest first */
+        for (int j = i; j > 0 && p.seconds[order[j - 1]] < p.seconds[order[j]]; j--) {
+            const int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    say("\nwhere the step goes, by operation (%d steps with every operation timed; shares of their sum):\n", p.steps);
+    say("%-24s %10s %10s %8s\n", "operation", "calls/step", "ms/step", "share");
+    for (int i = 0; i < n; i++) {
+        const int k = order[i];
+        say("%-24s %10.1f %10.3f %7.1f%%\n", op_kind_name(k), (double)p.calls[k] / p.steps, 1e3 * p.seconds[k] / p.steps,
+            100.0 * p.seconds[k] / total);
+        if (largest < 0 && !op_kind_is_gemm(k)) largest = k;
+    }
+    if (largest >= 0)
+        say("largest operation that is not a GEMM: %s, %.1f%% of the step's operations%s\n", op_kind_name(largest),
+            100.0 * p.seconds[largest] / total,
+            largest == OPK_ATTENTION_FORWARD || largest == OPK_ATTENTION_BACKWARD ? " (its GEMMs and softmax together)" : "");
+}
+
 int cmd_bench(int argc, char **argv)
 {
     struct session s;
@@ -92,6 +152,7 @@ int cmd_bench(int argc, char **argv)
     say("GEMM FLOP rate: step %.1f GFLOP/s, GEMMs alone %.1f GFLOP/s\n", flops / step_s / 1e9, flops / gemm_s / 1e9);
     say("GEMM share of the step: %.3f (target >= %.2f: %s)\n", gemm_s / step_s, BENCH_TARGET_GEMM_SHARE,
         gemm_s / step_s >= BENCH_TARGET_GEMM_SHARE ? "met" : "NOT met");
+    profile_operations(&s, r.batch_per_rank);
 
     run_result_free(&r);
     group_destroy(g);

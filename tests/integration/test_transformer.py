@@ -134,3 +134,17 @@ def test_report_counts_tokens(outdir):
     table = list(csv.DictReader(io.StringIO(out)))
     assert table[0]["unit"] == "tokens" and table[0]["units_per_sample"] == "16"
     assert float(table[-1]["samples_per_s"]) == pytest.approx(s[2]["samples_per_s"], rel=1e-9)
+
+
+def test_bench_breaks_the_step_down_by_operation():
+    """`dpscale bench` times every backend operation of a few steps and names the
+    largest that is not a GEMM (issue 12's bench bar asks for it)."""
+    p = dpscale(1, "bench", "--config", CONFIGS["gpt"], "--train.iters=3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "where the step goes, by operation" in p.stdout and "attention forward" in p.stdout, p.stdout
+    lines = p.stdout.splitlines()
+    first = next(i for i, l in enumerate(lines) if l.startswith("operation") and "calls/step" in l) + 1
+    table = lines[first:next(i for i, l in enumerate(lines) if l.startswith("largest operation"))]
+    shares = [float(l.split()[-1].rstrip("%")) for l in table]
+    assert abs(sum(shares) - 100.0) < 1.0, shares
+    assert "largest operation that is not a GEMM:" in p.stdout
