@@ -23,13 +23,6 @@
 #include "nvml.h"
 #include "transformer_cuda.h"
 
-#define CHECK_CUBLAS(call)                                                                                 \
-    do {                                                                                                   \
-        cublasStatus_t blas_rc_ = (call);                                                                  \
-        if (blas_rc_ != CUBLAS_STATUS_SUCCESS)                                                             \
-            DP_FATAL(NULL, "%s failed: %s", #call, cublasGetStatusString(blas_rc_));                       \
-    } while (0)
-
 #define GEMM_CACHE_SIZE 256
 #define WORKSPACE_BYTES ((size_t)64 << 20)
 #define MEMORY_RESERVE_BYTES ((size_t)1 << 30) /* CUDA context, NCCL buffers, cuBLAS: not in the plan */

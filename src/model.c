@@ -40,8 +40,11 @@ void model_free(struct model *m)
     if (m == NULL) return;
     if (m->ops != NULL && m->ops->free != NULL) m->ops->free(m);
     free(m->tensors);
+    free(m->stage_lo);
+    free(m->stage_hi);
     m->tensors = NULL;
-    m->ntensors = 0;
+    m->stage_lo = m->stage_hi = NULL;
+    m->ntensors = m->nranges = 0;
 }
 
 int model_add_tensor(struct model *m, const char *name, int kind, int rows, int cols, int stage)
@@ -67,21 +70,28 @@ int model_add_tensor(struct model *m, const char *name, int kind, int rows, int 
     t->offset = m->nparams;
     t->count = count;
     t->stage = stage;
+    if (stage >= m->nranges) { /* the first tensor has the highest stage: the ranges grow once */
+        size_t *lo = realloc(m->stage_lo, (size_t)(stage + 1) * sizeof *lo);
+        size_t *hi = realloc(m->stage_hi, (size_t)(stage + 1) * sizeof *hi);
+        CHECK_ALLOC(lo);
+        CHECK_ALLOC(hi);
+        for (int s = m->nranges; s <= stage; s++) lo[s] = hi[s] = 0;
+        m->stage_lo = lo;
+        m->stage_hi = hi;
+        m->nranges = stage + 1;
+    }
+    if (m->stage_lo[stage] == m->stage_hi[stage]) m->stage_lo[stage] = t->offset; /* its first tensor */
+    m->stage_hi[stage] = end; /* a stage's tensors are contiguous: stages never increase along the arena */
     m->nparams = end;
     return 0;
 }
 
 int model_stage_range(const struct model *m, int stage, size_t *lo, size_t *hi)
 {
-    int found = 0;
-    for (int i = 0; i < m->ntensors; i++) {
-        const struct param_tensor *t = &m->tensors[i];
-        if (t->stage != stage) continue;
-        if (!found || t->offset < *lo) *lo = t->offset;
-        if (!found || t->offset + t->count > *hi) *hi = t->offset + t->count;
-        found = 1;
-    }
-    return found ? 0 : -1;
+    if (stage < 0 || stage >= m->nranges || m->stage_lo[stage] == m->stage_hi[stage]) return -1;
+    *lo = m->stage_lo[stage];
+    *hi = m->stage_hi[stage];
+    return 0;
 }
 
 const char *model_type_name(int type)

@@ -47,6 +47,8 @@ struct model {
     int nstages;
     int ntensors;
     struct param_tensor *tensors;  /* [ntensors], arena order: stage nstages-1 first */
+    size_t *stage_lo, *stage_hi;   /* [nranges]: the arena range of each stage's tensors (lo == hi: none) */
+    int nranges;
     size_t nparams;
     double flops_per_sample;       /* GEMM FLOPs of one training step (forward + backward) per sample */
     int unit;                      /* enum sample_unit: what a sample is counted in */

@@ -23,12 +23,6 @@
 #include "cuda_check.h"
 #include "error.h"
 
-#define CHECK_BLAS(call)                                                                                   \
-    do {                                                                                                   \
-        cublasStatus_t blas_rc_ = (call);                                                                  \
-        if (blas_rc_ != CUBLAS_STATUS_SUCCESS) DP_FATAL(NULL, "%s failed: %s", #call, cublasGetStatusString(blas_rc_)); \
-    } while (0)
-
 struct tf_cuda {
     cublasHandle_t blas;
     void *embed_scratch;
@@ -45,8 +39,8 @@ static struct tf_cuda *tf(struct backend *b)
     if (*slot == NULL) {
         struct tf_cuda *t = calloc(1, sizeof *t);
         CHECK_ALLOC(t);
-        CHECK_BLAS(cublasCreate(&t->blas));
-        CHECK_BLAS(cublasSetMathMode(t->blas, CUBLAS_DEFAULT_MATH));
+        CHECK_CUBLAS(cublasCreate(&t->blas));
+        CHECK_CUBLAS(cublasSetMathMode(t->blas, CUBLAS_DEFAULT_MATH));
         *slot = t;
     }
     return *slot;
@@ -120,8 +114,8 @@ static void heads_gemm(struct backend *b, cublasOperation_t ta, cublasOperation_
     struct tf_cuda *t = tf(b);
     const float beta = 0.0f;
     const cudaDataType_t type = (cudaDataType_t)cuda_backend_ab_type(b);
-    CHECK_BLAS(cublasSetStream(t->blas, stream(b)));
-    CHECK_BLAS(cublasGemmStridedBatchedEx(t->blas, ta, tb, m, n, k, &alpha, A, type, lda, sa, B, type, ldb, sb, &beta, C,
+    CHECK_CUBLAS(cublasSetStream(t->blas, stream(b)));
+    CHECK_CUBLAS(cublasGemmStridedBatchedEx(t->blas, ta, tb, m, n, k, &alpha, A, type, lda, sa, B, type, ldb, sb, &beta, C,
                                           type, ldc, sc, H, (cublasComputeType_t)cuda_backend_compute_type(b),
                                           CUBLAS_GEMM_DEFAULT));
 }
