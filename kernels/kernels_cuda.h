@@ -23,9 +23,9 @@ size_t cuda_bias_grad_scratch_floats(int rows, int cols);
 /* dbias in fp32, or (dbias_in_dtype) in the compute dtype */
 cudaError_t cuda_bias_grad(void *dbias, int dbias_in_dtype, const void *d, int rows, int cols, int dtype, float *partial,
                            cudaStream_t stream);
-/* row_loss: scratch of `rows` floats */
+/* row_loss: scratch of `rows` floats; rows ld elements apart */
 cudaError_t cuda_softmax_xent(void *dlogits, float *loss, const void *logits, const int *labels, int rows, int classes,
-                              float grad_scale, int dtype, float *row_loss, cudaStream_t stream);
+                              int ld, float grad_scale, int dtype, float *row_loss, cudaStream_t stream);
 cudaError_t cuda_optimizer_step(float *params, const void *grads, int grad_dtype, void *state1, void *state2,
                                 int state_dtype, void *params_lp, size_t n, const struct optim_hparams *h, int dtype,
                                 cudaStream_t stream);

@@ -1,5 +1,5 @@
-/* loss.cu — softmax cross-entropy and its gradient: one block per row (max, sum
- * of exponentials, then the gradient), the row losses into a scratch array, and
+/* loss.cu — softmax cross-entropy and its gradient: one block per row (the online
+ * maximum and sum of exponentials in one read, then the gradient), the row losses into a scratch array, and
  * their mean summed in a fixed order by one block, so the loss is deterministic. */
 #include <cfloat>
 
@@ -27,24 +27,61 @@ __device__ float block_reduce(float v, bool is_max)
     return v; /* every thread holds the result */
 }
 
+/* (m, s): a running maximum and the sum of exp(x - m) of the values seen; merged so that
+ * the logits are read once for both (the online softmax). */
+__device__ __forceinline__ void online_add(float &m, float &s, float x)
+{
+    if (x > m) {
+        s = s * __expf(m - x) + 1.0f;
+        m = x;
+    } else {
+        s += __expf(x - m);
+    }
+}
+__device__ __forceinline__ void online_merge(float &m, float &s, float m2, float s2)
+{
+    const float M = fmaxf(m, m2);
+    s = (m == -FLT_MAX ? 0.0f : s * __expf(m - M)) + (m2 == -FLT_MAX ? 0.0f : s2 * __expf(m2 - M));
+    m = M;
+}
+
+/* One block per row of `classes` logits, rows `ld` apart: one read for the maximum and
+ * the denominator together, one more to write the gradient. 16-byte loads and stores
+ * where the row is aligned (ld a multiple of the vector width). */
 template <typename T>
-__global__ void softmax_xent_rows(T *dlogits, float *row_loss, const T *logits, const int *labels, int classes,
+__global__ void softmax_xent_rows(T *dlogits, float *row_loss, const T *logits, const int *labels, int classes, int ld,
                                   float grad_scale)
 {
-    const size_t base = (size_t)blockIdx.x * classes;
-    float m = -FLT_MAX;
-    for (int j = threadIdx.x; j < classes; j += blockDim.x) m = fmaxf(m, to_f32(logits[base + j]));
-    m = block_reduce(m, true);
-    float sum = 0.0f;
-    for (int j = threadIdx.x; j < classes; j += blockDim.x) sum += expf(to_f32(logits[base + j]) - m);
-    sum = block_reduce(sum, false);
-    const int label = labels[blockIdx.x];
-    const float inv = 1.0f / sum;
-    for (int j = threadIdx.x; j < classes; j += blockDim.x) {
-        float p = expf(to_f32(logits[base + j]) - m) * inv;
-        dlogits[base + j] = from_f32<T>((p - (j == label ? 1.0f : 0.0f)) * grad_scale);
+    constexpr int N = pack16<T>::N;
+    const size_t base = (size_t)blockIdx.x * ld;
+    const T *z = logits + base;
+    T *dz = dlogits + base;
+    const int nvec = ld % N == 0 ? classes / N : 0;
+    float m = -FLT_MAX, s = 0.0f;
+    for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
+        const pack16<T> x = reinterpret_cast<const pack16<T> *>(z)[v];
+#pragma unroll
+        for (int k = 0; k < N; k++) online_add(m, s, to_f32(x.v[k]));
     }
-    if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(sum) + m - to_f32(logits[base + label]);
+    for (int j = nvec * N + threadIdx.x; j < classes; j += blockDim.x) online_add(m, s, to_f32(z[j]));
+    /* the block's (m, s): the maximum first, then every thread's sum rescaled to it */
+    const float M = block_reduce(m, true);
+    const float S = block_reduce(m == -FLT_MAX ? 0.0f : s * __expf(m - M), false);
+    const int label = labels[blockIdx.x];
+    const float inv = 1.0f / S;
+    for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
+        const pack16<T> x = reinterpret_cast<const pack16<T> *>(z)[v];
+        pack16<T> d;
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            const int j = v * N + k;
+            d.v[k] = from_f32<T>((__expf(to_f32(x.v[k]) - M) * inv - (j == label ? 1.0f : 0.0f)) * grad_scale);
+        }
+        reinterpret_cast<pack16<T> *>(dz)[v] = d;
+    }
+    for (int j = nvec * N + threadIdx.x; j < classes; j += blockDim.x)
+        dz[j] = from_f32<T>((__expf(to_f32(z[j]) - M) * inv - (j == label ? 1.0f : 0.0f)) * grad_scale);
+    if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(S) + M - to_f32(z[label]);
 }
 
 __global__ void mean_of(float *out, const float *values, int n)
@@ -57,17 +94,19 @@ __global__ void mean_of(float *out, const float *values, int n)
 
 template <typename T>
 static cudaError_t launch(void *dlogits, float *loss, const void *logits, const int *labels, int rows, int classes,
-                          float grad_scale, float *row_loss, cudaStream_t s)
+                          int ld, float grad_scale, float *row_loss, cudaStream_t s)
 {
-    softmax_xent_rows<T><<<rows, XENT_THREADS, 0, s>>>((T *)dlogits, row_loss, (const T *)logits, labels, classes,
-                                                       grad_scale);
+    const int threads = classes >= 8192 ? 512 : XENT_THREADS;
+    softmax_xent_rows<T><<<rows, threads, 0, s>>>((T *)dlogits, row_loss, (const T *)logits, labels, classes, ld,
+                                                  grad_scale);
     mean_of<<<1, 1024, 0, s>>>(loss, row_loss, rows);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuda_softmax_xent(void *dlogits, float *loss, const void *logits, const int *labels, int rows,
-                                         int classes, float grad_scale, int dtype, float *row_loss,
+                                         int classes, int ld, float grad_scale, int dtype, float *row_loss,
                                          cudaStream_t stream)
 {
-    return DISPATCH_DTYPE(dtype, launch, dlogits, loss, logits, labels, rows, classes, grad_scale, row_loss, stream);
+    return DISPATCH_DTYPE(dtype, launch, dlogits, loss, logits, labels, rows, classes, ld, grad_scale, row_loss,
+                          stream);
 }

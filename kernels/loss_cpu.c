@@ -4,13 +4,13 @@
 #include "kernels_cpu.h"
 
 void cpu_softmax_xent(float *dlogits, float *loss, const float *logits, const int *labels, int rows, int classes,
-                      float grad_scale)
+                      int ld, float grad_scale)
 {
     double total = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : total)
     for (int i = 0; i < rows; i++) {
-        const float *z = logits + (size_t)i * classes;
-        float *dz = dlogits + (size_t)i * classes;
+        const float *z = logits + (size_t)i * ld;
+        float *dz = dlogits + (size_t)i * ld;
         float zmax = z[0];
         for (int j = 1; j < classes; j++) zmax = z[j] > zmax ? z[j] : zmax;
         float sum = 0.0f;

@@ -1,17 +1,28 @@
 /* transformer.cu — the transformer's own kernels on the GPU (the CPU reference is
  * transformer_cpu.c, whose header states the semantics): embeddings and their
- * deterministic backward, LayerNorm, the attention softmax and its backward, residual
- * adds and row gathers. The attention GEMMs themselves are cuBLAS strided-batched
- * calls (src/transformer_cuda.c). T: the compute dtype of activations and weights; G:
- * the gradients' (fp32 or T). Every reduction has a fixed order: no atomics. */
+ * deterministic backward, the unfused attention's softmax and its backward, residual
+ * adds and row gathers (LayerNorm: layernorm.cu; fused attention: flash_attention.cu).
+ * The unfused attention's GEMMs are cuBLAS strided-batched calls
+ * (src/transformer_cuda.c). T: the compute dtype of activations and weights; G: the
+ * gradients' (fp32 or T). Every reduction has a fixed order: no atomics.
+ *
+ * These kernels are memory-bound, so each moves 16 bytes a load (V = 16 / sizeof(T)
+ * elements) when the row length is a multiple of V and the pointers are 16-byte
+ * aligned; otherwise the same kernel runs with V = 1, or the plain one-element kernel. */
 #include <cub/cub.cuh>
+#include <stdint.h>
 
 #include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
+#include "vector_cuda.cuh"
 
 #define TF_THREADS 256
-#define TF_COLS 256     /* columns a block of the column-sum kernels owns */
-#define TF_CHUNK_ROWS 256 /* rows a block of the column-sum kernels adds (LayerNorm's gains) */
+#define EMB_LONG 32       /* runs of one token longer than this are split over a block's threads */
+#define EMB_MIN_BLOCKS 264 /* blocks wanted of the position sums (2 an SM of an H100) */
+#define EMB_MAXS 2        /* segments summed per read of dx (more take another pass) */
+#define EMB_THREADS 512   /* a block of the position and segment sums */
+
+static_assert(EMB_LONG <= 32, "a short run is found with one warp ballot");
 
 /* ---- embeddings ---------------------------------------------------------------------- */
 
@@ -29,42 +40,140 @@ __global__ void embed_fwd(T *x, const int *tokens, const int *segments, const T 
     }
 }
 
-/* dwpe[t, c] = sum over b of dx[b, t, c], b in order */
-template <typename T, typename G> __global__ void embed_bwd_pos(G *dwpe, const T *dx, int B, int T_, int C)
+/* dwpe[t, :] = sum over b of dx[b, t, :], b in order (when dwpe is not null), and
+ * dwse[s0 + s, :] = the sum of dx over the rows of segment s0 + s, s < ns <= EMB_MAXS.
+ * One read of dx serves both, and nothing is stored but the results: a block owns L
+ * vectors of V columns for all rows; its thread (g, l) takes the positions g, g + NG, ...
+ * and keeps its segment sums in registers; the threads' sums are added in a fixed order
+ * (a shuffle butterfly within a warp, then the warps in turn). */
+template <typename T, typename G, int V, int L>
+__global__ void __launch_bounds__(EMB_THREADS)
+    embed_bwd_pos_seg(G *dwpe, G *dwse, const int *segments, const T *dx, int B, int T_, int C, int s0, int ns)
 {
-    const int t = blockIdx.y, c = blockIdx.x * TF_COLS + threadIdx.x;
-    if (c >= C) return;
-    float sum = 0.0f;
-    for (int b = 0; b < B; b++) sum += to_f32(dx[((size_t)b * T_ + t) * C + c]);
-    dwpe[(size_t)t * C + c] = from_f32<G>(sum);
+    constexpr int NG = EMB_THREADS / L, NWARP = EMB_THREADS / 32;
+    static_assert(L <= 32 && 32 % L == 0, "a warp holds whole groups of L lanes");
+    __shared__ float red[NWARP][EMB_MAXS][L * V];
+    const int l = threadIdx.x % L, g = threadIdx.x / L, j = blockIdx.x * L + l;
+    float seg[EMB_MAXS][V] = {};
+    if (j < C / V) {
+        for (int t = blockIdx.y * NG + g; t < T_; t += NG * gridDim.y) {
+            float pos[V] = {};
+#pragma unroll 4
+            for (int b = 0; b < B; b++) {
+                const size_t row = (size_t)b * T_ + t;
+                float v[V];
+                load_f32<V>(v, dx + row * C + (size_t)j * V);
+                const int sg = segments != nullptr ? segments[row] - s0 : -1;
+                add_to<V>(pos, v);
+#pragma unroll
+                for (int s = 0; s < EMB_MAXS; s++)
+                    if (sg == s) add_to<V>(seg[s], v);
+            }
+            if (dwpe != nullptr) store_f32<V>(dwpe + (size_t)t * C + (size_t)j * V, pos);
+        }
+    }
+    if (ns <= 0) return;
+#pragma unroll
+    for (int s = 0; s < EMB_MAXS; s++)
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            for (int o = 16; o >= L; o >>= 1) seg[s][i] += __shfl_xor_sync(0xffffffffu, seg[s][i], o);
+    if (threadIdx.x % 32 < L)
+#pragma unroll
+        for (int s = 0; s < EMB_MAXS; s++)
+#pragma unroll
+            for (int i = 0; i < V; i++) red[threadIdx.x / 32][s][l * V + i] = seg[s][i];
+    __syncthreads();
+    for (int k = threadIdx.x; k < ns * L * V; k += EMB_THREADS) {
+        const int s = k / (L * V), c = k % (L * V), col = blockIdx.x * L * V + c;
+        if (col >= C) continue;
+        float sum = 0.0f;
+        for (int w = 0; w < NWARP; w++) sum += red[w][s][c];
+        dwse[(size_t)(s0 + s) * C + col] = from_f32<G>(sum);
+    }
 }
 
-/* dwse[s, c] = sum of dx over the rows of segment s, rows in order */
-template <typename T, typename G>
-__global__ void embed_bwd_seg(G *dwse, const int *segments, const T *dx, int R, int C)
+/* dwte[v, :] += the rows of token v, through the rows sorted by token (stable, so in
+ * row order within a token). A run of at most EMB_LONG equal tokens is one warp's: the
+ * warp at its first position adds its rows in order, V columns a lane. */
+template <typename T, typename G, int V>
+__global__ void embed_bwd_tok_short(G *dwte, const int *sorted_tokens, const int *sorted_rows, const T *dx, int R,
+                                    int C)
 {
-    const int s = blockIdx.y, c = blockIdx.x * TF_COLS + threadIdx.x;
-    if (c >= C) return;
-    float sum = 0.0f;
-    for (int r = 0; r < R; r++)
-        if (segments[r] == s) sum += to_f32(dx[(size_t)r * C + c]);
-    dwse[(size_t)s * C + c] = from_f32<G>(sum);
+    const int p = blockIdx.x * (TF_THREADS / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (p >= R) return;
+    const int tok = sorted_tokens[p];
+    if ((p > 0 && sorted_tokens[p - 1] == tok) || (p + EMB_LONG < R && sorted_tokens[p + EMB_LONG] == tok))
+        return; /* not a run's start, or a long run */
+    const int n = __popc(__ballot_sync(0xffffffffu, p + lane < R && sorted_tokens[p + lane] == tok));
+    G *out = dwte + (size_t)tok * C;
+    for (int j = lane; j < C / V; j += 32) {
+        float acc[V];
+        load_f32<V>(acc, out + (size_t)j * V);
+#pragma unroll 4
+        for (int k = 0; k < n; k++) {
+            float v[V];
+            load_f32<V>(v, dx + (size_t)sorted_rows[p + k] * C + (size_t)j * V);
+            add_to<V>(acc, v);
+        }
+        store_f32<V>(out + (size_t)j * V, acc);
+    }
 }
 
-/* dwte[v] += the rows of token v: the rows sorted by token (stable, so in row order
- * within a token); block i handles run i of equal tokens if it starts at i. */
-template <typename T, typename G>
-__global__ void embed_bwd_tok(G *dwte, const int *sorted_tokens, const int *sorted_rows, const T *dx, int R, int C)
+/* A run longer than EMB_LONG: block (x, y) takes the run in which position x * EMB_LONG
+ * is the first multiple of EMB_LONG (so exactly one x per long run) and VS vectors of V
+ * columns (y); its NG = TF_THREADS / VS row groups add every NG-th row of the run, and
+ * the groups' sums are added in a fixed tree. */
+template <typename T, typename G, int V, int VS>
+__global__ void __launch_bounds__(TF_THREADS)
+    embed_bwd_tok_long(G *dwte, const int *sorted_tokens, const int *sorted_rows, const T *dx, int R, int C)
 {
-    const int i = blockIdx.x;
-    if (i > 0 && sorted_tokens[i] == sorted_tokens[i - 1]) return; /* not the start of a run */
-    int end = i + 1;
-    while (end < R && sorted_tokens[end] == sorted_tokens[i]) end++;
-    G *out = dwte + (size_t)sorted_tokens[i] * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        float sum = to_f32(out[c]);
-        for (int k = i; k < end; k++) sum += to_f32(dx[(size_t)sorted_rows[k] * C + c]);
-        out[c] = from_f32<G>(sum);
+    constexpr int NG = TF_THREADS / VS, BATCH = 4;
+    static_assert((NG & (NG - 1)) == 0, "a tree over the row groups");
+    __shared__ float red[NG][VS * V];
+    const int p = blockIdx.x * EMB_LONG, tok = sorted_tokens[p], tid = threadIdx.x;
+    if (p >= EMB_LONG && sorted_tokens[p - EMB_LONG] == tok) return; /* begun before p - EMB_LONG */
+    /* the run's first position: the tokens before it in (p - EMB_LONG, p] are smaller */
+    const int lo = max(0, p - EMB_LONG + 1);
+    const int start = lo + __syncthreads_count(lo + tid <= p && sorted_tokens[lo + tid] != tok);
+    if (start + EMB_LONG >= R || sorted_tokens[start + EMB_LONG] != tok) return; /* short: a warp's */
+    int end = start + EMB_LONG + 1;
+    for (;;) { /* the equal tokens at end, end + 1, ... are a prefix of the window */
+        const int n = __syncthreads_count(end + tid < R && sorted_tokens[end + tid] == tok);
+        end += n;
+        if (n < TF_THREADS) break;
+    }
+    const int l = tid % VS, g = tid / VS, j = blockIdx.y * VS + l;
+    float acc[V] = {};
+    if (j < C / V) {
+        for (int k0 = start + g; k0 < end; k0 += BATCH * NG) { /* the batch's row numbers first, then its rows */
+            int rows[BATCH];
+#pragma unroll
+            for (int u = 0; u < BATCH; u++) rows[u] = k0 + u * NG < end ? sorted_rows[k0 + u * NG] : -1;
+#pragma unroll
+            for (int u = 0; u < BATCH; u++)
+                if (rows[u] >= 0) {
+                    float v[V];
+                    load_f32<V>(v, dx + (size_t)rows[u] * C + (size_t)j * V);
+                    add_to<V>(acc, v);
+                }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < V; i++) red[g][l * V + i] = acc[i];
+    for (int stride = NG / 2; stride > 0; stride /= 2) {
+        __syncthreads();
+        if (g < stride)
+#pragma unroll
+            for (int i = 0; i < V; i++) red[g][l * V + i] += red[g + stride][l * V + i];
+    }
+    if (g == 0 && j < C / V) { /* row group 0 made the last addition to its own slots */
+        G *out = dwte + (size_t)tok * C + (size_t)j * V;
+        float o[V];
+        load_f32<V>(o, out);
+#pragma unroll
+        for (int i = 0; i < V; i++) o[i] += red[0][l * V + i];
+        store_f32<V>(out, o);
     }
 }
 
@@ -98,25 +207,52 @@ extern "C" cudaError_t cuda_embed_forward(void *x, const int *tokens, const int 
     return DISPATCH_DTYPE(dtype, launch_embed_fwd, x, tokens, segments, wte, wpe, wse, B, T_, C, s);
 }
 
+/* V: elements a thread moves at once; L: vectors of V columns a block of the position and
+ * segment sums owns (L = 1: a warp reads 16 bytes of 32 positions); VS: those a block of a
+ * long run owns. */
+template <typename T, typename G, int V, int L, int VS>
+static void launch_embed_bwd_kernels(G *dwte, G *dwpe, G *dwse, const int *segments, const T *dx, int B, int T_,
+                                     int C, int S, const int *sorted_tokens, const int *sorted_rows, cudaStream_t s)
+{
+    const int R = B * T_, nvec = C / V;
+    const bool seg = dwse != nullptr && S > 0; /* without segments, dwse is zero */
+    /* without segment sums, the positions are split over more blocks (grid.y) too */
+    const int blocks = (nvec + L - 1) / L, split = seg ? 1 : min((EMB_MIN_BLOCKS + blocks - 1) / blocks,
+                                                                   (T_ + EMB_THREADS / L - 1) / (EMB_THREADS / L));
+    for (int s0 = 0; s0 == 0 || (seg && s0 < S); s0 += EMB_MAXS) /* dwpe on the first pass only */
+        embed_bwd_pos_seg<T, G, V, L><<<dim3(blocks, max(split, 1)), EMB_THREADS, 0, s>>>(
+            s0 == 0 ? dwpe : nullptr, dwse, seg ? segments : nullptr, dx, B, T_, C, s0, seg ? min(EMB_MAXS, S - s0) : 0);
+    if (R <= 0) return;
+    embed_bwd_tok_short<T, G, V><<<(R + TF_THREADS / 32 - 1) / (TF_THREADS / 32), TF_THREADS, 0, s>>>(
+        dwte, sorted_tokens, sorted_rows, dx, R, C);
+    const dim3 long_grid((R + EMB_LONG - 1) / EMB_LONG, (nvec + VS - 1) / VS);
+    embed_bwd_tok_long<T, G, V, VS><<<long_grid, TF_THREADS, 0, s>>>(dwte, sorted_tokens, sorted_rows, dx, R, C);
+}
+
 template <typename T, typename G>
 static cudaError_t launch_embed_bwd_typed(G *dwte, G *dwpe, G *dwse, const int *tokens, const int *segments,
                                           const T *dx, int B, int T_, int C, int S, void *scratch, cudaStream_t s)
 {
     const int R = B * T_;
-    dim3 pos_grid((C + TF_COLS - 1) / TF_COLS, T_);
-    embed_bwd_pos<T, G><<<pos_grid, TF_COLS, 0, s>>>(dwpe, dx, B, T_, C);
-    if (dwse != nullptr && segments != nullptr && S > 0) {
-        dim3 seg_grid((C + TF_COLS - 1) / TF_COLS, S);
-        embed_bwd_seg<T, G><<<seg_grid, TF_COLS, 0, s>>>(dwse, segments, dx, R, C);
+    if (C <= 0) return cudaSuccess;
+    int *sorted_tokens = nullptr, *sorted_rows = nullptr;
+    if (R > 0) {
+        int *rows = (int *)scratch;
+        sorted_tokens = rows + R;
+        sorted_rows = sorted_tokens + R;
+        size_t sort_bytes = cuda_embed_scratch_bytes(R) - 3 * (size_t)R * sizeof(int);
+        iota<<<(R + TF_THREADS - 1) / TF_THREADS, TF_THREADS, 0, s>>>(rows, R);
+        cudaError_t rc = cub::DeviceRadixSort::SortPairs(sorted_rows + R, sort_bytes, tokens, sorted_tokens, rows,
+                                                         sorted_rows, R, 0, 32, s);
+        if (rc != cudaSuccess) return rc;
     }
-    int *rows = (int *)scratch, *sorted_tokens = rows + R, *sorted_rows = sorted_tokens + R;
-    void *sort_tmp = sorted_rows + R;
-    size_t sort_bytes = cuda_embed_scratch_bytes(R) - 3 * (size_t)R * sizeof(int);
-    iota<<<(R + TF_THREADS - 1) / TF_THREADS, TF_THREADS, 0, s>>>(rows, R);
-    cudaError_t rc = cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, tokens, sorted_tokens, rows, sorted_rows, R,
-                                                     0, 32, s);
-    if (rc != cudaSuccess) return rc;
-    embed_bwd_tok<T, G><<<R, TF_THREADS, 0, s>>>(dwte, sorted_tokens, sorted_rows, dx, R, C);
+    constexpr int V = pack16<T>::N;
+    if (C % V == 0 && aligned16(dx) && aligned16(dwte) && aligned16(dwpe))
+        launch_embed_bwd_kernels<T, G, V, 1, 8>(dwte, dwpe, dwse, segments, dx, B, T_, C, S, sorted_tokens,
+                                                sorted_rows, s);
+    else
+        launch_embed_bwd_kernels<T, G, 1, 32, 32>(dwte, dwpe, dwse, segments, dx, B, T_, C, S, sorted_tokens,
+                                                  sorted_rows, s);
     return cudaGetLastError();
 }
 
@@ -138,135 +274,6 @@ extern "C" cudaError_t cuda_embed_backward(void *dwte, void *dwpe, void *dwse, i
 {
     return DISPATCH_DTYPE(dtype, launch_embed_bwd, dwte, dwpe, dwse, grad_dtype != DT_F32, tokens, segments, dx, B, T_,
                           C, S, scratch, s);
-}
-
-/* ---- LayerNorm: one warp per row ----------------------------------------------------- */
-
-__device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-template <typename T>
-__global__ void ln_fwd(T *y, float *mean, float *rstd, const T *x, const T *gamma, const T *beta, int R, int C)
-{
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= R) return;
-    const T *xr = x + (size_t)row * C;
-    float s = 0.0f;
-    for (int c = lane; c < C; c += 32) s += to_f32(xr[c]);
-    const float m = warp_sum(s) / C;
-    float v = 0.0f;
-    for (int c = lane; c < C; c += 32) {
-        const float d = to_f32(xr[c]) - m;
-        v += d * d;
-    }
-    const float r = rsqrtf(warp_sum(v) / C + 1e-5f);
-    for (int c = lane; c < C; c += 32)
-        y[(size_t)row * C + c] = from_f32<T>((to_f32(xr[c]) - m) * r * to_f32(gamma[c]) + to_f32(beta[c]));
-    if (lane == 0) {
-        mean[row] = m;
-        rstd[row] = r;
-    }
-}
-
-/* dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma */
-template <typename T>
-__global__ void ln_bwd_dx(T *dx, const T *dy, const T *x, const float *mean, const float *rstd, const T *gamma, int R,
-                          int C)
-{
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= R) return;
-    const T *xr = x + (size_t)row * C, *dyr = dy + (size_t)row * C;
-    const float m = mean[row], r = rstd[row];
-    float sg = 0.0f, sgx = 0.0f;
-    for (int c = lane; c < C; c += 32) {
-        const float g = to_f32(dyr[c]) * to_f32(gamma[c]), xh = (to_f32(xr[c]) - m) * r;
-        sg += g;
-        sgx += g * xh;
-    }
-    sg = warp_sum(sg) / C;
-    sgx = warp_sum(sgx) / C;
-    for (int c = lane; c < C; c += 32) {
-        const float g = to_f32(dyr[c]) * to_f32(gamma[c]), xh = (to_f32(xr[c]) - m) * r;
-        dx[(size_t)row * C + c] = from_f32<T>(r * (g - sg - xh * sgx));
-    }
-}
-
-/* partial[chunk][0][c] = sum of dy xhat, partial[chunk][1][c] = sum of dy, over the chunk's rows */
-template <typename T>
-__global__ void ln_bwd_partials(float *partial, const T *dy, const T *x, const float *mean, const float *rstd, int R,
-                                int C)
-{
-    const int c = blockIdx.x * TF_COLS + threadIdx.x;
-    if (c >= C) return;
-    const int r0 = blockIdx.y * TF_CHUNK_ROWS, r1 = min(R, r0 + TF_CHUNK_ROWS);
-    float sg = 0.0f, sb = 0.0f;
-    for (int r = r0; r < r1; r++) {
-        const float d = to_f32(dy[(size_t)r * C + c]);
-        sg += d * (to_f32(x[(size_t)r * C + c]) - mean[r]) * rstd[r];
-        sb += d;
-    }
-    partial[((size_t)blockIdx.y * 2) * C + c] = sg;
-    partial[((size_t)blockIdx.y * 2 + 1) * C + c] = sb;
-}
-
-template <typename G> __global__ void ln_bwd_sum(G *dgamma, G *dbeta, const float *partial, int chunks, int C)
-{
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    float sg = 0.0f, sb = 0.0f;
-    for (int k = 0; k < chunks; k++) {
-        sg += partial[((size_t)k * 2) * C + c];
-        sb += partial[((size_t)k * 2 + 1) * C + c];
-    }
-    dgamma[c] = from_f32<G>(sg);
-    dbeta[c] = from_f32<G>(sb);
-}
-
-extern "C" size_t cuda_layernorm_scratch_floats(int R, int C)
-{
-    return (size_t)((R + TF_CHUNK_ROWS - 1) / TF_CHUNK_ROWS) * 2 * (size_t)C;
-}
-
-template <typename T>
-static cudaError_t launch_ln_fwd(void *y, float *mean, float *rstd, const void *x, const void *gamma, const void *beta,
-                                 int R, int C, cudaStream_t s)
-{
-    const int rows_per_block = TF_THREADS / 32;
-    ln_fwd<T><<<(R + rows_per_block - 1) / rows_per_block, TF_THREADS, 0, s>>>(
-        (T *)y, mean, rstd, (const T *)x, (const T *)gamma, (const T *)beta, R, C);
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t cuda_layernorm_forward(void *y, float *mean, float *rstd, const void *x, const void *gamma,
-                                              const void *beta, int R, int C, int dtype, cudaStream_t s)
-{
-    return DISPATCH_DTYPE(dtype, launch_ln_fwd, y, mean, rstd, x, gamma, beta, R, C, s);
-}
-
-template <typename T>
-static cudaError_t launch_ln_bwd(void *dx, void *dgamma, void *dbeta, int grads_in_t, const void *dy, const void *x,
-                                 const float *mean, const float *rstd, const void *gamma, int R, int C, float *partial,
-                                 cudaStream_t s)
-{
-    const int rows_per_block = TF_THREADS / 32, chunks = (R + TF_CHUNK_ROWS - 1) / TF_CHUNK_ROWS;
-    ln_bwd_dx<T><<<(R + rows_per_block - 1) / rows_per_block, TF_THREADS, 0, s>>>(
-        (T *)dx, (const T *)dy, (const T *)x, mean, rstd, (const T *)gamma, R, C);
-    dim3 grid((C + TF_COLS - 1) / TF_COLS, chunks);
-    ln_bwd_partials<T><<<grid, TF_COLS, 0, s>>>(partial, (const T *)dy, (const T *)x, mean, rstd, R, C);
-    if (grads_in_t) ln_bwd_sum<T><<<(C + TF_THREADS - 1) / TF_THREADS, TF_THREADS, 0, s>>>((T *)dgamma, (T *)dbeta, partial, chunks, C);
-    else ln_bwd_sum<float><<<(C + TF_THREADS - 1) / TF_THREADS, TF_THREADS, 0, s>>>((float *)dgamma, (float *)dbeta, partial, chunks, C);
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                               const void *x, const float *mean, const float *rstd, const void *gamma,
-                                               int R, int C, float *partial, int dtype, cudaStream_t s)
-{
-    return DISPATCH_DTYPE(dtype, launch_ln_bwd, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, mean, rstd, gamma, R,
-                          C, partial, s);
 }
 
 /* ---- the attention softmax: one warp per row of T scores ------------------------------ */
@@ -333,9 +340,33 @@ template <typename T> __global__ void add_kernel(T *y, const T *x, size_t n)
         y[i] = from_f32<T>(to_f32(y[i]) + to_f32(x[i]));
 }
 
+/* y += x over nvec 16-byte vectors, then the n - nvec * V elements left one each */
+template <typename T> __global__ void add_vec(T *y, const T *x, size_t nvec, size_t n)
+{
+    constexpr int V = pack16<T>::N;
+    const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    pack16<T> *yv = reinterpret_cast<pack16<T> *>(y);
+    const pack16<T> *xv = reinterpret_cast<const pack16<T> *>(x);
+    for (size_t i = first; i < nvec; i += (size_t)gridDim.x * blockDim.x) {
+        pack16<T> a = yv[i];
+        const pack16<T> b = xv[i];
+#pragma unroll
+        for (int k = 0; k < V; k++) a.v[k] = from_f32<T>(to_f32(a.v[k]) + to_f32(b.v[k]));
+        yv[i] = a;
+    }
+    const size_t i = nvec * V + first;
+    if (i < n) y[i] = from_f32<T>(to_f32(y[i]) + to_f32(x[i]));
+}
+
 template <typename T> static cudaError_t launch_add(void *y, const void *x, size_t n, cudaStream_t s)
 {
-    add_kernel<T><<<blocks_for(n, TF_THREADS, 132 * 16), TF_THREADS, 0, s>>>((T *)y, (const T *)x, n);
+    if (n == 0) return cudaSuccess;
+    if (aligned16(y) && aligned16(x)) {
+        const size_t nvec = n / pack16<T>::N;
+        add_vec<T><<<blocks_for(nvec, TF_THREADS, 132 * 16), TF_THREADS, 0, s>>>((T *)y, (const T *)x, nvec, n);
+    } else {
+        add_kernel<T><<<blocks_for(n, TF_THREADS, 132 * 16), TF_THREADS, 0, s>>>((T *)y, (const T *)x, n);
+    }
     return cudaGetLastError();
 }
 

@@ -38,6 +38,8 @@ struct gemm_fusion {
     int kind;  /* enum gemm_epilogue */
     void *bias; /* forward: the bias, in the compute dtype; DGELU_BGRAD: its gradient, written in C's dtype */
     void *aux;  /* the pre-activation [rows x ldc]: written (GELU_BIAS) or read (DGELU_BGRAD) */
+    const void *residual; /* EPI_BIAS: C = A B + bias + residual (a residual connection; [rows x ldc], not C
+                           * itself); NULL: none */
 };
 
 struct backend_info {
@@ -101,9 +103,10 @@ struct backend_ops {
     /* dbias[j] = sum over rows of d[i][j], summed in fp32, stored as dbias_dtype (fp32 or the compute dtype). */
     void (*bias_grad)(struct backend *b, void *dbias, int dbias_dtype, const void *d, int rows, int cols);
     /* Mean softmax cross-entropy of the rows into *loss (fp32, backend memory);
-     * dlogits = (softmax - onehot) * grad_scale. */
+     * dlogits = (softmax - onehot) * grad_scale. Rows are ld >= classes elements apart
+     * (a padded row keeps a GEMM's rows 16-byte aligned; the padding is not read). */
     void (*softmax_xent)(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
-                         int rows, int classes, float grad_scale);
+                         int rows, int classes, int ld, float grad_scale);
     /* One optimizer step over n elements of the flat arenas (all of it, or a bucket's
      * slice); grads are fp32 or in the compute dtype (grad_dtype: a 16-bit allreduce's
      * result, read as is). Also refreshes the compute-dtype copy of the weights when
@@ -137,6 +140,15 @@ struct backend_ops {
                               int causal);
     void (*attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
                                int B, int T, int C, int H, int causal);
+    /* Fused attention (kernels/flash_attention.h), the same product as attention_forward:
+     * it keeps lse [B x H x T] floats for backward instead of the probabilities, and
+     * backward reads the forward's output. NULL where a backend has none;
+     * flash_attention_ok says whether it takes head dimension D at the compute dtype. */
+    int (*flash_attention_ok)(const struct backend *b, int head_dim);
+    void (*flash_attention_forward)(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C,
+                                    int H, int causal);
+    void (*flash_attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *out,
+                                     const void *qkv, const float *lse, int B, int T, int C, int H, int causal);
     void (*add)(struct backend *b, void *y, const void *x, size_t n); /* y += x */
     void (*gather_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
     /* B sequences of the token task from first_sample (kernels/synthetic.h; cpu_synth_tokens). */

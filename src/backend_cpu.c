@@ -117,10 +117,10 @@ static void be_bias_grad(struct backend *b, void *dbias, int dbias_dtype, const 
 }
 
 static void be_softmax_xent(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
-                            int rows, int classes, float grad_scale)
+                            int rows, int classes, int ld, float grad_scale)
 {
     (void)b;
-    cpu_softmax_xent(dlogits, loss, logits, labels, rows, classes, grad_scale);
+    cpu_softmax_xent(dlogits, loss, logits, labels, rows, classes, ld, grad_scale);
 }
 
 static void be_optimizer_step(struct backend *b, float *params, const void *grads, int grad_dtype, void *s1, void *s2,

@@ -216,6 +216,7 @@ static void cuda_download(struct backend *b, void *dst, const void *src, size_t 
 /* The operands of one GEMM call, for timing the candidates on them. */
 struct gemm_args {
     const void *A, *B;
+    const void *Cin; /* C's input when beta != 0 (a residual), else C */
     void *C;
     float alpha, beta;
     const struct gemm_fusion *f; /* NULL: no epilogue */
@@ -250,7 +251,7 @@ static float time_algo(struct cuda_state *s, const struct gemm_plan *p, const cu
     float ms = 0.0f;
     CHECK_CUDA(cudaEventRecord(e0, s->cur));
     for (int r = 0; r < reps; r++)
-        CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->C, p->c, g->C, p->c,
+        CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->Cin, p->c, g->C, p->c,
                                     algo, s->workspace, WORKSPACE_BYTES, s->cur));
     CHECK_CUDA(cudaEventRecord(e1, s->cur));
     CHECK_CUDA(cudaEventSynchronize(e1));
@@ -259,9 +260,10 @@ static float time_algo(struct cuda_state *s, const struct gemm_plan *p, const cu
 }
 
 /* The fastest of cuBLASLt's candidates for plan p, timed on the call's own operands
- * on the current stream. Every GEMM of the step has beta = 0, so the scratch results
- * are overwritten by the real call that follows; with beta != 0 (or one candidate)
- * the first heuristic is kept. A candidate that fails to run is skipped.
+ * on the current stream. The GEMMs of the step have beta = 0, or add a residual that is
+ * not their output, so the scratch results are overwritten by the real call that
+ * follows; when C is read and written in place (or for one candidate) the first
+ * heuristic is kept. A candidate that fails to run is skipped.
  *
  * Each candidate is timed over at least GEMM_TUNE_MIN_MS (small GEMMs over many
  * calls), in GEMM_TUNE_ROUNDS interleaved rounds, and keeps its best round, so that a
@@ -271,7 +273,7 @@ static float time_algo(struct cuda_state *s, const struct gemm_plan *p, const cu
 static cublasLtMatmulAlgo_t fastest_algo(struct cuda_state *s, const struct gemm_plan *p,
                                          const cublasLtMatmulHeuristicResult_t *cand, int n, const struct gemm_args *g)
 {
-    if (n == 1 || g->beta != 0.0f) return cand[0].algo;
+    if (n == 1 || (g->beta != 0.0f && g->Cin == g->C)) return cand[0].algo;
     cudaEvent_t e0, e1;
     CHECK_CUDA(cudaEventCreate(&e0));
     CHECK_CUDA(cudaEventCreate(&e1));
@@ -280,7 +282,7 @@ static cublasLtMatmulAlgo_t fastest_algo(struct cuda_state *s, const struct gemm
     for (int i = 0; i < n; i++) { /* which run, and how many calls make GEMM_TUNE_MIN_MS */
         best_ms[i] = 1e30f;
         if (cand[i].state != CUBLAS_STATUS_SUCCESS) continue;
-        if (cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->C, p->c, g->C, p->c,
+        if (cublasLtMatmul(s->lt, p->desc, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->Cin, p->c, g->C, p->c,
                            &cand[i].algo, s->workspace, WORKSPACE_BYTES, s->cur) != CUBLAS_STATUS_SUCCESS)
             continue;
         float ms = time_algo(s, p, &cand[i].algo, g, GEMM_TUNE_REPS, e0, e1);
@@ -359,7 +361,7 @@ static void cuda_gemm(struct backend *b, int ta, int tb, int m, int n, int k, fl
 {
     struct cuda_state *s = state(b);
     const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32, s->sm_target, 0};
-    const struct gemm_args args = {A, B, C, alpha, beta, NULL};
+    const struct gemm_args args = {A, B, C, C, alpha, beta, NULL};
     const struct gemm_plan *p = gemm_plan_for(b, &key, &args);
     CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c, &p->algo,
                                 s->workspace, WORKSPACE_BYTES, s->cur));
@@ -369,12 +371,15 @@ static void cuda_gemm_fused(struct backend *b, int ta, int tb, int m, int n, int
                             const void *B, int ldb, void *C, int ldc, const struct gemm_fusion *f)
 {
     struct cuda_state *s = state(b);
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, beta = f->residual != NULL ? 1.0f : 0.0f;
+    const void *Cin = f->residual != NULL ? f->residual : C;
+    if (f->residual != NULL && (f->kind != EPI_BIAS || f->residual == C))
+        DP_FATAL(NULL, "a GEMM's residual needs the bias epilogue and a buffer other than its output");
     const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, b->act_dtype == DT_F32, s->sm_target, f->kind};
-    const struct gemm_args args = {A, B, C, one, zero, f};
+    const struct gemm_args args = {A, B, Cin, C, one, beta, f};
     const struct gemm_plan *p = gemm_plan_for(b, &key, &args);
     set_fusion_pointers(p->desc, f);
-    CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &one, B, p->a, A, p->b, &zero, C, p->c, C, p->c, &p->algo,
+    CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &one, B, p->a, A, p->b, &beta, Cin, p->c, C, p->c, &p->algo,
                                 s->workspace, WORKSPACE_BYTES, s->cur));
 }
 
@@ -420,11 +425,11 @@ static void cuda_bias_grad_op(struct backend *b, void *dbias, int dbias_dtype, c
 }
 
 static void cuda_softmax_xent_op(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
-                                 int rows, int classes, float grad_scale)
+                                 int rows, int classes, int ld, float grad_scale)
 {
     struct cuda_state *s = state(b);
     if (rows > s->row_loss_rows) DP_FATAL(NULL, "loss of %d rows exceeds the reserved scratch", rows);
-    CHECK_CUDA(cuda_softmax_xent(dlogits, loss, logits, labels, rows, classes, grad_scale, b->act_dtype, s->row_loss,
+    CHECK_CUDA(cuda_softmax_xent(dlogits, loss, logits, labels, rows, classes, ld, grad_scale, b->act_dtype, s->row_loss,
                                  s->cur));
 }
 
@@ -539,6 +544,9 @@ const struct backend_ops backend_cuda_ops = {
     .layernorm_backward = cuda_tf_layernorm_backward,
     .attention_forward = cuda_tf_attention_forward,
     .attention_backward = cuda_tf_attention_backward,
+    .flash_attention_ok = cuda_tf_flash_attention_ok,
+    .flash_attention_forward = cuda_tf_flash_attention_forward,
+    .flash_attention_backward = cuda_tf_flash_attention_backward,
     .add = cuda_tf_add,
     .gather_rows = cuda_tf_gather_rows,
     .scatter_rows = cuda_tf_scatter_rows,

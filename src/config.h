@@ -30,6 +30,7 @@ enum master_weights { MASTER_FP32 = 0, MASTER_OFF = 1 }; /* train.master_weights
 enum optimizer_state { STATE_FP32 = 0, STATE_COMPUTE = 1 }; /* train.optimizer_state */
 enum shm_copy { SHM_COPY_SM = 0, SHM_COPY_CE = 1 }; /* comm.shm_copy */
 enum epilogue_use { EPILOGUE_OFF = 0, EPILOGUE_FORWARD = 1, EPILOGUE_ON = 2 }; /* train.gemm_epilogue */
+enum attention_impl { ATTENTION_AUTO = 0, ATTENTION_FLASH = 1, ATTENTION_UNFUSED = 2 }; /* train.attention */
 
 struct config {
     char config_path[CONFIG_STR_LEN]; /* "" when no file was given */
@@ -69,6 +70,7 @@ struct config {
     int master_weights;  /* enum master_weights: an fp32 master copy of the weights, or none (pure 16-bit) */
     int optimizer_state; /* enum optimizer_state: momentum / Adam moments in fp32 or the compute dtype */
     int gemm_epilogue;   /* enum epilogue_use: bias and GELU in cuBLASLt epilogues */
+    int attention;       /* enum attention_impl: the transformers' attention fused (flash) or not */
 
     /* [run] */
     int backend; /* enum backend_kind */

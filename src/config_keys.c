@@ -22,6 +22,7 @@ static const char *const master_weights_names[] = {"fp32", "off", NULL};
 static const char *const optimizer_state_names[] = {"fp32", "compute", NULL};
 static const char *const shm_copy_names[] = {"sm", "ce", NULL};
 static const char *const epilogue_names[] = {"off", "forward", "on", NULL};
+static const char *const attention_names[] = {"auto", "flash", "unfused", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum dtype */
 
 #define OFF(field) offsetof(struct config, field)
@@ -85,6 +86,10 @@ const struct config_key config_keys[] = {
      "GELU layers' bias and activation in cuBLASLt GEMM epilogues instead of our element-wise kernels (cuda only): "
      "forward = GELU_AUX_BIAS in the forward GEMMs; on = also DGELU_BGRAD in backward's input-gradient GEMMs when "
      "the gradients are in the compute dtype; off = none"},
+    {"train", "attention", KEY_ENUM, OFF(attention), 0, 0, attention_names, "auto",
+     "the transformers' attention: flash = our fused kernels (the probabilities never reach memory; cuda, bf16 or "
+     "fp16, head dimension 32 or 64); unfused = cuBLAS GEMMs around our softmax kernels, the B x H x T x T "
+     "probabilities kept for backward; auto = flash where it applies"},
     {"train", "gemm_autotune", KEY_BOOL, OFF(gemm_autotune), 0, 0, NULL, "on",
      "time cuBLASLt's candidate algorithms of each GEMM shape on first use (a warm-up step) and keep the fastest; "
      "off = its first heuristic"},

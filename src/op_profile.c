@@ -21,7 +21,7 @@ static struct {
 static const char *const names[OPK_COUNT] = {
     "gemm", "gemm + epilogue", "bias + activation", "activation backward", "bias gradient", "softmax cross-entropy",
     "optimizer", "cast", "embedding forward", "embedding backward", "layernorm forward", "layernorm backward",
-    "attention forward", "attention backward", "residual add", "row gather/scatter", "synthetic data", "zero"};
+    "attention forward", "attention backward", "flash attention forward", "flash attention backward", "residual add", "row gather/scatter", "synthetic data", "zero"};
 
 const char *op_kind_name(int kind) { return kind >= 0 && kind < OPK_COUNT ? names[kind] : "?"; }
 int op_kind_is_gemm(int kind) { return kind == OPK_GEMM || kind == OPK_GEMM_FUSED; }
@@ -79,9 +79,9 @@ static void w_bias_grad(struct backend *b, void *dbias, int dt, const void *d, i
     TIMED(OPK_BIAS_GRAD, bias_grad, b, dbias, dt, d, rows, cols);
 }
 static void w_xent(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels, int rows,
-                   int classes, float scale)
+                   int classes, int ld, float scale)
 {
-    TIMED(OPK_SOFTMAX_XENT, softmax_xent, b, dlogits, loss, logits, labels, rows, classes, scale);
+    TIMED(OPK_SOFTMAX_XENT, softmax_xent, b, dlogits, loss, logits, labels, rows, classes, ld, scale);
 }
 static void w_optimizer(struct backend *b, float *params, const void *grads, int gd, void *s1, void *s2, int sd,
                         void *lp, size_t n, const struct optim_hparams *h)
@@ -120,6 +120,16 @@ static void w_attn_bwd(struct backend *b, void *dqkv, const void *dout, const vo
                        int C, int H, int causal)
 {
     TIMED(OPK_ATTENTION_BACKWARD, attention_backward, b, dqkv, dout, qkv, probs, B, T, C, H, causal);
+}
+static void w_flash_fwd(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C, int H,
+                        int causal)
+{
+    TIMED(OPK_FLASH_FORWARD, flash_attention_forward, b, out, lse, qkv, B, T, C, H, causal);
+}
+static void w_flash_bwd(struct backend *b, void *dqkv, const void *dout, const void *out, const void *qkv,
+                        const float *lse, int B, int T, int C, int H, int causal)
+{
+    TIMED(OPK_FLASH_BACKWARD, flash_attention_backward, b, dqkv, dout, out, qkv, lse, B, T, C, H, causal);
 }
 static void w_add(struct backend *b, void *y, const void *x, size_t n) { TIMED(OPK_ADD, add, b, y, x, n); }
 static void w_gather(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
@@ -167,6 +177,8 @@ void op_profile_begin(struct backend *be, struct op_profile *p)
     WRAP(layernorm_backward, w_ln_bwd);
     WRAP(attention_forward, w_attn_fwd);
     WRAP(attention_backward, w_attn_bwd);
+    WRAP(flash_attention_forward, w_flash_fwd);
+    WRAP(flash_attention_backward, w_flash_bwd);
     WRAP(add, w_add);
     WRAP(gather_rows, w_gather);
     WRAP(scatter_rows, w_scatter);

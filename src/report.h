@@ -28,11 +28,12 @@ struct report_file {
     /* what must match for two files to be compared */
     char model[48];       /* the preset's label (model.name) */
     char model_type[16];  /* /model type (schema 4); "mlp" before */
-    char shape[96];       /* /model shape, or the MLP's "L x W wide" before schema 4 */
+    char shape[192];      /* /model shape, or the MLP's "L x W wide" before schema 4 */
     char unit[12];        /* what a sample is: samples, tokens, images */
     long long parameters; /* the model's parameter count */
     int units_per_sample; /* tokens per sequence; 1 for samples and images */
     char precision[8], scaling[8];
+    char grad_dtype[8]; /* train.grad_dtype: fp32, or compute (16-bit gradients) */
     char overlap[8];    /* comm.overlap of the launch */
     char tag[24];       /* what sets the file apart from the others of the report ("overlap off"), or "" */
     long long batch_per_gpu, global_batch;

@@ -77,7 +77,12 @@ static void describe(const struct report_file *f, char *buf, size_t len)
     char batch[64];
     if (strcmp(f->scaling, "strong") == 0) snprintf(batch, sizeof batch, "global batch %lld", f->global_batch);
     else snprintf(batch, sizeof batch, "batch %lld per GPU", f->batch_per_gpu);
-    snprintf(buf, len, "%s (%s, %s), %s scaling, %s", f->model, f->shape, f->precision, f->scaling, batch);
+    char precision[32];
+    if (strcmp(f->grad_dtype, "compute") == 0 && strcmp(f->precision, "fp32") != 0 && strcmp(f->precision, "tf32") != 0)
+        snprintf(precision, sizeof precision, "%s, %s gradients", f->precision, f->precision);
+    else
+        snprintf(precision, sizeof precision, "%s", f->precision);
+    snprintf(buf, len, "%s (%s, %s), %s scaling, %s", f->model, f->shape, precision, f->scaling, batch);
 }
 
 void report_system_label(const struct report_file *f, const struct report_row *r, char *buf, size_t len)
@@ -114,7 +119,7 @@ void report_print_tables(FILE *out, const struct report_file *files, int n, int 
     for (int i = 0; i < n; i++) {
         const struct report_file *f = &files[i];
         int systems[REPORT_MAX_ROWS];
-        char what[256], label[192];
+        char what[448], label[192];
         const int nt = distinct_systems(f, systems);
         describe(f, what, sizeof what);
         for (int t = 0; t < nt; t++) {
@@ -220,7 +225,7 @@ void report_print_compare(FILE *out, const struct report_file *files, int n, int
         }
     }
     if (ns == 0) return;
-    char what[256];
+    char what[448];
     describe(sys[0].file, what, sizeof what);
     int comparable[64];
     if (format == REPORT_MARKDOWN) fprintf(out, "### Comparison: %s\n\nreference: %s (%s)\n\n", what, sys[0].label,

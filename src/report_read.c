@@ -186,6 +186,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     read_attr_str(cfg, "model.name", f->model, sizeof f->model);
     read_attr_str(cfg, "train.precision", f->precision, sizeof f->precision);
     read_attr_str(cfg, "train.scaling", f->scaling, sizeof f->scaling);
+    read_attr_str(cfg, "train.grad_dtype", f->grad_dtype, sizeof f->grad_dtype);
     read_attr_str(cfg, "comm.overlap", f->overlap, sizeof f->overlap);
     /* the model: /model from schema 4; before, an MLP, whose parameters every run group holds */
     if (H5Lexists(file, "model", H5P_DEFAULT) > 0) {

@@ -10,6 +10,7 @@
  *   dV^T = dO^T P    gemm(N, T, D, T, T)    dP^T = V dO^T   gemm(T, N, T, T, D)
  *   dS = P (dP - rowsum(dP P))  (our kernel)
  *   dQ^T = K^T dS^T  gemm(N, N, D, T, T)    dK^T = Q^T dS   gemm(N, T, D, T, T), both x scale
+ * With train.attention = flash the fused kernels of kernels/flash_attention.cu run instead.
  * Scratch (the embeddings' sort, LayerNorm's partial sums, dP) is allocated on first
  * use, during the warm-up steps, and kept. */
 #include "transformer_cuda.h"
@@ -19,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../kernels/flash_attention.h"
 #include "../kernels/kernels_cuda.h"
 #include "cuda_check.h"
 #include "error.h"
@@ -31,6 +33,8 @@ struct tf_cuda {
     size_t ln_bytes;
     void *dp; /* dP, then dS, of every head of every sequence */
     size_t dp_bytes;
+    float *fa_delta; /* flash backward: rowsum(dO O) per row and head */
+    size_t fa_delta_bytes;
 };
 
 static struct tf_cuda *tf(struct backend *b)
@@ -68,6 +72,7 @@ void cuda_tf_release(struct backend *b)
     if (t->embed_scratch) b->ops->free(b, t->embed_scratch);
     if (t->ln_partial) b->ops->free(b, t->ln_partial);
     if (t->dp) b->ops->free(b, t->dp);
+    if (t->fa_delta) b->ops->free(b, t->fa_delta);
     cublasDestroy(t->blas);
     free(t);
     *slot = NULL;
@@ -165,6 +170,27 @@ void cuda_tf_attention_backward(struct backend *b, void *dqkv, const void *dout,
         heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, scale, k, ld3, D, ds, T, (long long)TT, dq, ld3, D, H);
         heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, D, T, T, scale, q, ld3, D, ds, T, (long long)TT, dk, ld3, D, H);
     }
+}
+
+int cuda_tf_flash_attention_ok(const struct backend *b, int head_dim)
+{
+    return flash_attention_supports(b->act_dtype, head_dim);
+}
+
+void cuda_tf_flash_attention_forward(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C,
+                                     int H, int causal)
+{
+    CHECK_CUDA(cuda_flash_attention_forward(out, lse, qkv, B, T, C, H, causal, b->act_dtype, stream(b)));
+}
+
+void cuda_tf_flash_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *out,
+                                      const void *qkv, const float *lse, int B, int T, int C, int H, int causal)
+{
+    struct tf_cuda *t = tf(b);
+    float *delta = grow(b, (void **)&t->fa_delta, &t->fa_delta_bytes,
+                        cuda_flash_attention_scratch_floats(B, T, H) * sizeof(float));
+    CHECK_CUDA(cuda_flash_attention_backward(dqkv, dout, out, qkv, lse, delta, B, T, C, H, causal, b->act_dtype,
+                                             stream(b)));
 }
 
 void cuda_tf_add(struct backend *b, void *y, const void *x, size_t n)

@@ -30,6 +30,11 @@ void cuda_tf_attention_forward(struct backend *b, void *out, void *probs, const 
                                int causal);
 void cuda_tf_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
                                 int B, int T, int C, int H, int causal);
+int cuda_tf_flash_attention_ok(const struct backend *b, int head_dim);
+void cuda_tf_flash_attention_forward(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C,
+                                     int H, int causal);
+void cuda_tf_flash_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *out,
+                                      const void *qkv, const float *lse, int B, int T, int C, int H, int causal);
 void cuda_tf_add(struct backend *b, void *y, const void *x, size_t n);
 void cuda_tf_gather_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
 void cuda_tf_scatter_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);

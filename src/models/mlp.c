@@ -186,7 +186,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         const void *w = step_elem(step_weights(rb), s->w_offset, rb->elem);
         if (with_elementwise && rb->fuse_forward) { /* + bias (its compute copy), then GELU, in the epilogue */
             const struct gemm_fusion f = {s->act == ACT_GELU ? EPI_GELU_BIAS : EPI_BIAS,
-                                          step_elem(step_weights(rb), s->b_offset, rb->elem), a->pre[l]};
+                                          step_elem(step_weights(rb), s->b_offset, rb->elem), a->pre[l], NULL};
             be->ops->gemm_fused(be, 0, 1, B, s->out, s->in, input, s->in, w, s->in, a->act[l], s->out, &f);
         } else {
             be->ops->gemm(be, 0, 1, B, s->out, s->in, 1.0f, input, s->in, w, s->in, 0.0f, a->pre[l], 0, s->out);
@@ -232,7 +232,8 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
             void *dx = a->scratch[which];
             const void *w = step_elem(step_weights(rb), s->w_offset, rb->elem);
             if (with_elementwise && rb->fuse_backward) {
-                const struct gemm_fusion f = {EPI_DGELU_BGRAD, step_grad_at(rb, p->layers[l - 1].b_offset), a->pre[l - 1]};
+                const struct gemm_fusion f = {EPI_DGELU_BGRAD, step_grad_at(rb, p->layers[l - 1].b_offset), a->pre[l - 1],
+                                              NULL};
                 be->ops->gemm_fused(be, 0, 0, B, s->in, s->out, d, s->out, w, s->in, dx, s->in, &f);
             } else {
                 be->ops->gemm(be, 0, 0, B, s->in, s->out, 1.0f, d, s->out, w, s->in, 0.0f, dx, 0, s->in);
@@ -250,7 +251,7 @@ static void mlp_forward_loss(struct backend *be, const struct model *m, struct s
     const struct mlp *p = mlp_of(m);
     struct mlp_acts *a = rb->acts;
     forward_pass(be, m, rb, B, 1, hook);
-    be->ops->softmax_xent(be, a->dlogits, rb->loss + slot, a->pre[p->nlayers - 1], a->labels, B, p->classes,
+    be->ops->softmax_xent(be, a->dlogits, rb->loss + slot, a->pre[p->nlayers - 1], a->labels, B, p->classes, p->classes,
                           loss_scale / (float)B);
 }
 

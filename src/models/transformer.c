@@ -19,7 +19,7 @@ struct tf_block_acts {
     void *n1, *n2;              /* LayerNorm outputs [R x C] (GPT: the blocks' inputs to attention and FFN) */
     float *mean1, *rstd1, *mean2, *rstd2;
     void *qkv;                  /* [R x 3C] */
-    void *probs;                /* [B*H x T x T] */
+    void *probs;                /* [B*H x T x T]; flash: lse [B*H x T] floats */
     void *atty;                 /* attention output [R x C] */
     void *r1, *r2;              /* the residual sums [R x C] */
     void *fcpre, *fcact;        /* [R x F] */
@@ -71,8 +71,10 @@ int transformer_describe(const struct config *cfg, struct model *m, char *err, s
     p->H = cfg->heads;
     p->T = cfg->seq_len;
     p->V = cfg->vocab;
+    p->Vld = (p->V + 63) / 64 * 64; /* GPT-2's 50257, BERT's 30522: logits rows 16-byte aligned for the GEMMs */
     p->F = 4 * cfg->hidden_dim;
     p->S = bert ? 2 : 0;
+    p->attention = cfg->attention;
     p->nmask = bert ? (int)lround(cfg->mask_fraction * p->T) : p->T;
     if (p->nmask < 1) p->nmask = 1;
     p->blk = calloc((size_t)p->L, sizeof *p->blk);
@@ -139,13 +141,14 @@ static int tf_plan_activations(const struct model *m, size_t E, int batch, size_
 {
     const struct tf *p = tf_of(m);
     const size_t R = (size_t)batch * (size_t)p->T, M = (size_t)batch * (size_t)p->nmask, C = (size_t)p->C;
-    const size_t F = (size_t)p->F, V = (size_t)p->V, BH = (size_t)batch * (size_t)p->H, T = (size_t)p->T;
+    const size_t F = (size_t)p->F, V = (size_t)p->Vld, BH = (size_t)batch * (size_t)p->H, T = (size_t)p->T;
     const size_t S = sizeof(float);
     int bad = 0;
     for (int l = 0; l < p->L; l++) { /* what tf_alloc_acts allocates per block (x[l+1] is its r2 or n2) */
         bad |= model_add_bytes(act, R, 5 * C, E);  /* n1, n2, atty, r1, r2 */
         bad |= model_add_bytes(act, R, 3 * C, E);  /* qkv */
-        bad |= model_add_bytes(act, BH * T, T, E); /* probs */
+        if (p->flash) bad |= model_add_bytes(act, BH, T, S); /* lse */
+        else bad |= model_add_bytes(act, BH * T, T, E);      /* probs */
         bad |= model_add_bytes(act, R, 2 * F, E);  /* fcpre, fcact */
         bad |= model_add_bytes(act, R, 4, S);      /* two LayerNorms' mean and rstd */
     }
@@ -185,24 +188,38 @@ static void tf_init_params(const struct model *m, uint64_t seed, float *params)
 static void tf_summary(const struct model *m, char *buf, size_t len)
 {
     const struct tf *p = tf_of(m);
-    snprintf(buf, len, "%s, %d x %d, %d heads, seq %d, vocab %d%s", p->bert ? "post-LN encoder" : "pre-LN decoder", p->L,
-             p->C, p->H, p->T, p->V, p->bert ? "" : ", causal");
+    snprintf(buf, len, "%s, %d x %d, %d heads, seq %d, vocab %d%s, %s attention",
+             p->bert ? "post-LN encoder" : "pre-LN decoder", p->L, p->C, p->H, p->T, p->V, p->bert ? "" : ", causal",
+             p->flash ? "flash" : "unfused");
     if (p->bert) {
         const size_t used = strlen(buf);
         snprintf(buf + used, len - used, ", %d of %d positions predicted", p->nmask, p->T);
     }
 }
 
+/* The backend has every operation, and settles the attention: fused where it can run. */
 static int tf_supported(const struct model *m, const struct backend *be, char *err, size_t errlen)
 {
-    (void)m;
+    struct tf *p = m->impl;
     const struct backend_ops *o = be->ops;
-    if (o->embed_forward && o->embed_backward && o->layernorm_forward && o->layernorm_backward &&
-        o->attention_forward && o->attention_backward && o->add && o->gather_rows && o->scatter_rows && o->synth_tokens)
-        return 0;
-    snprintf(err, errlen, "the %s backend has no transformer kernels yet (embeddings, LayerNorm, attention); run "
-             "model.type = gpt or bert with run.backend = cpu", o->name);
-    return -1;
+    if (!(o->embed_forward && o->embed_backward && o->layernorm_forward && o->layernorm_backward &&
+          o->attention_forward && o->attention_backward && o->add && o->gather_rows && o->scatter_rows &&
+          o->synth_tokens)) {
+        snprintf(err, errlen, "the %s backend has no transformer kernels yet (embeddings, LayerNorm, attention); run "
+                 "model.type = gpt or bert with run.backend = cpu", o->name);
+        return -1;
+    }
+    const int D = p->C / p->H;
+    const int can = o->flash_attention_ok != NULL && o->flash_attention_forward != NULL &&
+                    o->flash_attention_backward != NULL && o->flash_attention_ok(be, D);
+    if (p->attention == ATTENTION_FLASH && !can) {
+        snprintf(err, errlen, "train.attention = flash needs the cuda backend, train.precision = bf16 or fp16 and a "
+                 "head dimension (hidden_dim / heads) of 32 or 64 (here: %s backend, head dimension %d); set "
+                 "train.attention = auto or unfused", o->name, D);
+        return -1;
+    }
+    p->flash = p->attention != ATTENTION_UNFUSED && can;
+    return 0;
 }
 
 static void tf_alloc_acts(struct backend *be, const struct model *m, int B, struct step_buffers *rb)
@@ -211,7 +228,7 @@ static void tf_alloc_acts(struct backend *be, const struct model *m, int B, stru
     struct tf_acts *a = calloc(1, sizeof *a);
     CHECK_ALLOC(a);
     rb->acts = a;
-    rb->fuse_forward = rb->fuse_backward = 0; /* not wired for the transformer yet: our kernels run */
+    rb->fuse_backward = 0; /* DGELU_BGRAD is not wired for the transformer: our kernels run */
     a->B = B;
     a->R = B * p->T;
     a->M = B * p->nmask;
@@ -239,7 +256,8 @@ static void tf_alloc_acts(struct backend *be, const struct model *m, int B, stru
         k->mean2 = step_alloc(be, R, sizeof(float));
         k->rstd2 = step_alloc(be, R, sizeof(float));
         k->qkv = step_alloc(be, R * 3 * C, e);
-        k->probs = step_alloc(be, (size_t)B * (size_t)p->H * (size_t)p->T * (size_t)p->T, e);
+        const size_t BHT = (size_t)B * (size_t)p->H * (size_t)p->T;
+        k->probs = p->flash ? step_alloc(be, BHT, sizeof(float)) : step_alloc(be, BHT * (size_t)p->T, e);
         k->atty = step_alloc(be, R * C, e);
         k->r1 = step_alloc(be, R * C, e);
         k->r2 = step_alloc(be, R * C, e);
@@ -250,8 +268,8 @@ static void tf_alloc_acts(struct backend *be, const struct model *m, int B, stru
     a->hf = step_alloc(be, (p->bert ? M : R) * C, e);
     a->mean_f = step_alloc(be, R, sizeof(float));
     a->rstd_f = step_alloc(be, R, sizeof(float));
-    a->logits = step_alloc(be, M * (size_t)p->V, e);
-    a->dlogits = step_alloc(be, M * (size_t)p->V, e);
+    a->logits = step_alloc(be, M * (size_t)p->Vld, e);
+    a->dlogits = step_alloc(be, M * (size_t)p->Vld, e);
     a->dx = step_alloc(be, R * C, e);
     a->dt1 = step_alloc(be, R * C, e);
     a->dt2 = step_alloc(be, R * C, e);
@@ -309,12 +327,22 @@ static int wdtype(const struct backend *be, const struct step_buffers *rb)
     return rb->params_lp != NULL ? be->act_dtype : DT_F32;
 }
 
-/* y[R x out] = x[R x in] W^T (+ bias, then act; with_elementwise = 0: the GEMM alone). */
+/* y[R x out] = act(x[R x in] W^T + bias) (+ residual [R x out]; NULL: none), y_pre the
+ * pre-activation; with_elementwise = 0: the GEMM alone. With train.gemm_epilogue the
+ * bias, GELU and residual are cuBLASLt's epilogue; else our kernels after the GEMM. */
 static void linear(struct backend *be, const struct step_buffers *rb, void *y_pre, void *y, const void *x, size_t w,
-                   size_t bias, int R, int in, int out, int act, int with_elementwise)
+                   size_t bias, int R, int in, int out, int act, const void *residual, int with_elementwise)
 {
+    if (with_elementwise && rb->fuse_forward) {
+        const struct gemm_fusion f = {act == ACT_GELU ? EPI_GELU_BIAS : EPI_BIAS, (void *)weight_at(rb, bias), y_pre,
+                                      residual};
+        be->ops->gemm_fused(be, 0, 1, R, out, in, x, in, weight_at(rb, w), in, y, out, &f);
+        return;
+    }
     be->ops->gemm(be, 0, 1, R, out, in, 1.0f, x, in, weight_at(rb, w), in, 0.0f, y_pre, 0, out);
-    if (with_elementwise) be->ops->bias_act_forward(be, y, y_pre, weight_at(rb, bias), wdtype(be, rb), R, out, act);
+    if (!with_elementwise) return;
+    be->ops->bias_act_forward(be, y, y_pre, weight_at(rb, bias), wdtype(be, rb), R, out, act);
+    if (residual != NULL) be->ops->add(be, y, residual, (size_t)R * (size_t)out);
 }
 
 /* From d = dL/dy [R x out] of linear(): the weight's and bias's gradients into the
@@ -360,7 +388,6 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
     const int R = a->R, C = p->C, F = p->F, wel = with_elementwise;
-    const size_t nel = (size_t)R * (size_t)C;
     stage_begin(hook, 0);
     if (wel) {
         void *e = p->bert ? a->emb : a->x[0];
@@ -375,17 +402,19 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         stage_begin(hook, l + 1);
         /* attention: GPT reads LN1(x), BERT x itself */
         if (!p->bert) layernorm(be, rb, s->n1, s->mean1, s->rstd1, x, k->ln1_g, k->ln1_b, R, C, wel);
-        linear(be, rb, s->qkv, s->qkv, p->bert ? x : s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, ACT_NONE, wel);
-        if (wel) be->ops->attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
-        linear(be, rb, s->r1, s->r1, s->atty, k->proj_w, k->proj_b, R, C, C, ACT_NONE, wel);
-        if (wel) be->ops->add(be, s->r1, x, nel); /* r1 = x + attention */
+        linear(be, rb, s->qkv, s->qkv, p->bert ? x : s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, ACT_NONE, NULL, wel);
+        if (wel && p->flash)
+            be->ops->flash_attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
+        else if (wel)
+            be->ops->attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
+        linear(be, rb, s->r1, s->r1, s->atty, k->proj_w, k->proj_b, R, C, C, ACT_NONE, x, wel); /* r1 = x + attention */
         /* FFN: GPT reads LN2(r1); BERT LN1(r1) */
         const void *h = s->r1;
         if (!p->bert) layernorm(be, rb, s->n2, s->mean2, s->rstd2, s->r1, k->ln2_g, k->ln2_b, R, C, wel), h = s->n2;
         else layernorm(be, rb, s->n1, s->mean1, s->rstd1, s->r1, k->ln1_g, k->ln1_b, R, C, wel), h = s->n1;
-        linear(be, rb, s->fcpre, s->fcact, h, k->fc_w, k->fc_b, R, C, F, ACT_GELU, wel);
-        linear(be, rb, s->r2, s->r2, s->fcact, k->out_w, k->out_b, R, F, C, ACT_NONE, wel);
-        if (wel) be->ops->add(be, s->r2, h == s->n1 ? s->n1 : s->r1, nel); /* r2 = (BERT: LN1 out, GPT: r1) + FFN */
+        linear(be, rb, s->fcpre, s->fcact, h, k->fc_w, k->fc_b, R, C, F, ACT_GELU, NULL, wel);
+        /* r2 = (BERT: LN1's output; GPT: r1) + FFN */
+        linear(be, rb, s->r2, s->r2, s->fcact, k->out_w, k->out_b, R, F, C, ACT_NONE, p->bert ? s->n1 : s->r1, wel);
         if (p->bert) layernorm(be, rb, s->n2, s->mean2, s->rstd2, s->r2, k->ln2_g, k->ln2_b, R, C, wel);
     }
     /* the head, tied to wte: GPT on LNf of every row, BERT on the masked rows */
@@ -395,7 +424,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     } else if (wel) {
         be->ops->gather_rows(be, a->hf, a->x[p->L], a->mask_rows, a->M, C);
     }
-    be->ops->gemm(be, 0, 1, a->M, p->V, C, 1.0f, a->hf, C, weight_at(rb, p->wte), C, 0.0f, a->logits, 0, p->V);
+    be->ops->gemm(be, 0, 1, a->M, p->V, C, 1.0f, a->hf, C, weight_at(rb, p->wte), C, 0.0f, a->logits, 0, p->Vld);
 }
 
 static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int with_elementwise,
@@ -406,14 +435,14 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
     const int R = a->R, C = p->C, F = p->F, wel = with_elementwise;
     const size_t nel = (size_t)R * (size_t)C;
     /* the head: wte's gradient starts here (overwritten), the embedding adds to it */
-    be->ops->gemm(be, 1, 0, p->V, C, a->M, 1.0f, a->dlogits, p->V, a->hf, C, 0.0f, step_grad_at(rb, p->wte),
+    be->ops->gemm(be, 1, 0, p->V, C, a->M, 1.0f, a->dlogits, p->Vld, a->hf, C, 0.0f, step_grad_at(rb, p->wte),
                   rb->grad_dtype == DT_F32, C);
     if (!p->bert) {
-        be->ops->gemm(be, 0, 0, R, C, p->V, 1.0f, a->dlogits, p->V, weight_at(rb, p->wte), C, 0.0f, a->dt1, 0, C);
+        be->ops->gemm(be, 0, 0, R, C, p->V, 1.0f, a->dlogits, p->Vld, weight_at(rb, p->wte), C, 0.0f, a->dt1, 0, C);
         layernorm_backward(be, rb, a->dx, a->dt1, a->x[p->L], a->mean_f, a->rstd_f, p->lnf_g, p->lnf_b, R, C, wel);
         grads_done(m, hook, p->L + 1);
     } else {
-        be->ops->gemm(be, 0, 0, a->M, C, p->V, 1.0f, a->dlogits, p->V, weight_at(rb, p->wte), C, 0.0f, a->dt1, 0, C);
+        be->ops->gemm(be, 0, 0, a->M, C, p->V, 1.0f, a->dlogits, p->Vld, weight_at(rb, p->wte), C, 0.0f, a->dt1, 0, C);
         if (wel) {
             be->ops->zero(be, a->dx, nel * rb->elem);
             be->ops->scatter_rows(be, a->dx, a->dt1, a->mask_rows, a->M, C);
@@ -446,7 +475,11 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         }
         /* r1 = x + proj(attn(qkv(g))), g = LN1(x) (GPT) or x (BERT) */
         linear_backward(be, rb, a->datty, a->dx, s->atty, k->proj_w, k->proj_b, R, C, C, wel);
-        if (wel) be->ops->attention_backward(be, a->dqkv, a->datty, s->qkv, s->probs, a->B, p->T, C, p->H, !p->bert);
+        if (wel && p->flash)
+            be->ops->flash_attention_backward(be, a->dqkv, a->datty, s->atty, s->qkv, s->probs, a->B, p->T, C, p->H,
+                                              !p->bert);
+        else if (wel)
+            be->ops->attention_backward(be, a->dqkv, a->datty, s->qkv, s->probs, a->B, p->T, C, p->H, !p->bert);
         linear_backward(be, rb, a->dt1, a->dqkv, p->bert ? x : s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, wel);
         if (!p->bert) {
             layernorm_backward(be, rb, a->dt2, a->dt1, x, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel);
@@ -476,7 +509,7 @@ static void tf_forward_loss(struct backend *be, const struct model *m, struct st
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
     forward_pass(be, m, rb, 1, hook);
-    be->ops->softmax_xent(be, a->dlogits, rb->loss + slot, a->logits, a->targets, a->M, p->V,
+    be->ops->softmax_xent(be, a->dlogits, rb->loss + slot, a->logits, a->targets, a->M, p->V, p->Vld,
                           loss_scale / (float)a->M);
 }
 

@@ -26,7 +26,10 @@ struct tf_block {
 struct tf {
     int bert;                  /* 1: BERT, 0: GPT */
     int L, C, H, T, V, F, S;   /* blocks, width, heads, sequence, vocabulary, FFN width (4C), segments (BERT: 2) */
+    int Vld;                   /* the logits' row stride: V rounded up to 64 */
     int nmask;                 /* predicted positions per sequence: T (GPT), round(mask_fraction x T) (BERT) */
+    int attention;             /* train.attention as asked (enum attention_impl) */
+    int flash;                 /* the fused attention runs (settled by the backend: tf_supported) */
     struct tf_block *blk;      /* [L] */
     size_t wte, wpe, wse, lne_g, lne_b, lnf_g, lnf_b;
 };

@@ -6,24 +6,31 @@
 #
 #   tests/gpu/issue12_bench.sh OUTDIR [SECTIONS]     from the repo root, bin/dpscale prebuilt
 #
-# Sections (letters, in the order given; default VBGZR):
-#   V  the transformers against PyTorch first (dpscale dump + tests/gpu/torch_reference.py,
-#      CUDA fp32 and bf16): the bars mean nothing for a step that is not the model
-#   B  BERT-Large, batch 16, --model.mask_fraction=1: nvlink (sweep 1,2), pcie (sweep 1,2)
-#   G  GPT-2 small, batch 16: nvlink, pcie
+# Sections (letters, in the order given; default VBGZRP):
+#   V  the transformers against PyTorch first (dpscale dump + tests/gpu/torch_reference.py): the
+#      tiny presets in fp32 (unfused attention), and a shape with head dimension 64, a sequence of
+#      80 (no multiple of the 64-row tiles) and a vocabulary of 61 (padded logits) in bf16 with the
+#      presets' flash attention and GEMM epilogues; then data-parallel equivalence (2 x 4 sequences
+#      against 1 x 8, fp32, NCCL): the bars mean nothing for a step that is not the model
+#   B  BERT-Large, batch 16, --model.mask_fraction=1, sweep 1,2: nvlink with fp32 gradients (as the
+#      framework's autocast DDP) and with bf16 gradients (train.grad_dtype and comm.allreduce_dtype =
+#      compute; the master weights and AdamW state stay fp32); pcie with bf16 gradients and NCCL's
+#      host-memory copies on the copy engines (comm.shm_copy = ce)
+#   P  BERT-Large through host memory with fp32 gradients
+#   G  GPT-2 small, batch 16: nvlink (fp32 gradients), pcie (bf16 gradients)
 #   X  GPT-2 XL, batch 4, nvlink (the communication-heavy end; not a bar)
 #   Z  dpscale bench on BERT-Large: the step against its GEMMs alone, the largest non-GEMM part
-#   R  the PyTorch reference: bert and gpt, autocast (fp32 master) and bf16, 1 and 2 GPUs;
-#      bert through host memory (NCCL_P2P_DISABLE=1)
+#   R  the PyTorch reference: bert and gpt, autocast (fp32 master), 1 and 2 GPUs
+#   Q  more of it: bert in pure bf16 on 1 GPU; bert through host memory (NCCL_P2P_DISABLE=1) on 2
 # Writes OUTDIR/issue12.log (everything), OUTDIR/issue12-h5.tar (dpscale's files) and the
 # `dpscale report` tables (Markdown, tokens/s) at the end of the log. Each launch is bounded
 # by ISSUE12_RUN_TIMEOUT_S (default 150 s); the whole by ISSUE12_BUDGET_S (default 560 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-usage="usage: tests/gpu/issue12_bench.sh OUTDIR [SECTIONS of VBGXZR; default VBGZR]"
+usage="usage: tests/gpu/issue12_bench.sh OUTDIR [SECTIONS of VBGPQXZR; default VBGZRP]"
 [ $# -ge 1 ] && [ -n "$1" ] || { echo "$usage" >&2; exit 2; }
-SECTIONS=${2:-VBGZR}
-[[ $SECTIONS =~ ^[VBGXZR]+$ ]] || { echo "$usage; got '$SECTIONS'" >&2; exit 2; }
+SECTIONS=${2:-VBGZRP}
+[[ $SECTIONS =~ ^[VBGPQXZR]+$ ]] || { echo "$usage; got '$SECTIONS'" >&2; exit 2; }
 mkdir -p "$1" || exit 2
 OUTDIR=$(cd "$1" && pwd) || exit 2
 LOG=$OUTDIR/issue12.log TAR=$OUTDIR/issue12-h5.tar
@@ -55,9 +62,9 @@ main() {
             --run.output_dir="$H5DIR" --run.output="$label.h5" "$@"
         [ -f "$H5DIR/$label.h5" ] && tar -rf "$TAR" -C "$H5DIR" "$label.h5"
     }
-    ref() { # LABEL "VAR=VALUE ..." ARGS...: the PyTorch reference on 1 GPU, then on 2
-        local label=$1 envs=$2 np; shift 2
-        for np in 1 2; do
+    ref() { # LABEL "VAR=VALUE ..." "NPROCS" ARGS...: the PyTorch reference on each of NPROCS GPUs
+        local label=$1 envs=$2 nps=$3 np; shift 3
+        for np in $nps; do
             # shellcheck disable=SC2086
             run "$label-n$np" env $envs "${TORCHRUN[@]}" --standalone --nproc_per_node="$np" \
                 tests/gpu/transformer_ddp_reference.py "$@"
@@ -68,26 +75,37 @@ main() {
     rm -f "$TAR"
     local bert=(--model.mask_fraction=1 --train.iters=20 --train.warmup=5)
     local gpt=(--train.iters=20 --train.warmup=5)
+    local g16=(--train.grad_dtype=compute --comm.allreduce_dtype=compute)
     local i
     for ((i = 0; i < ${#SECTIONS}; i++)); do
         case ${SECTIONS:i:1} in
         V)
             echo; echo "######## V. the transformers against PyTorch (CUDA fp32 and bf16)"
+            local mid=(--model.seq_len=80 --model.vocab=61 --model.hidden_dim=128 --model.heads=2
+                --train.batch_per_gpu=3 --precision=bf16 --train.attention=flash --train.gemm_epilogue=forward)
             for m in gpt bert; do
                 run dump-$m-32 "$DPSCALE" dump --config configs/$m-tiny.ini --backend=cuda --run.output_dir="$H5DIR" \
                     --run.output=dump-$m-32.h5 && run torch-$m-32 "$PY" tests/gpu/torch_reference.py "$H5DIR/dump-$m-32.h5" --tol 1e-4
-                run dump-$m-16 "$DPSCALE" dump --config configs/$m-tiny.ini --backend=cuda --precision=bf16 \
+                run dump-$m-16 "$DPSCALE" dump --config configs/$m-tiny.ini --backend=cuda "${mid[@]}" \
                     --run.output_dir="$H5DIR" --run.output=dump-$m-16.h5 &&
                     run torch-$m-16 "$PY" tests/gpu/torch_reference.py "$H5DIR/dump-$m-16.h5" --tol 3e-2
+                run dp-$m mpirun -np 2 --bind-to none "$DPSCALE" run --config configs/$m-tiny.ini --backend=cuda \
+                    --train.scaling=strong --train.global_batch=8 --run.sweep=1,2 --run.save_params=on \
+                    --run.output_dir="$H5DIR" --run.output=dp-$m.h5 &&
+                    run dp-equivalence-$m "$PY" tests/gpu/check.py params-close "$H5DIR/dp-$m.h5" 1e-5
             done ;;
         B)
             echo; echo "######## B. BERT-Large, batch 16 per GPU, loss on every position"
             dp B-bert-large-nvlink configs/bert-large.ini "${bert[@]}" --comm.path=nvlink
-            dp B-bert-large-pcie configs/bert-large.ini "${bert[@]}" --comm.path=pcie ;;
+            dp B-bert-large-nvlink-g16 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=nvlink
+            dp B-bert-large-pcie-g16 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=pcie --comm.shm_copy=ce ;;
         G)
             echo; echo "######## G. GPT-2 small, batch 16 per GPU"
             dp G-gpt2-small-nvlink configs/gpt2-small.ini "${gpt[@]}" --comm.path=nvlink
-            dp G-gpt2-small-pcie configs/gpt2-small.ini "${gpt[@]}" --comm.path=pcie ;;
+            dp G-gpt2-small-pcie-g16 configs/gpt2-small.ini "${gpt[@]}" "${g16[@]}" --comm.path=pcie --comm.shm_copy=ce ;;
+        P)
+            echo; echo "######## P. BERT-Large through host memory with fp32 gradients (as the framework's autocast DDP)"
+            dp P-bert-large-pcie configs/bert-large.ini "${bert[@]}" --comm.path=pcie --comm.shm_copy=ce ;;
         X)
             echo; echo "######## X. GPT-2 XL, batch 4 per GPU, NVLink"
             dp X-gpt2-xl-nvlink configs/gpt2-xl.ini "${gpt[@]}" --comm.path=nvlink ;;
@@ -96,15 +114,17 @@ main() {
             run Z-bench "$DPSCALE" bench --config configs/bert-large.ini --run.backend=cuda "${bert[@]}" ;;
         R)
             echo; echo "######## R. the PyTorch eager reference (SDPA attention, fused AdamW), DDP at 2 GPUs"
-            ref R-bert-autocast "" --model bert --mode autocast
-            ref R-bert-bf16 "" --model bert --mode bf16
-            ref R-gpt-autocast "" --model gpt --mode autocast
-            ref R-bert-autocast-pcie "NCCL_P2P_DISABLE=1" --model bert --mode autocast ;;
+            ref R-bert-autocast "" "1 2" --model bert --mode autocast
+            ref R-gpt-autocast "" "1 2" --model gpt --mode autocast ;;
+        Q)
+            echo; echo "######## Q. more of the PyTorch reference: bert in pure bf16, bert through host memory"
+            ref Q-bert-bf16 "" "1" --model bert --mode bf16
+            ref Q-bert-autocast-pcie "NCCL_P2P_DISABLE=1" "2" --model bert --mode autocast ;;
         esac
     done
     echo; echo "== dpscale report of every file (tokens/s)"
     local f
-    for f in "$H5DIR"/[BGX]-*.h5; do [ -f "$f" ] && "$DPSCALE" report "$f"; done
+    for f in "$H5DIR"/[BGPX]-*.h5; do [ -f "$f" ] && "$DPSCALE" report "$f"; done
     echo "== $nfail launches failed; ${SECONDS} s"
     ((nfail == 0))
 }

@@ -116,6 +116,26 @@ for m in gpt bert; do
     check gradcheck_1gpu_$m $MPIRUN -np 1 bin/dpscale gradcheck --config configs/$m-tiny.ini --backend=cuda \
         --train.batch_per_gpu=2
 done
+# flash attention (train.attention = flash: our fused kernels, bf16 and fp16, head dimensions 64 and 32) and the
+# forward epilogues (bias, GELU and the residual add in cuBLASLt's epilogue) against PyTorch, on a shape whose
+# sequence (80) is no multiple of the 64-row tiles and whose vocabulary (61) is padded in the logits
+MID="--model.seq_len=80 --model.vocab=61 --train.batch_per_gpu=3 --model.hidden_dim=128"
+for m in gpt bert; do
+    for hp in "2 bf16" "4 bf16" "2 fp16"; do
+        set -- $hp
+        check dump_flash_${m}_h$1_$2 bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda $MID --model.heads=$1 \
+            --precision=$2 --train.attention=flash $O --run.output=dump-flash-$m-$1-$2.h5
+        check torch_flash_${m}_h$1_$2_3e-2 $PY tests/gpu/torch_reference.py "$LOG/dump-flash-$m-$1-$2.h5" --tol 3e-2
+    done
+    check dump_epilogue_${m}_bf16 bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda $MID --model.heads=2 \
+        --precision=bf16 --train.gemm_epilogue=forward $O --run.output=dump-epi-$m.h5
+    check torch_epilogue_${m}_bf16_3e-2 $PY tests/gpu/torch_reference.py "$LOG/dump-epi-$m.h5" --tol 3e-2
+    check cpu_mid_$m bin/dpscale run --config configs/$m-tiny.ini --backend=cpu $MID --model.heads=2 --train.iters=20 \
+        $O --run.output=$m-mid-cpu.h5
+    check cuda_flash_$m bin/dpscale run --config configs/$m-tiny.ini --backend=cuda --precision=bf16 $MID --model.heads=2 \
+        --train.attention=flash --train.gemm_epilogue=forward --train.iters=20 $O --run.output=$m-mid-flash.h5
+    check loss_flash_${m}_vs_cpu_8e-3 $PY tests/gpu/check.py loss-close "$LOG/$m-mid-flash.h5" "$LOG/$m-mid-cpu.h5" 7.8e-3
+done
 check gradcheck_1gpu $MPIRUN -np 1 bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
 check gradcheck_${NGPU}gpu $MPIRUN -np "$NGPU" bin/dpscale gradcheck --config configs/mlp-tiny.ini --backend=cuda
 # 3. data parallel: N GPUs x batch B end where 1 GPU x batch N*B does (strong scaling sweep)
@@ -123,6 +143,12 @@ if [ "$NGPU" -ge 2 ]; then
     check dp_sweep_fp32 $MPIRUN -np 2 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda \
         --train.scaling=strong --train.global_batch=128 --sweep=1,2 --run.save_params=on $O --run.output=dp.h5
     check dp_equivalence_1e-5 $PY tests/gpu/check.py params-close "$LOG/dp.h5" 1e-5
+    # the same on the transformers (fp32, NCCL): 2 x 4 sequences end where 1 x 8 do
+    for m in gpt bert; do
+        check dp_sweep_$m $MPIRUN -np 2 bin/dpscale run --config configs/$m-tiny.ini --backend=cuda \
+            --train.scaling=strong --train.global_batch=8 --sweep=1,2 --run.save_params=on $O --run.output=dp-$m.h5
+        check dp_equivalence_${m}_1e-5 $PY tests/gpu/check.py params-close "$LOG/dp-$m.h5" 1e-5
+    done
     # the same with ZeRO-1 (reduce-scatter, 1/N update, all-gather) on symmetric buffers, zero-CTA policy
     check dp_sweep_zero1 $MPIRUN -np 2 bin/dpscale run --config configs/mlp-medium.ini --backend=cuda \
         --train.scaling=strong --train.global_batch=128 --sweep=1,2 --run.save_params=on \

@@ -81,6 +81,7 @@ def test_the_synthetic_tokens_are_learnable(kind, args, outdir):
     (("--model.hidden_dim=30",), "model.heads"),
     (("--model.seq_len=1",), "model.seq_len"),
     (("--model.type=bert", "--model.mask_fraction=0"), "model.mask_fraction"),
+    (("--train.attention=flash",), "train.attention"),  # the fused kernels are the GPU's, in bf16 or fp16
 ])
 def test_impossible_transformers_are_refused(outdir, args, names):
     p = dpscale(1, "run", "--config", CONFIGS["gpt"], f"--run.output_dir={outdir}", *args)
