@@ -484,12 +484,20 @@ __global__ void __launch_bounds__(FA_THREADS) fa_backward_dq(T *dqkv, const T *q
 
 /* ---- launchers ------------------------------------------------------------------------------ */
 
+/* Sequences per launch: gridDim.y (sequences x heads) is at most 65535. */
+static int seqs_per_launch(int H) { return 65535 / H; }
+
 template <typename T, int D>
 static cudaError_t forward_typed(void *out, float *lse, const void *qkv, int B, int T_, int C, int H, int causal,
                                  cudaStream_t s)
 {
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
-    fa_forward<T, D><<<dim3(tiles(T_), B * H), FA_THREADS, 0, s>>>((T *)out, lse, (const T *)qkv, T_, H, C, causal, sl2);
+    for (int b0 = 0; b0 < B; b0 += seqs_per_launch(H)) {
+        const int nb = min(seqs_per_launch(H), B - b0);
+        fa_forward<T, D><<<dim3(tiles(T_), nb * H), FA_THREADS, 0, s>>>(
+            (T *)out + (size_t)b0 * T_ * C, lse + (size_t)b0 * H * T_, (const T *)qkv + (size_t)b0 * T_ * 3 * C, T_, H,
+            C, causal, sl2);
+    }
     return cudaGetLastError();
 }
 
@@ -501,11 +509,15 @@ static cudaError_t backward_typed(void *dqkv, const void *dout, const void *out,
     const size_t warps = (size_t)B * T_ * H;
     fa_delta<T, D><<<(unsigned)((warps * 32 + 255) / 256), 256, 0, s>>>(delta, (const T *)out, (const T *)dout, B, T_,
                                                                       H, C);
-    const dim3 grid(tiles(T_), B * H);
-    fa_backward_dkdv<T, D><<<grid, FA_THREADS, 0, s>>>((T *)dqkv, (const T *)qkv, (const T *)dout, lse, delta, T_, H,
-                                                       C, causal, sl2, scale);
-    fa_backward_dq<T, D><<<grid, FA_THREADS, 0, s>>>((T *)dqkv, (const T *)qkv, (const T *)dout, lse, delta, T_, H, C,
-                                                     causal, sl2, scale);
+    for (int b0 = 0; b0 < B; b0 += seqs_per_launch(H)) {
+        const int nb = min(seqs_per_launch(H), B - b0);
+        const size_t x3 = (size_t)b0 * T_ * 3 * C, x1 = (size_t)b0 * T_ * C, r = (size_t)b0 * H * T_;
+        const dim3 grid(tiles(T_), nb * H);
+        fa_backward_dkdv<T, D><<<grid, FA_THREADS, 0, s>>>((T *)dqkv + x3, (const T *)qkv + x3, (const T *)dout + x1,
+                                                           lse + r, delta + r, T_, H, C, causal, sl2, scale);
+        fa_backward_dq<T, D><<<grid, FA_THREADS, 0, s>>>((T *)dqkv + x3, (const T *)qkv + x3, (const T *)dout + x1,
+                                                         lse + r, delta + r, T_, H, C, causal, sl2, scale);
+    }
     return cudaGetLastError();
 }
 
