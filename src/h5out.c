@@ -327,6 +327,8 @@ static void write_run(struct h5w *w, hid_t runs_group, const struct config *cfg,
     dataset_write(w, g, "bucket_elements", H5T_NATIVE_DOUBLE, 1, nb, r->bucket_count, NULL);
     dataset_write(w, g, "bucket_start_s", H5T_NATIVE_DOUBLE, 3, ib, r->bucket_start, "s");
     dataset_write(w, g, "bucket_end_s", H5T_NATIVE_DOUBLE, 3, ib, r->bucket_end, "s");
+    dataset_write(w, g, "bucket_ready_s", H5T_NATIVE_DOUBLE, 3, ib, r->bucket_ready, "s");
+    dataset_write(w, g, "bucket_ready_compute_only_s", H5T_NATIVE_DOUBLE, 3, ib, r->bucket_ready_compute_only, "s");
     if (r->params != NULL) {
         hsize_t np[1] = {(hsize_t)r->nparams};
         dataset_write(w, g, "params", H5T_NATIVE_FLOAT, 1, np, r->params, NULL);

@@ -156,11 +156,20 @@ static void on_stage_begin(void *ctx, int stage)
 
 static size_t bucket_end(const struct bucket *b) { return b->offset + b->count; }
 
+/* Mark every bucket of the plan that is complete with the gradients [0, prefix). */
+static void mark_ready(struct run_loop *L, size_t prefix)
+{
+    const int nb = L->plan.nbuckets;
+    for (; L->next_ready < nb && bucket_end(&L->plan.buckets[L->next_ready]) <= prefix; L->next_ready++)
+        if (L->timed_step >= 0) L->be->ops->event_record(L->be, L->ready_ev[(size_t)L->timed_step * nb + L->next_ready]);
+}
+
 /* step_hook: backward has produced the gradients [0, prefix): start every bucket
  * that is now complete, or (no communication) update every layer that is. */
 static void on_grads_done(void *ctx, size_t prefix)
 {
     struct run_loop *L = ctx;
+    mark_ready(L, prefix);
     if (L->with_comm) {
         if (L->cfg->overlap)
             while (L->next_bucket < L->plan.nbuckets && bucket_end(&L->plan.buckets[L->next_bucket]) <= prefix)
@@ -250,9 +259,12 @@ void run_loop_init(struct run_loop *L, const struct config *cfg, const struct mo
     const size_t nphase = (size_t)L->iters * NPHASES, nbucket = (size_t)L->iters * L->plan.nbuckets * 2;
     L->phase_ev = calloc(nphase, sizeof *L->phase_ev);
     L->bucket_ev = calloc(nbucket + 1, sizeof *L->bucket_ev);
+    L->ready_ev = calloc(nbucket / 2 + 1, sizeof *L->ready_ev);
     CHECK_ALLOC(L->phase_ev);
     CHECK_ALLOC(L->bucket_ev);
+    CHECK_ALLOC(L->ready_ev);
     for (size_t i = 0; i < nphase; i++) L->phase_ev[i] = be->ops->event_create(be);
+    for (size_t i = 0; i < nbucket / 2; i++) L->ready_ev[i] = be->ops->event_create(be);
     L->plan_updated = calloc((size_t)L->plan.nbuckets, sizeof *L->plan_updated);
     L->stage_updated = calloc((size_t)L->stages.nbuckets, sizeof *L->stage_updated);
     CHECK_ALLOC(L->plan_updated);
@@ -280,6 +292,8 @@ void run_loop_free(struct run_loop *L)
             }
     }
     for (size_t i = 0; i < (size_t)L->iters * NPHASES; i++) be->ops->event_destroy(be, L->phase_ev[i]);
+    for (size_t i = 0; i < (size_t)L->iters * L->plan.nbuckets; i++) be->ops->event_destroy(be, L->ready_ev[i]);
+    free(L->ready_ev);
     for (int k = 0; k < L->plan.nbuckets; k++) be->ops->event_destroy(be, L->plan_updated[k]);
     for (int k = 0; k < L->stages.nbuckets; k++) be->ops->event_destroy(be, L->stage_updated[k]);
     free(L->plan_updated);
@@ -336,10 +350,13 @@ static void one_step(struct run_loop *L, int s)
     step_forward_loss(be, L->m, &L->rb, L->B, s, (float)config_loss_scale(L->cfg), &hook);
     if (timed) be->ops->event_record(be, e[PHASE_FORWARD]);
     L->next_bucket = 0; /* of the plan this pass updates or reduces by */
+    L->next_ready = 0;
+    L->timed_step = timed ? s - L->cfg->warmup : -1;
     L->marking = timed && L->with_comm ? s - L->cfg->warmup : -1;
     limit_gemms(L, L->with_comm || L->updating);
     step_backward(be, L->m, &L->rb, L->B, &hook);
     limit_gemms(L, 0);
+    mark_ready(L, L->m->nparams); /* a model that does not report its last stage */
     if (timed) be->ops->event_record(be, e[PHASE_BACKWARD]);
     if (L->with_comm) {
         while (L->next_bucket < L->plan.nbuckets) start_bucket(L, L->next_bucket++);
@@ -431,6 +448,17 @@ void run_loop_bucket_times(struct run_loop *L, double *start, double *end)
             start[(size_t)i * nb + k] = L->c != NULL ? be->ops->event_elapsed_s(be, step_start, e[0]) : 0.0;
             end[(size_t)i * nb + k] = L->c != NULL ? be->ops->event_elapsed_s(be, step_start, e[1]) : 0.0;
         }
+    }
+}
+
+void run_loop_ready_times(struct run_loop *L, double *ready)
+{
+    struct backend *be = L->be;
+    const int nb = L->plan.nbuckets;
+    for (int i = 0; i < L->iters; i++) {
+        struct backend_event *step_start = L->phase_ev[(size_t)i * NPHASES + PHASE_STEP];
+        for (int k = 0; k < nb; k++)
+            ready[(size_t)i * nb + k] = be->ops->event_elapsed_s(be, step_start, L->ready_ev[(size_t)i * nb + k]);
     }
 }
 

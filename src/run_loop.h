@@ -48,6 +48,9 @@ struct run_loop {
     int marking;            /* timed step whose bucket markers are recorded, -1 = none */
     struct backend_event **phase_ev;  /* [iters][NPHASES]: ends of phases; slot STEP = the start */
     struct backend_event **bucket_ev; /* [iters][nbuckets][2]: start and end of each bucket's reduction */
+    struct backend_event **ready_ev;  /* [iters][nbuckets]: each bucket's gradients complete (compute stream) */
+    int next_ready;         /* first bucket of this step's backward not yet complete */
+    int timed_step;         /* timed index of the step in progress, -1 in warm-up */
     double timed_wall_s;   /* last pass: wall time of its timed steps */
     double host_enqueue_s; /* last pass: the shortest time the host took to enqueue one step; a step
                             * whose GPU time is no longer than this is launch-bound */
@@ -68,6 +71,10 @@ void run_loop_steps(struct run_loop *L, int with_comm);
 void run_loop_phase_times(struct run_loop *L, double *out);
 /* This rank's bucket start and end times of the last pass, from each step's start: [iter][bucket]. */
 void run_loop_bucket_times(struct run_loop *L, double *start, double *end);
+/* The last pass, [iters][nbuckets]: when each bucket's gradients were complete, from the
+ * step's start (on the compute stream: the backward timeline, with or without
+ * communication beside it). */
+void run_loop_ready_times(struct run_loop *L, double *ready);
 /* The communication of one step (every bucket's reduction; sharded: and the
  * all-gathers), back to back, `reps` times, the device idle and the ranks lined up
  * by a barrier before each: this rank's times in out[reps]. */

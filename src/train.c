@@ -194,6 +194,9 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     double *phases = calloc((size_t)iters * NPHASES, sizeof(double)), *compute = calloc((size_t)iters, sizeof(double));
     double *compute_bwd = calloc((size_t)iters, sizeof(double)), *alone = calloc((size_t)reps, sizeof(double));
     double *bstart = calloc((size_t)iters * nb, sizeof(double)), *bend = calloc((size_t)iters * nb, sizeof(double));
+    double *bready = calloc((size_t)iters * nb, sizeof(double)), *bready_co = calloc((size_t)iters * nb, sizeof(double));
+    CHECK_ALLOC(bready);
+    CHECK_ALLOC(bready_co);
     CHECK_ALLOC(phases);
     CHECK_ALLOC(compute);
     CHECK_ALLOC(compute_bwd);
@@ -207,6 +210,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         run_loop_steps(&L, 0);
         run_loop_phase_times(&L, phases);
         keep_compute_only(phases, iters, compute, compute_bwd);
+        run_loop_ready_times(&L, bready_co);
         /* 2. the communication alone */
         run_loop_comm_alone(&L, reps, alone);
     }
@@ -215,7 +219,11 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     run_loop_steps(&L, 1);
     run_loop_phase_times(&L, phases);
     run_loop_bucket_times(&L, bstart, bend);
-    if (c == NULL) keep_compute_only(phases, iters, compute, compute_bwd); /* the real step is its own */
+    run_loop_ready_times(&L, bready);
+    if (c == NULL) { /* the real step is its own */
+        keep_compute_only(phases, iters, compute, compute_bwd);
+        memcpy(bready_co, bready, (size_t)iters * nb * sizeof(double));
+    }
 
     double nvlink = L.nvlink_tx_bytes;
     group_sum_doubles(g, &nvlink, 1);
@@ -236,6 +244,8 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     out->allreduce_alone = gather_rows(g, alone, reps, 1);
     out->bucket_start = gather_rows(g, bstart, iters, nb);
     out->bucket_end = gather_rows(g, bend, iters, nb);
+    out->bucket_ready = gather_rows(g, bready, iters, nb);
+    out->bucket_ready_compute_only = gather_rows(g, bready_co, iters, nb);
     if (group_rank(g) == 0) {
         for (int p = 0; p < NPHASES; p++) {
             out->times[p] = calloc((size_t)iters * N, sizeof(double));
@@ -255,6 +265,8 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     free(alone);
     free(bstart);
     free(bend);
+    free(bready);
+    free(bready_co);
     run_loop_free(&L);
     return 0;
 }
@@ -267,6 +279,8 @@ void run_result_free(struct run_result *r)
     free(r->bucket_count);
     free(r->bucket_start);
     free(r->bucket_end);
+    free(r->bucket_ready);
+    free(r->bucket_ready_compute_only);
     free(r->loss);
     free(r->allreduce_alone);
     free(r->params);

@@ -30,6 +30,9 @@ struct run_result {
     int nbuckets;
     double *bucket_count;   /* [bucket]: gradient elements in each bucket */
     double *bucket_start, *bucket_end; /* [iter x rank x bucket]: from the step's start */
+    /* [iter x rank x bucket]: when each bucket's gradients were complete, from the step's
+     * start, in the real pass and in the compute-only pass (one rank: the same) */
+    double *bucket_ready, *bucket_ready_compute_only;
     double *loss;           /* [steps]: mean loss over the global batch of each step */
     double *allreduce_alone; /* [reps x rank]: the step's communication by itself, ranks lined up first; 0 on 1 rank */
     int allreduce_reps;

@@ -40,6 +40,28 @@ def test_with_overlap_the_first_bucket_starts_during_backward(runs):
         assert np.all(g["bucket_end_s"][:].max(axis=2) <= exposed_end + 1e-6)
 
 
+def test_bucket_ready_times_are_the_backward_timeline(runs):
+    """Each bucket's gradients are complete (bucket_ready_s, on the compute stream) in
+    backward order, inside backward, and before its reduction starts; the compute-only
+    pass records the same timeline without communication (what a projection starts from)."""
+    on, _ = runs
+    for n in (1, 2):
+        g = on[f"runs/mpi/auto/n{n}"]
+        forward_end = g["forward_s"][:][:, :, None]
+        backward_end = forward_end + g["backward_s"][:][:, :, None]
+        for name in ("bucket_ready_s", "bucket_ready_compute_only_s"):
+            ready = g[name][:]
+            assert ready.shape == (6, n, g.attrs["nbuckets"])
+            assert np.all(np.diff(ready, axis=2) >= 0), name
+            assert np.all(ready[:, :, :1] >= forward_end[:, :, :1] - 1e-6), name
+        ready = g["bucket_ready_s"][:]
+        assert np.all(ready <= backward_end + 1e-6)
+        if n == 1:  # the real pass is the compute-only one
+            assert np.array_equal(ready, g["bucket_ready_compute_only_s"][:])
+        else:  # a reduction starts once its gradients are complete
+            assert np.all(g["bucket_start_s"][:] >= ready - 1e-4)
+
+
 def test_overlap_does_not_change_the_training(runs):
     on, off = runs
     assert on["runs/mpi/auto/n2"].attrs["params_hash"] == off["runs/mpi/auto/n2"].attrs["params_hash"]
