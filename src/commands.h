@@ -10,6 +10,7 @@ int cmd_dump(int argc, char **argv);      /* one step laid open for an independe
 int cmd_comm(int argc, char **argv);      /* allreduce bandwidth sweep (cmd_comm.c) */
 int cmd_topo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_project(int argc, char **argv); /* a measured step projected onto another system's allreduce curves (cmd_project.c) */
 int cmd_config(int argc, char **argv);    /* the resolved configuration, or one key of it (cmd_config.c) */    /* tables, comparisons and plots of result files (cmd_report.c) */      /* the node's GPU, PCIe, NVLink and network topology (cmd_topo.c) */
 
 #endif

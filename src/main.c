@@ -18,6 +18,7 @@ static void usage(FILE *out)
             "  comm       allreduce bandwidth over a range of sizes (nccl-tests definitions), checked\n"
             "  topo       GPU links (NVLink, PCIe path), PCIe, NUMA, network adapters, GPU-to-GPU copy matrix\n"
             "  report     scaling tables (Markdown, CSV, JSON), comparisons and plots of result files\n"
+            "  project    a measured step projected onto another system's allreduce curves (dpscale comm file)\n"
             "  config     the resolved configuration (--get section.key for one value)\n"
             "  version    print the version\n\n"
             "dpscale run --help lists every configuration key.\n",
@@ -38,11 +39,12 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "comm") == 0) return cmd_comm(argc - 1, argv + 1);
     if (strcmp(cmd, "topo") == 0) return cmd_topo(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return cmd_report(argc - 1, argv + 1);
+    if (strcmp(cmd, "project") == 0) return cmd_project(argc - 1, argv + 1);
     if (strcmp(cmd, "config") == 0) return cmd_config(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("dpscale %s\n", DPSCALE_VERSION);
         return EXIT_OK;
     }
-    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, dump, comm, topo, report, config, version\n", cmd);
+    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, dump, comm, topo, report, project, config, version\n", cmd);
     return EXIT_BAD_INPUT;
 }

@@ -11,42 +11,11 @@
 #include <string.h>
 
 #include "h5out.h"
+#include "h5read.h"
 #include "report.h"
 
 static int attr_exists(hid_t obj, const char *name) { return H5Aexists(obj, name) > 0; }
 
-static int read_attr_str(hid_t obj, const char *name, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    if (!attr_exists(obj, name)) return -1;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), ftype = H5Aget_type(a);
-    int rc = -1;
-    if (H5Tget_class(ftype) == H5T_STRING) {
-        if (H5Tis_variable_str(ftype) > 0) {
-            hid_t mtype = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mtype, H5T_VARIABLE);
-            H5Tset_cset(mtype, H5Tget_cset(ftype)); /* HDF5 converts no character set into another */
-            char *v = NULL;
-            if (H5Aread(a, mtype, &v) >= 0 && v != NULL) {
-                snprintf(buf, len, "%s", v);
-                H5free_memory(v);
-                rc = 0;
-            }
-            H5Tclose(mtype);
-        } else {
-            size_t n = H5Tget_size(ftype);
-            char tmp[1024] = "";
-            if (n < sizeof tmp && H5Aread(a, ftype, tmp) >= 0) {
-                tmp[n] = '\0';
-                snprintf(buf, len, "%s", tmp);
-                rc = 0;
-            }
-        }
-    }
-    H5Tclose(ftype);
-    H5Aclose(a);
-    return rc;
-}
 
 static double read_attr_num(hid_t obj, const char *name);
 
@@ -158,7 +127,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     }
     int rc = -1;
     char writer[32] = "";
-    read_attr_str(file, "writer", writer, sizeof writer);
+    h5_attr_str(file, "writer", writer, sizeof writer);
     const double schema = read_attr_num(file, "schema_version");
     hid_t cfg = -1, sys = -1, sum = -1, space = -1;
     if (strcmp(writer, "dpscale") != 0 || isnan(schema)) {
@@ -174,7 +143,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
         snprintf(err, errlen, "%s: no /summary table: a dpscale comm or topo file has no scaling runs to report", path);
         goto done;
     }
-    read_attr_str(file, "created_utc", f->created, sizeof f->created);
+    h5_attr_str(file, "created_utc", f->created, sizeof f->created);
     cfg = H5Gopen2(file, "config", H5P_DEFAULT);
     sys = H5Gopen2(file, "system", H5P_DEFAULT);
     sum = H5Dopen2(file, "summary", H5P_DEFAULT);
@@ -182,18 +151,18 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
         snprintf(err, errlen, "%s: damaged: /config, /system or /summary cannot be read", path);
         goto done;
     }
-    read_attr_str(sys, "device_name", f->device, sizeof f->device);
-    read_attr_str(cfg, "model.name", f->model, sizeof f->model);
-    read_attr_str(cfg, "train.precision", f->precision, sizeof f->precision);
-    read_attr_str(cfg, "train.scaling", f->scaling, sizeof f->scaling);
-    read_attr_str(cfg, "train.grad_dtype", f->grad_dtype, sizeof f->grad_dtype);
-    read_attr_str(cfg, "comm.overlap", f->overlap, sizeof f->overlap);
+    h5_attr_str(sys, "device_name", f->device, sizeof f->device);
+    h5_attr_str(cfg, "model.name", f->model, sizeof f->model);
+    h5_attr_str(cfg, "train.precision", f->precision, sizeof f->precision);
+    h5_attr_str(cfg, "train.scaling", f->scaling, sizeof f->scaling);
+    h5_attr_str(cfg, "train.grad_dtype", f->grad_dtype, sizeof f->grad_dtype);
+    h5_attr_str(cfg, "comm.overlap", f->overlap, sizeof f->overlap);
     /* the model: /model from schema 4; before, an MLP, whose parameters every run group holds */
     if (H5Lexists(file, "model", H5P_DEFAULT) > 0) {
         hid_t mg = H5Gopen2(file, "model", H5P_DEFAULT);
-        read_attr_str(mg, "type", f->model_type, sizeof f->model_type);
-        read_attr_str(mg, "shape", f->shape, sizeof f->shape);
-        read_attr_str(mg, "unit", f->unit, sizeof f->unit);
+        h5_attr_str(mg, "type", f->model_type, sizeof f->model_type);
+        h5_attr_str(mg, "shape", f->shape, sizeof f->shape);
+        h5_attr_str(mg, "unit", f->unit, sizeof f->unit);
         f->parameters = (long long)read_attr_num(mg, "parameters");
         f->units_per_sample = (int)read_attr_num(mg, "units_per_sample");
         H5Gclose(mg);

@@ -158,6 +158,8 @@ static int tf_plan_activations(const struct model *m, size_t E, int batch, size_
     bad |= model_add_bytes(act, p->bert ? M : R, C, E);    /* hf */
     bad |= model_add_bytes(act, M, 2 * V, E);              /* logits, dlogits */
     bad |= model_add_bytes(act, R, 7 * C + F, E);          /* dx, dt1, dt2, datty, dqkv, dfc */
+    if (p->flash) bad |= model_add_bytes(act, BH, T, S);   /* backward's scratch: rowsum(dO O), or */
+    else bad |= model_add_bytes(act, BH * T, T, E);        /* dP of every head (the backend allocates it) */
     bad |= model_add_bytes(data, R, 2, sizeof(int));       /* tokens, segments */
     bad |= model_add_bytes(data, M, 2, sizeof(int));       /* targets, mask rows */
     return bad ? -1 : 0;

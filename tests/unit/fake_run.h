@@ -52,6 +52,8 @@ static struct run_result fake_run(int nranks, double step_s, int batch)
     r.bucket_count = filled(1, 10);
     r.bucket_start = filled(cells, step_s / 2);
     r.bucket_end = filled(cells, step_s);
+    r.bucket_ready = filled(cells, step_s / 4);
+    r.bucket_ready_compute_only = filled(cells, step_s / 4);
     r.loss = filled(4, 2.0);
     r.final_loss = 2.0;
     return r;

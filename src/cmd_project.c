@@ -1,0 +1,416 @@
+/* cmd_project.c — `dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini`: the
+ * step of RESULT's 1-GPU run projected onto every GPU count of a target's allreduce
+ * curves (a dpscale comm file measured there, or a catalog entry of configs/systems/),
+ * beside RESULT's own measured runs where it has the same count (docs/PROJECTION.md).
+ * Reads files only; needs no GPU and no MPI launch. */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "error.h"
+#include "h5read.h"
+#include "project.h"
+#include "session.h"
+#include "systems.h"
+#include "stats.h"
+
+#define MAX_GROUPS 16
+
+/* a dataset of doubles, whole (NULL when absent); *n its element count */
+static double *read_doubles(hid_t loc, const char *name, size_t *n, hsize_t dims[3], int *rank)
+{
+    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return NULL;
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT), sp = H5Dget_space(d);
+    hsize_t dd[3] = {1, 1, 1};
+    const int r = H5Sget_simple_extent_dims(sp, dd, NULL);
+    size_t count = 1;
+    for (int i = 0; i < r; i++) count *= dd[i];
+    double *v = malloc(count * sizeof *v);
+    CHECK_ALLOC(v);
+    if (H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) {
+        free(v);
+        v = NULL;
+    }
+    H5Sclose(sp);
+    H5Dclose(d);
+    *n = count;
+    if (dims != NULL) memcpy(dims, dd, sizeof dd);
+    if (rank != NULL) *rank = r;
+    return v;
+}
+
+
+/* median over the first dimension of the per-row maximum over the second ([rows x cols]) */
+static double median_of_max(const double *v, hsize_t rows, hsize_t cols)
+{
+    double *m = malloc(rows * sizeof *m);
+    CHECK_ALLOC(m);
+    stats_max_over_ranks(v, (int)rows, (int)cols, m);
+    const double r = stats_percentile(m, (int)rows, 50);
+    free(m);
+    return r;
+}
+
+/* the names of the groups under loc ("nvlink", "n2", ...) */
+struct names {
+    int n;
+    char name[MAX_GROUPS][64];
+};
+static herr_t add_name(hid_t g, const char *name, const H5L_info_t *info, void *out)
+{
+    (void)g;
+    (void)info;
+    struct names *ns = out;
+    if (ns->n < MAX_GROUPS) snprintf(ns->name[ns->n++], sizeof ns->name[0], "%s", name);
+    return 0;
+}
+static void list_groups(hid_t loc, const char *path, struct names *ns)
+{
+    ns->n = 0;
+    hid_t g = H5Gopen2(loc, path, H5P_DEFAULT);
+    if (g < 0) return;
+    H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, add_name, ns);
+    H5Gclose(g);
+}
+
+/* What RESULT says: its 1-GPU profile, and its measured multi-GPU runs. */
+struct source {
+    char where[256]; /* "runs/<library>/<path>" */
+    struct step_profile prof;
+    double *ready, *bytes;
+    int ready_measured; /* 0: spread over backward in proportion to the bytes */
+    double step1_s;
+    double peak_tflops; /* of the GPU it ran on, in its precision (0: unknown) */
+    char device[96], precision[16];
+    int nmeasured, measured_n[MAX_GROUPS];
+    double measured_eff[MAX_GROUPS];
+    double interference, imbalance_s; /* from the largest measured run, 0 without one */
+    int interference_from;
+    int interference_approx; /* schema 2: the compute-only backward is its forward + backward less the real forward */
+};
+
+static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
+{
+    struct names libs, paths;
+    list_groups(f, "runs", &libs);
+    for (int i = 0; i < libs.n; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "runs/%s", libs.name[i]);
+        list_groups(f, p, &paths);
+        for (int j = 0; j < paths.n; j++) {
+            char q[200];
+            snprintf(q, sizeof q, "runs/%s/%s/n1", libs.name[i], paths.name[j]);
+            if (H5Lexists(f, "runs", H5P_DEFAULT) > 0 && H5Lexists(f, p, H5P_DEFAULT) > 0) {
+                char pp[200];
+                snprintf(pp, sizeof pp, "runs/%s/%s", libs.name[i], paths.name[j]);
+                if (H5Lexists(f, pp, H5P_DEFAULT) > 0 && H5Lexists(f, q, H5P_DEFAULT) > 0) {
+                    snprintf(src->where, sizeof src->where, "%s", pp);
+                    goto found;
+                }
+            }
+        }
+    }
+    snprintf(err, errlen, "it has no 1-GPU run (runs/<library>/<path>/n1); run it with --sweep including 1");
+    return -1;
+found:;
+    hid_t g = H5Gopen2(f, src->where, H5P_DEFAULT), n1 = H5Gopen2(g, "n1", H5P_DEFAULT);
+    size_t n;
+    hsize_t d[3];
+    int r;
+    double *fw = read_doubles(n1, "forward_s", &n, d, &r);
+    double *bw = read_doubles(n1, "backward_s", &n, d, &r);
+    double *up = read_doubles(n1, "update_s", &n, d, &r);
+    double *st = read_doubles(n1, "step_s", &n, d, &r);
+    const hsize_t iters = d[0];
+    size_t nb;
+    double *elems = read_doubles(n1, "bucket_elements", &nb, NULL, NULL);
+    if (fw == NULL || bw == NULL || up == NULL || st == NULL || elems == NULL) {
+        snprintf(err, errlen, "%s/n1 lacks forward_s, backward_s, update_s, step_s or bucket_elements: not a run file", src->where);
+        return -1;
+    }
+    src->prof.forward_s = median_of_max(fw, iters, 1);
+    src->prof.backward_s = median_of_max(bw, iters, 1);
+    src->prof.update_left_s = median_of_max(up, iters, 1);
+    src->step1_s = median_of_max(st, iters, 1);
+    if (H5Aexists(n1, "peak_tflops") > 0) {
+        hid_t a = H5Aopen(n1, "peak_tflops", H5P_DEFAULT);
+        H5Aread(a, H5T_NATIVE_DOUBLE, &src->peak_tflops);
+        H5Aclose(a);
+    }
+    hid_t sys = H5Gopen2(f, "system", H5P_DEFAULT);
+    h5_attr_str(sys, "device_name", src->device, sizeof src->device);
+    H5Gclose(sys);
+    /* bytes an element travels: the allreduce dtype of the file's configuration */
+    char ar[16] = "", prec[16] = "", overlap[8] = "";
+    hid_t cfg = H5Gopen2(f, "config", H5P_DEFAULT);
+    h5_attr_str(cfg, "comm.allreduce_dtype", ar, sizeof ar);
+    h5_attr_str(cfg, "train.precision", prec, sizeof prec);
+    snprintf(src->precision, sizeof src->precision, "%s", prec);
+    h5_attr_str(cfg, "comm.overlap", overlap, sizeof overlap);
+    H5Gclose(cfg);
+    const double per = strcmp(ar, "compute") == 0 && (strcmp(prec, "bf16") == 0 || strcmp(prec, "fp16") == 0) ? 2 : 4;
+    src->prof.nbuckets = (int)nb;
+    src->prof.overlap = strcmp(overlap, "off") != 0;
+    src->bytes = malloc(nb * sizeof(double));
+    src->ready = malloc(nb * sizeof(double));
+    CHECK_ALLOC(src->bytes);
+    CHECK_ALLOC(src->ready);
+    double total = 0;
+    for (size_t k = 0; k < nb; k++) total += (src->bytes[k] = elems[k] * per);
+    size_t nr;
+    double *ready = read_doubles(n1, "bucket_ready_compute_only_s", &nr, d, &r);
+    src->ready_measured = ready != NULL && nr == iters * nb;
+    double cum = 0, *col = malloc(iters * sizeof(double));
+    CHECK_ALLOC(col);
+    for (size_t k = 0; k < nb; k++) {
+        cum += src->bytes[k];
+        if (src->ready_measured) { /* from the step's start: less that step's forward */
+            for (hsize_t i = 0; i < iters; i++) col[i] = ready[i * nb + k] - fw[i];
+            src->ready[k] = stats_percentile(col, (int)iters, 50);
+        } else {
+            src->ready[k] = src->prof.backward_s * cum / total;
+        }
+    }
+    free(col);
+    src->prof.ready_s = src->ready;
+    src->prof.bytes = src->bytes;
+    free(fw), free(bw), free(up), free(st), free(elems), free(ready);
+    H5Gclose(n1);
+    /* the measured runs at N > 1: their efficiency, and the largest one's interference and imbalance */
+    struct names ns;
+    list_groups(g, ".", &ns);
+    int largest = 0;
+    for (int i = 0; i < ns.n; i++) {
+        const int N = atoi(ns.name[i] + 1);
+        if (ns.name[i][0] != 'n' || N < 2 || src->nmeasured == MAX_GROUPS) continue;
+        hid_t gn = H5Gopen2(g, ns.name[i], H5P_DEFAULT);
+        double *s = read_doubles(gn, "step_s", &n, d, &r);
+        if (s != NULL) {
+            src->measured_n[src->nmeasured] = N;
+            src->measured_eff[src->nmeasured++] = src->step1_s / median_of_max(s, d[0], d[1]);
+            if (N > largest) {
+                size_t m2;
+                hsize_t d2[3];
+                double *b = read_doubles(gn, "backward_s", &m2, d2, &r);
+                double *cb = read_doubles(gn, "compute_only_backward_s", &m2, d2, &r);
+                double *co = read_doubles(gn, "compute_only_s", &m2, d2, &r);
+                if (cb == NULL && b != NULL) { /* schema 2: forward and backward of the compute-only pass together,
+                                                * less the real pass's forward */
+                    double *fb = read_doubles(gn, "compute_only_fwd_bwd_s", &m2, d2, &r);
+                    double *fr = read_doubles(gn, "forward_s", &m2, d2, &r);
+                    if (fb != NULL && fr != NULL) {
+                        for (size_t e = 0; e < m2; e++) fb[e] -= fr[e];
+                        cb = fb;
+                        src->interference_approx = 1;
+                    } else {
+                        free(fb);
+                    }
+                    free(fr);
+                }
+                if (b != NULL && cb != NULL && co != NULL) {
+                    largest = N;
+                    src->interference = median_of_max(b, d2[0], d2[1]) / median_of_max(cb, d2[0], d2[1]) - 1.0;
+                    double *mean = malloc(d2[0] * sizeof(double));
+                    CHECK_ALLOC(mean);
+                    for (hsize_t it = 0; it < d2[0]; it++) {
+                        mean[it] = 0;
+                        for (hsize_t rk = 0; rk < d2[1]; rk++) mean[it] += co[it * d2[1] + rk] / (double)d2[1];
+                    }
+                    src->imbalance_s = median_of_max(co, d2[0], d2[1]) - stats_percentile(mean, (int)d2[0], 50);
+                    free(mean);
+                }
+                free(b), free(cb), free(co);
+            }
+            free(s);
+        }
+        H5Gclose(gn);
+    }
+    src->interference_from = largest;
+    H5Gclose(g);
+    return 0;
+}
+
+/* the target's curves: collectives/<library>/<path>/n<N> of a dpscale comm file */
+static int read_curves(hid_t f, struct allreduce_curve *c, int max, char *where, size_t wlen, char *err, size_t errlen)
+{
+    struct names libs, paths, ns;
+    list_groups(f, "collectives", &libs);
+    for (int i = 0; i < libs.n; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "collectives/%s", libs.name[i]);
+        list_groups(f, p, &paths);
+        for (int j = 0; j < paths.n; j++) {
+            char q[240];
+            snprintf(q, sizeof q, "collectives/%s/%s", libs.name[i], paths.name[j]);
+            list_groups(f, q, &ns);
+            int nc = 0;
+            for (int k = 0; k < ns.n && nc < max; k++) {
+                hid_t g = H5Gopen2(f, q, H5P_DEFAULT), gn = H5Gopen2(g, ns.name[k], H5P_DEFAULT);
+                size_t n, nt;
+                hsize_t d[3];
+                int r;
+                double *sz = read_doubles(gn, "size_bytes", &n, NULL, NULL), *t = read_doubles(gn, "time_s", &nt, d, &r);
+                if (sz != NULL && t != NULL && n > 0 && n <= PROJECT_MAX_POINTS) {
+                    struct allreduce_curve *cv = &c[nc++];
+                    memset(cv, 0, sizeof *cv);
+                    cv->gpus = atoi(ns.name[k] + 1);
+                    cv->nodes = 1;
+                    cv->npoints = (int)n;
+                    for (size_t s = 0; s < n; s++) { /* the slowest rank's time of each size */
+                        cv->size_bytes[s] = sz[s];
+                        cv->time_s[s] = 0;
+                        for (hsize_t rk = 0; rk < (r == 2 ? d[1] : 1); rk++) {
+                            const double v = t[s * (r == 2 ? d[1] : 1) + rk];
+                            if (v > cv->time_s[s]) cv->time_s[s] = v;
+                        }
+                    }
+                }
+                free(sz), free(t);
+                H5Gclose(gn);
+                H5Gclose(g);
+            }
+            if (nc > 0) {
+                snprintf(where, wlen, "%s", q);
+                return nc;
+            }
+        }
+    }
+    snprintf(err, errlen, "it has no allreduce curves (collectives/<library>/<path>/n<N>): make it with dpscale comm");
+    return -1;
+}
+
+int cmd_project(int argc, char **argv)
+{
+    const char *result = NULL, *comm = NULL, *system = NULL;
+    int measured_terms = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--no-interference") == 0) measured_terms = 0;
+        else if (strcmp(argv[i], "--comm") == 0 && i + 1 < argc) comm = argv[++i];
+        else if (strncmp(argv[i], "--comm=", 7) == 0) comm = argv[i] + 7;
+        else if (strcmp(argv[i], "--system") == 0 && i + 1 < argc) system = argv[++i];
+        else if (strncmp(argv[i], "--system=", 9) == 0) system = argv[i] + 9;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference]\n"
+                   "  RESULT's 1-GPU step projected onto each GPU count of COMM's allreduce curves (a dpscale comm\n"
+                   "  file measured on the target), beside RESULT's measured runs of the same count (docs/PROJECTION.md);\n"
+                   "  --system: a catalog entry (configs/systems/): its busbw curves, and the compute scaled by the\n"
+                   "  ratio of peak TFLOP/s when its GPU is not RESULT's (labelled so in every row);\n"
+                   "  --no-interference: leave out the slowdown and imbalance RESULT's multi-GPU run measured\n");
+            return EXIT_OK;
+        } else if (argv[i][0] != '-' && result == NULL) result = argv[i];
+        else {
+            fprintf(stderr, "dpscale: error: project: unknown argument '%s'; usage: dpscale project RESULT.h5 --comm COMM.h5\n", argv[i]);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    if (result == NULL || (comm == NULL) == (system == NULL)) {
+        fprintf(stderr, "dpscale: error: project needs a result file and one target, --comm FILE (a dpscale comm file "
+                        "measured there) or --system FILE.ini (configs/systems/); usage: dpscale project RESULT.h5 "
+                        "--comm COMM.h5 | --system SYSTEM.ini\n");
+        return EXIT_BAD_INPUT;
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    char err[512];
+    struct system_desc *sysd = NULL;
+    if (system != NULL) {
+        sysd = calloc(1, sizeof *sysd);
+        CHECK_ALLOC(sysd);
+        if (system_read(system, sysd, err, sizeof err) != 0) {
+            fprintf(stderr, "dpscale: error: project: %s\n", err);
+            free(sysd);
+            return EXIT_BAD_INPUT;
+        }
+        comm = NULL;
+    }
+    hid_t rf = H5Fopen(result, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t cf = comm != NULL ? H5Fopen(comm, H5F_ACC_RDONLY, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (comm == NULL) cf = 0; /* no file to close */
+    if (rf < 0 || cf < 0) {
+        fprintf(stderr, "dpscale: error: project: %s cannot be opened as HDF5; give a dpscale result file\n", rf < 0 ? result : comm);
+        if (rf >= 0) H5Fclose(rf);
+        if (cf > 0) H5Fclose(cf);
+        free(sysd);
+        return EXIT_BAD_INPUT;
+    }
+    struct source src = {0};
+    struct allreduce_curve curves[MAX_GROUPS];
+    char where[240];
+    int rc = EXIT_OK, nc = 0;
+    if (read_source(rf, &src, err, sizeof err) != 0) {
+        fprintf(stderr, "dpscale: error: project: %s: %s\n", result, err);
+        rc = EXIT_BAD_INPUT;
+    } else if (sysd != NULL) {
+        nc = sysd->ncurves;
+        for (int i = 0; i < nc; i++) curves[i] = sysd->curves[i].curve;
+        snprintf(where, sizeof where, "%s: %s", sysd->name, sysd->gpu);
+    } else if ((nc = read_curves(cf, curves, MAX_GROUPS, where, sizeof where, err, sizeof err)) < 0) {
+        fprintf(stderr, "dpscale: error: project: %s: %s\n", comm, err);
+        rc = EXIT_BAD_INPUT;
+    }
+    /* the compute on another GPU: scaled by the ratio of peak TFLOP/s, and said so */
+    double scale = 1.0;
+    char compute_note[512] = "the compute as measured";
+    if (rc == EXIT_OK && sysd != NULL && strstr(src.device, sysd->gpu) == NULL && strstr(sysd->gpu, src.device) == NULL) {
+        const int fp32 = strcmp(src.precision, "fp32") == 0 || strcmp(src.precision, "tf32") == 0;
+        const double target = fp32 ? sysd->peak_tflops_fp32 : sysd->peak_tflops_bf16;
+        if (src.peak_tflops <= 0 || target <= 0 || strcmp(src.precision, "tf32") == 0) {
+            fprintf(stderr, "dpscale: error: project: no peak TFLOP/s to scale the compute from %s to %s in %s; give a "
+                            "%s with peak_tflops_%s\n", src.device, sysd->gpu, src.precision, system, fp32 ? "fp32" : "bf16");
+            rc = EXIT_BAD_INPUT;
+        } else {
+            scale = src.peak_tflops / target;
+            snprintf(compute_note, sizeof compute_note, "the compute SCALED by peak TFLOP/s, %s %.1f -> %s %.1f (x %.3f "
+                     "the time): no 1-GPU run on that GPU", src.device, src.peak_tflops, sysd->gpu, target, scale);
+        }
+    }
+    if (rc == EXIT_OK) {
+        printf("projection of %s (%s/n1) onto the allreduce curves of %s (%s)\n", result, src.where,
+               comm != NULL ? comm : system, where);
+        printf("  %s\n", compute_note);
+        printf("  1-GPU step %.3f ms: forward %.3f, backward %.3f, update left %.3f; %d buckets, overlap %s, ready times %s\n",
+               src.step1_s * 1e3, src.prof.forward_s * 1e3, src.prof.backward_s * 1e3, src.prof.update_left_s * 1e3,
+               src.prof.nbuckets, src.prof.overlap ? "on" : "off", src.ready_measured ? "measured (bucket_ready_compute_only_s)"
+                                                     : "assumed: spread over backward in proportion to the bytes");
+        if (!measured_terms) src.interference = src.imbalance_s = 0, src.interference_from = -src.interference_from;
+        if (src.interference_from > 0)
+            printf("  interference %.3f and imbalance %.3f ms: measured by the file's %d-GPU run%s\n", src.interference,
+                   src.imbalance_s * 1e3, src.interference_from,
+                   src.interference_approx ? " (schema 2: its compute-only backward less the real pass's forward)" : "");
+        else if (src.interference_from < 0)
+            printf("  interference and imbalance: left out (--no-interference)\n");
+        else
+            printf("  interference and imbalance: none measured (the file has no multi-GPU run): 0\n");
+        printf("GPUs    step_ms    comm_ms exposed_ms  projected  measured     error\n");
+        struct projected_step one;
+        const struct projection_terms none = {scale, 0.0, 0.0};
+        project_step(&src.prof, &none, NULL, &one);
+        const struct projection_terms terms = {scale, src.interference, src.imbalance_s * scale};
+        for (int i = 0; i < nc; i++) {
+            struct projected_step s;
+            project_step(&src.prof, &terms, &curves[i], &s);
+            const double eff = one.step_s / s.step_s;
+            printf("%4d %10.3f %10.3f %10.3f %10.3f", curves[i].gpus, s.step_s * 1e3, s.comm_s * 1e3,
+                   s.exposed_s * 1e3, eff);
+            int found = 0;
+            for (int k = 0; k < src.nmeasured; k++)
+                if (src.measured_n[k] == curves[i].gpus) {
+                    printf(" %9.3f %+9.3f\n", src.measured_eff[k], eff - src.measured_eff[k]);
+                    found = 1;
+                }
+            if (!found) printf("         -         -\n");
+        }
+        for (int i = 0; sysd != NULL && i < nc; i++)
+            printf("  %d GPUs (%d node%s): %s%s%s\n", curves[i].gpus, curves[i].nodes, curves[i].nodes > 1 ? "s" : "",
+                   sysd->curves[i].source, sysd->curves[i].derived[0] ? "; DERIVED: " : "", sysd->curves[i].derived);
+        printf("efficiency = the projected 1-GPU step (%.3f ms) / the projected N-GPU step; measured = the file's own run\n",
+               one.step_s * 1e3);
+    }
+    free(src.ready);
+    free(src.bytes);
+    H5Fclose(rf);
+    if (cf > 0) H5Fclose(cf);
+    free(sysd);
+    return rc;
+}

@@ -1,0 +1,79 @@
+"""`dpscale project` on committed files measured on 2 x H200: the 2-GPU efficiency
+projected from each file's 1-GPU run and the machine's own allreduce curves, against
+the efficiency the file measured (issue 13's bar: within 0.03); the catalog target;
+bad input. Reads files only: no GPU and no MPI launch needed."""
+import re
+import subprocess
+
+import pytest
+
+from conftest import BINARY, ROOT
+
+RESULTS = ROOT / "results"
+NVLINK, PCIE = RESULTS / "h200x2-comm-nvlink.h5", RESULTS / "h200x2-comm-p2p-disabled.h5"
+
+
+def project(*args):
+    return subprocess.run([str(BINARY), "project", *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+def row(out, gpus):
+    """(projected, measured, error) of the GPU count's row."""
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == str(gpus) and len(f) == 7:
+            return tuple(float(x) if x != "-" else None for x in f[4:7])
+    raise AssertionError(out)
+
+
+@pytest.mark.parametrize("name,comm", [
+    ("h200x2-issue12/B-bert-large-nvlink-g16.h5", NVLINK),
+    ("h200x2-issue12/G-gpt2-small-pcie-g16.h5", PCIE),
+    ("h200x2-comm-bound-pcie.h5", PCIE),
+    ("h200x2-comm-bound-pcie-overlap-off.h5", PCIE),
+    ("h200x2-gemm-heavy-nvlink.h5", NVLINK),
+])
+def test_projection_of_a_measured_run_is_within_the_bar(name, comm):
+    p = project(RESULTS / name, "--comm", comm)
+    assert p.returncode == 0, p.stderr
+    projected, measured, error = row(p.stdout, 2)
+    assert error == pytest.approx(projected - measured, abs=2e-3)
+    assert abs(error) <= 0.03, p.stdout
+
+
+def test_without_the_measured_interference_the_projection_is_more_optimistic():
+    base = RESULTS / "h200x2-issue12/B-bert-large-nvlink.h5"
+    with_terms, without = project(base, "--comm", NVLINK), project(base, "--comm", NVLINK, "--no-interference")
+    assert "measured by the file's 2-GPU run" in with_terms.stdout
+    assert "left out (--no-interference)" in without.stdout
+    assert row(without.stdout, 2)[0] > row(with_terms.stdout, 2)[0]
+
+
+def test_a_catalog_system_scales_the_compute_and_names_its_sources():
+    p = project(RESULTS / "h200x2-issue12/B-bert-large-nvlink-g16.h5", "--system", ROOT / "configs/systems/a100-sxm-8.ini")
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"SCALED by peak TFLOP/s, NVIDIA H200 989\.4 -> NVIDIA A100-SXM4-80GB 312\.0", p.stdout), p.stdout
+    projected, measured, _ = row(p.stdout, 8)
+    assert 0 < projected <= 1 and measured is None
+    assert "8 GPUs (1 node): " in p.stdout  # the curve's source
+
+
+@pytest.mark.parametrize("args,says", [
+    ((), "needs a result file and one target"),
+    (("--comm", NVLINK, "--system", ROOT / "configs/systems/a100-sxm-8.ini"), "needs a result file and one target"),
+    (("--comm", NVLINK, "--bogus"), "unknown argument"),
+])
+def test_bad_arguments_are_refused_in_one_line(args, says):
+    p = project(RESULTS / "h200x2-issue12/G-gpt2-small-nvlink.h5", *args) if args else project()
+    assert p.returncode == 2 and says in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_files_of_the_wrong_kind_are_named(tmp_path):
+    p = project(NVLINK, "--comm", NVLINK)  # a comm file has no runs
+    assert p.returncode == 2 and "no 1-GPU run" in p.stderr, p.stderr
+    bad = tmp_path / "bad.ini"
+    bad.write_text("[system]\ngpu = X\n[curve.n8]\ngpus = 8\nsizes_mib = 1, 4\nbusbw_gbps = 10\n")
+    p = project(RESULTS / "h200x2-issue12/G-gpt2-small-nvlink.h5", "--system", bad)
+    assert p.returncode == 2 and str(bad) in p.stderr and "as many busbw_gbps as sizes_mib" in p.stderr, p.stderr
+    p = project(tmp_path / "none.h5", "--comm", NVLINK)
+    assert p.returncode == 2 and "cannot be opened" in p.stderr, p.stderr

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# project_validate.sh — issue 13's validation on committed files: every 2 x H200 result
+# file with a 1-GPU and a 2-GPU run is projected from its 1-GPU run onto the same
+# machine's measured allreduce curves (results/h200x2-comm-nvlink.h5, or
+# results/h200x2-comm-p2p-disabled.h5 for the pcie path), and the projected 2-GPU
+# efficiency is set beside the measured one: with the interference and imbalance that
+# the file's 2-GPU run measured, and without them (the projection from the 1-GPU run
+# and the comm curve alone).
+#   tools/project_validate.sh [FILES...]      default: results/h200x2-*.h5 and the issue folders
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+DPSCALE=${DPSCALE:-bin/dpscale}
+files=("$@")
+[ ${#files[@]} -gt 0 ] || files=(results/h200x2-*.h5 results/h200x2-issue11/*.h5 results/h200x2-issue12/*.h5)
+printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s\n' file path ovl measured projected error "no-interf" error
+for f in "${files[@]}"; do
+    head=$("$DPSCALE" project "$f" --comm results/h200x2-comm-nvlink.h5 2>/dev/null | head -3) || continue
+    path=$(sed -n 's|.*(runs/[^/]*/\([^/]*\)/n1).*|\1|p' <<<"$head")
+    ovl=$(sed -n 's|.*, overlap \([a-z]*\),.*|\1|p' <<<"$head")
+    [ -n "$path" ] || continue
+    comm=results/h200x2-comm-nvlink.h5
+    [ "$path" = pcie ] && comm=results/h200x2-comm-p2p-disabled.h5
+    with=$("$DPSCALE" project "$f" --comm "$comm" 2>/dev/null | awk '$1 == 2 {print $6, $5, $7}')
+    without=$("$DPSCALE" project "$f" --comm "$comm" --no-interference 2>/dev/null | awk '$1 == 2 {print $5, $7}')
+    [ -n "$with" ] || continue
+    read -r measured projected error <<<"$with"
+    read -r projected0 error0 <<<"$without"
+    printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s\n' "$f" "$path" "$ovl" "$measured" "$projected" "$error" "$projected0" "$error0"
+done
