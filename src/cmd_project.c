@@ -4,12 +4,16 @@
  * beside RESULT's own measured runs where it has the same count (docs/PROJECTION.md).
  * Reads files only; needs no GPU and no MPI launch. */
 #include <hdf5.h>
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "error.h"
+#include "h5out.h"
 #include "h5read.h"
 #include "project.h"
 #include "session.h"
@@ -83,6 +87,7 @@ struct source {
     int ready_measured; /* 0: spread over backward in proportion to the bytes */
     double step1_s;
     double peak_tflops; /* of the GPU it ran on, in its precision (0: unknown) */
+    int batch_per_rank;
     char device[96], precision[16];
     int nmeasured, measured_n[MAX_GROUPS];
     double measured_eff[MAX_GROUPS];
@@ -149,6 +154,13 @@ found:;
     h5_attr_str(cfg, "train.precision", prec, sizeof prec);
     snprintf(src->precision, sizeof src->precision, "%s", prec);
     h5_attr_str(cfg, "comm.overlap", overlap, sizeof overlap);
+    if (H5Aexists(cfg, "train.batch_per_gpu") > 0) {
+        hid_t a = H5Aopen(cfg, "train.batch_per_gpu", H5P_DEFAULT);
+        double b = 0;
+        H5Aread(a, H5T_NATIVE_DOUBLE, &b);
+        H5Aclose(a);
+        src->batch_per_rank = (int)b;
+    }
     H5Gclose(cfg);
     const double per = strcmp(ar, "compute") == 0 && (strcmp(prec, "bf16") == 0 || strcmp(prec, "fp16") == 0) ? 2 : 4;
     src->prof.nbuckets = (int)nb;
@@ -281,23 +293,52 @@ static int read_curves(hid_t f, struct allreduce_curve *c, int max, char *where,
     return -1;
 }
 
+/* A projected row in /summary's terms: what the projection does not know is NaN. */
+static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, const struct projected_step *s, double step1_s)
+{
+#define NOT_KNOWN(name) r->name = NAN;
+    RUN_SUMMARY_DOUBLES(NOT_KNOWN)
+#undef NOT_KNOWN
+    snprintf(r->library, sizeof r->library, "proj");
+    snprintf(r->path, sizeof r->path, "sim");
+    r->nranks = gpus;
+    r->nnodes = nodes;
+    r->batch_per_rank = batch;
+    r->global_batch = batch * gpus;
+    r->step_median_s = s->step_s;
+    r->forward_median_s = s->forward_s;
+    r->backward_median_s = s->backward_s;
+    r->comm_exposed_median_s = s->exposed_s;
+    r->update_median_s = s->update_s;
+    r->compute_only_s = s->forward_s + s->backward_s + s->update_s;
+    r->allreduce_alone_s = s->comm_s;
+    r->samples_per_s = batch * gpus / s->step_s;
+    r->samples_per_s_per_rank = batch / s->step_s;
+    r->speedup = gpus * step1_s / s->step_s;
+    r->efficiency = step1_s / s->step_s;
+}
+
 int cmd_project(int argc, char **argv)
 {
-    const char *result = NULL, *comm = NULL, *system = NULL;
+    const char *result = NULL, *comm = NULL, *system = NULL, *output = NULL;
     int measured_terms = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-interference") == 0) measured_terms = 0;
         else if (strcmp(argv[i], "--comm") == 0 && i + 1 < argc) comm = argv[++i];
         else if (strncmp(argv[i], "--comm=", 7) == 0) comm = argv[i] + 7;
+        else if (strcmp(argv[i], "--output") == 0 && i + 1 < argc) output = argv[++i];
+        else if (strncmp(argv[i], "--output=", 9) == 0) output = argv[i] + 9;
         else if (strcmp(argv[i], "--system") == 0 && i + 1 < argc) system = argv[++i];
         else if (strncmp(argv[i], "--system=", 9) == 0) system = argv[i] + 9;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference]\n"
+            printf("usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference] [--output FILE.h5]\n"
                    "  RESULT's 1-GPU step projected onto each GPU count of COMM's allreduce curves (a dpscale comm\n"
                    "  file measured on the target), beside RESULT's measured runs of the same count (docs/PROJECTION.md);\n"
                    "  --system: a catalog entry (configs/systems/): its busbw curves, and the compute scaled by the\n"
                    "  ratio of peak TFLOP/s when its GPU is not RESULT's (labelled so in every row);\n"
-                   "  --no-interference: leave out the slowdown and imbalance RESULT's multi-GPU run measured\n");
+                   "  --no-interference: leave out the slowdown and imbalance RESULT's multi-GPU run measured;\n"
+                   "  --output: also write the projection to a new HDF5 file (/summary and /projection) that\n"
+                   "  dpscale report shows as projected, never beside measured rows of the same table\n");
             return EXIT_OK;
         } else if (argv[i][0] != '-' && result == NULL) result = argv[i];
         else {
@@ -309,6 +350,11 @@ int cmd_project(int argc, char **argv)
         fprintf(stderr, "dpscale: error: project needs a result file and one target, --comm FILE (a dpscale comm file "
                         "measured there) or --system FILE.ini (configs/systems/); usage: dpscale project RESULT.h5 "
                         "--comm COMM.h5 | --system SYSTEM.ini\n");
+        return EXIT_BAD_INPUT;
+    }
+    if (output != NULL && access(output, F_OK) == 0) {
+        fprintf(stderr, "dpscale: error: project: %s already exists and is never overwritten; choose another --output\n",
+                output);
         return EXIT_BAD_INPUT;
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -383,14 +429,24 @@ int cmd_project(int argc, char **argv)
         else
             printf("  interference and imbalance: none measured (the file has no multi-GPU run): 0\n");
         printf("GPUs    step_ms    comm_ms exposed_ms  projected  measured     error\n");
+        struct run_summary *rows = calloc((size_t)nc + 1, sizeof *rows);
+        char (*csrc)[H5OUT_PROJECTION_TEXT] = calloc((size_t)nc + 1, sizeof *csrc);
+        CHECK_ALLOC(rows);
+        CHECK_ALLOC(csrc);
         struct projected_step one;
         const struct projection_terms none = {scale, 0.0, 0.0};
         project_step(&src.prof, &none, NULL, &one);
+        fill_row(&rows[0], 1, 1, src.batch_per_rank, &one, one.step_s);
+        snprintf(csrc[0], sizeof csrc[0], "1 GPU: no communication");
         const struct projection_terms terms = {scale, src.interference, src.imbalance_s * scale};
         for (int i = 0; i < nc; i++) {
             struct projected_step s;
             project_step(&src.prof, &terms, &curves[i], &s);
             const double eff = one.step_s / s.step_s;
+            fill_row(&rows[i + 1], curves[i].gpus, curves[i].nodes, src.batch_per_rank, &s, one.step_s);
+            snprintf(csrc[i + 1], sizeof csrc[i + 1], "%d GPUs: %.150s%s%.80s", curves[i].gpus,
+                     sysd != NULL ? sysd->curves[i].source : where, sysd != NULL && sysd->curves[i].derived[0] ? "; DERIVED: " : "",
+                     sysd != NULL ? sysd->curves[i].derived : "");
             printf("%4d %10.3f %10.3f %10.3f %10.3f", curves[i].gpus, s.step_s * 1e3, s.comm_s * 1e3,
                    s.exposed_s * 1e3, eff);
             int found = 0;
@@ -406,6 +462,28 @@ int cmd_project(int argc, char **argv)
                    sysd->curves[i].source, sysd->curves[i].derived[0] ? "; DERIVED: " : "", sysd->curves[i].derived);
         printf("efficiency = the projected 1-GPU step (%.3f ms) / the projected N-GPU step; measured = the file's own run\n",
                one.step_s * 1e3);
+        if (output != NULL) {
+            char target[600], created[32], cmdline[2048] = "dpscale project";
+            const time_t now = time(NULL);
+            strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+            for (int i = 1; i < argc; i++) {
+                const size_t used = strlen(cmdline);
+                snprintf(cmdline + used, sizeof cmdline - used, " %s", argv[i]);
+            }
+            snprintf(target, sizeof target, "%s (%s)", comm != NULL ? comm : system, where);
+            const struct h5out_projection hp = {
+                result, target, compute_note,
+                src.ready_measured ? "measured (bucket_ready_compute_only_s)" : "assumed: spread over backward in proportion to the bytes",
+                src.interference, src.imbalance_s * scale, rows, nc + 1, &csrc[0][0], DPSCALE_VERSION, created, cmdline};
+            if (h5out_write_projection(output, &hp, err, sizeof err) != 0) {
+                fprintf(stderr, "dpscale: error: project: %s\n", err);
+                rc = EXIT_FAILURE_RUN;
+            } else {
+                printf("wrote %s\n", output);
+            }
+        }
+        free(rows);
+        free(csrc);
     }
     free(src.ready);
     free(src.bytes);

@@ -550,22 +550,66 @@ static int write_new_file(const char *path, const void *data, size_t bytes)
     return 0;
 }
 
+/* The in-memory file (HDF5's core driver) that h5out builds: HDF5 never holds a
+ * half-written file on disk, and a full disk is one failed write() that we can clean up
+ * after, not a library left in an odd state. */
+static hid_t image_open(struct h5w *w, const char *path, hid_t *fapl)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors come back to us; we print one line */
+    *fapl = CHECK_H5(w, H5Pcreate(H5P_FILE_ACCESS));
+    CHECK_H5(w, H5Pset_fapl_core(*fapl, 1 << 20, 0));
+    return CHECK_H5(w, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, *fapl));
+}
+
+/* Write the in-memory file out as NAME.tmp, then link it to NAME (never over an existing
+ * file). Returns 0, or -1 with a message (nothing left behind but a complete NAME.tmp
+ * when only the link failed). */
+static int image_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fapl, char *err, size_t errlen)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    void *image = NULL;
+    ssize_t size = -1;
+    if (file >= 0) {
+        CHECK_H5(w, H5Fflush(file, H5F_SCOPE_GLOBAL));
+        size = w->failed ? -1 : H5Fget_file_image(file, NULL, 0);
+        if (size > 0) {
+            image = malloc((size_t)size);
+            CHECK_ALLOC(image);
+            if (H5Fget_file_image(file, image, (size_t)size) != size) h5w_fail(w, "H5Fget_file_image", __LINE__);
+        } else {
+            h5w_fail(w, "H5Fget_file_image", __LINE__);
+        }
+        H5Fclose(file);
+    }
+    if (fapl >= 0) H5Pclose(fapl);
+    if (w->failed) {
+        free(image);
+        snprintf(err, errlen, "building %s failed, nothing was written: %s", path, w->err);
+        return -1;
+    }
+    errno = 0;
+    int rc = write_new_file(tmp, image, (size_t)size);
+    free(image);
+    if (rc != 0) {
+        snprintf(err, errlen, "writing %s failed, nothing was kept: %s", tmp, strerror(errno));
+        return -1;
+    }
+    /* link() fails rather than replace: a result that appeared meanwhile survives */
+    if (link(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s; the complete result is kept in %s", path, strerror(errno), tmp);
+        return -1;
+    }
+    unlink(tmp);
+    return 0;
+}
+
 int h5out_write(const char *path, const struct config *cfg, const struct h5out_system *sys,
                 const struct h5out_contents *contents, char *err, size_t errlen)
 {
     struct h5w w = {0};
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors come back to us; we print one line */
-
-    /* The file is built in memory (HDF5's core driver) and written out by us: HDF5
-     * never holds a half-written file on disk, and a full disk is one failed
-     * write() that we can clean up after, not a library left in an odd state. */
-    hid_t fapl = CHECK_H5(&w, H5Pcreate(H5P_FILE_ACCESS));
-    CHECK_H5(&w, H5Pset_fapl_core(fapl, 1 << 20, 0));
-    hid_t file = CHECK_H5(&w, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
-    void *image = NULL;
-    ssize_t size = -1;
+    hid_t fapl = -1;
+    hid_t file = image_open(&w, path, &fapl);
     if (file >= 0) {
         write_root(&w, file, sys);
         write_system(&w, file, sys);
@@ -584,35 +628,44 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
             for (int i = 0; i < contents->ncollectives; i++) write_collective(&w, cg, &contents->collectives[i]);
             h5_close(cg);
         }
-        CHECK_H5(&w, H5Fflush(file, H5F_SCOPE_GLOBAL));
-        size = w.failed ? -1 : H5Fget_file_image(file, NULL, 0);
-        if (size > 0) {
-            image = malloc((size_t)size);
-            CHECK_ALLOC(image);
-            if (H5Fget_file_image(file, image, (size_t)size) != size) h5w_fail(&w, "H5Fget_file_image", __LINE__);
-        } else {
-            h5w_fail(&w, "H5Fget_file_image", __LINE__);
-        }
-        H5Fclose(file);
     }
-    if (fapl >= 0) H5Pclose(fapl);
-    if (w.failed) {
-        free(image);
-        snprintf(err, errlen, "building %s failed, nothing was written: %s", path, w.err);
+    return image_close_and_write(&w, path, file, fapl, err, errlen);
+}
+
+int h5out_write_projection(const char *path, const struct h5out_projection *p, char *err, size_t errlen)
+{
+    struct h5w w = {0};
+    hid_t fapl = -1;
+    hid_t src = H5Fopen(p->source, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (src < 0) {
+        snprintf(err, errlen, "%s cannot be opened again to copy its /config, /system and /model", p->source);
         return -1;
     }
-    errno = 0;
-    int rc = write_new_file(tmp, image, (size_t)size);
-    free(image);
-    if (rc != 0) {
-        snprintf(err, errlen, "writing %s failed, nothing was kept: %s", tmp, strerror(errno));
-        return -1;
+    hid_t file = image_open(&w, path, &fapl);
+    if (file >= 0) {
+        attr_i64(&w, file, "schema_version", H5OUT_SCHEMA_VERSION);
+        attr_str(&w, file, "dpscale_version", p->dpscale_version);
+        attr_str(&w, file, "created_utc", p->created_utc);
+        attr_str(&w, file, "command_line", p->command_line);
+        attr_str(&w, file, "job_id", "");
+        attr_str(&w, file, "writer", "dpscale");
+        const char *copied[] = {"config", "system", "model"};
+        for (int i = 0; i < 3; i++)
+            if (H5Lexists(src, copied[i], H5P_DEFAULT) > 0)
+                CHECK_H5(&w, H5Ocopy(src, copied[i], file, copied[i], H5P_DEFAULT, H5P_DEFAULT));
+        write_summary(&w, file, p->rows, p->nrows);
+        hid_t g = h5_group_create(&w, file, "projection");
+        attr_str(&w, g, "source", p->source);
+        attr_str(&w, g, "target", p->target);
+        attr_str(&w, g, "compute", p->compute);
+        attr_str(&w, g, "ready_times", p->ready_times);
+        attr_f64(&w, g, "interference", p->interference);
+        attr_f64(&w, g, "imbalance_s", p->imbalance_s);
+        attr_str(&w, g, "note", "projected by dpscale project (docs/PROJECTION.md), not measured: /summary holds its rows, "
+                                "library = projected");
+        if (p->nrows > 0) strings_write(&w, g, "curve_source", p->curve_sources, p->nrows, H5OUT_PROJECTION_TEXT);
+        h5_close(g);
     }
-    /* link() fails rather than replace: a result that appeared meanwhile survives */
-    if (link(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot create %s: %s; the complete result is kept in %s", path, strerror(errno), tmp);
-        return -1;
-    }
-    unlink(tmp);
-    return 0;
+    H5Fclose(src);
+    return image_close_and_write(&w, path, file, fapl, err, errlen);
 }

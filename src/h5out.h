@@ -78,4 +78,22 @@ struct h5out_contents {
 int h5out_write(const char *path, const struct config *cfg, const struct h5out_system *sys,
                 const struct h5out_contents *contents, char *err, size_t errlen);
 
+/* A projection (dpscale project): a file of its own, never one with measured runs. It
+ * copies the source's /config, /system and /model, holds the projected rows in
+ * /summary (library "projected", path the target's name) and what they rest on in
+ * /projection. The same all-or-nothing write as h5out_write. */
+#define H5OUT_PROJECTION_TEXT 256
+struct h5out_projection {
+    const char *source;       /* the result file projected */
+    const char *target;       /* the comm file or catalog entry */
+    const char *compute;      /* "the compute as measured", or how it was scaled */
+    const char *ready_times;  /* where each bucket's ready time came from */
+    double interference, imbalance_s;
+    const struct run_summary *rows;
+    int nrows;
+    const char *curve_sources; /* nrows x H5OUT_PROJECTION_TEXT: each row's curve and its source */
+    const char *dpscale_version, *created_utc, *command_line;
+};
+int h5out_write_projection(const char *path, const struct h5out_projection *p, char *err, size_t errlen);
+
 #endif

@@ -34,6 +34,8 @@ struct report_file {
     int units_per_sample; /* tokens per sequence; 1 for samples and images */
     char precision[8], scaling[8];
     char grad_dtype[8]; /* train.grad_dtype: fp32, or compute (16-bit gradients) */
+    int projected;      /* a file of dpscale project: its rows are projected, not measured */
+    char projection_target[160], projection_compute[256];
     char overlap[8];    /* comm.overlap of the launch */
     char tag[24];       /* what sets the file apart from the others of the report ("overlap off"), or "" */
     long long batch_per_gpu, global_batch;

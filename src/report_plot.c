@@ -46,7 +46,7 @@ int report_plot(const char *out_path, const struct report_file *files, int n, ch
         return -1;
     }
     /* the series: every library and path of every file */
-    struct { const struct report_file *f; const struct report_row *sys; char label[192]; } series[64];
+    struct { const struct report_file *f; const struct report_row *sys; char label[256]; } series[64];
     int ns = 0;
     for (int i = 0; i < n; i++)
         for (int r = 0; r < files[i].nrows && ns < 64; r++) {

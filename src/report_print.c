@@ -87,7 +87,10 @@ static void describe(const struct report_file *f, char *buf, size_t len)
 
 void report_system_label(const struct report_file *f, const struct report_row *r, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s, %s over %s", f->device, r->library, r->path);
+    if (f->projected) /* never to be read as a measurement */
+        snprintf(buf, len, "PROJECTED, not measured: %s's step onto %.100s", f->device, f->projection_target);
+    else
+        snprintf(buf, len, "%s, %s over %s", f->device, r->library, r->path);
 }
 
 int report_same_system(const struct report_row *a, const struct report_row *b)
@@ -119,14 +122,16 @@ void report_print_tables(FILE *out, const struct report_file *files, int n, int 
     for (int i = 0; i < n; i++) {
         const struct report_file *f = &files[i];
         int systems[REPORT_MAX_ROWS];
-        char what[448], label[192];
+        char what[448], label[256];
         const int nt = distinct_systems(f, systems);
         describe(f, what, sizeof what);
         for (int t = 0; t < nt; t++) {
             const struct report_row *sys = &f->rows[systems[t]];
             report_system_label(f, sys, label, sizeof label);
             if (format == REPORT_MARKDOWN) {
-                fprintf(out, "### %s: %s\n\n%s, host %s, %s\n\n|", label, what, f->path, f->host, f->created);
+                fprintf(out, "### %s: %s\n\n%s, host %s, %s\n\n", label, what, f->path, f->host, f->created);
+                if (f->projected) fprintf(out, "Projected by `dpscale project` (docs/PROJECTION.md); %s.\n\n", f->projection_compute);
+                fputc('|', out);
                 char many[16], one[16], rate[32], per_gpu[48], energy[32];
                 unit_of(f, many, one, sizeof many);
                 snprintf(rate, sizeof rate, "%s/s", many);
@@ -199,7 +204,7 @@ void report_comparability(const struct report_file *a, const struct report_file 
 struct system {
     const struct report_file *file;
     const struct report_row *first;
-    char label[192]; /* "NVIDIA H200, nccl over nvlink" */
+    char label[256]; /* "NVIDIA H200, nccl over nvlink" */
 };
 
 static const struct report_row *row_for(const struct system *s, int gpus)

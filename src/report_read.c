@@ -157,6 +157,13 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     h5_attr_str(cfg, "train.scaling", f->scaling, sizeof f->scaling);
     h5_attr_str(cfg, "train.grad_dtype", f->grad_dtype, sizeof f->grad_dtype);
     h5_attr_str(cfg, "comm.overlap", f->overlap, sizeof f->overlap);
+    if (H5Lexists(file, "projection", H5P_DEFAULT) > 0) {
+        hid_t pg = H5Gopen2(file, "projection", H5P_DEFAULT);
+        f->projected = 1;
+        h5_attr_str(pg, "target", f->projection_target, sizeof f->projection_target);
+        h5_attr_str(pg, "compute", f->projection_compute, sizeof f->projection_compute);
+        H5Gclose(pg);
+    }
     /* the model: /model from schema 4; before, an MLP, whose parameters every run group holds */
     if (H5Lexists(file, "model", H5P_DEFAULT) > 0) {
         hid_t mg = H5Gopen2(file, "model", H5P_DEFAULT);

@@ -77,3 +77,27 @@ def test_files_of_the_wrong_kind_are_named(tmp_path):
     assert p.returncode == 2 and str(bad) in p.stderr and "as many busbw_gbps as sizes_mib" in p.stderr, p.stderr
     p = project(tmp_path / "none.h5", "--comm", NVLINK)
     assert p.returncode == 2 and "cannot be opened" in p.stderr, p.stderr
+
+
+def test_a_projection_file_is_its_own_and_the_report_says_projected(tmp_path):
+    import h5py
+    out = tmp_path / "proj.h5"
+    src = RESULTS / "h200x2-issue12/B-bert-large-nvlink.h5"
+    p = project(src, "--system", ROOT / "configs/systems/ib400-nodes.ini", "--output", out)
+    assert p.returncode == 0 and f"wrote {out}" in p.stdout, p.stderr
+    with h5py.File(out, "r") as f:
+        assert "runs" not in f and "projection" in f  # no measured run beside the projected rows
+        assert f["projection"].attrs["source"] == str(src)
+        rows = f["summary"][:]
+        assert [int(r["nranks"]) for r in rows] == [1, 8, 16, 32]
+        assert all(r["library"] == b"proj" for r in rows)
+        assert rows[0]["efficiency"] == 1.0 and 0 < rows[-1]["efficiency"] < 1
+        assert len(f["projection/curve_source"][:]) == 4
+    r = subprocess.run([str(BINARY), "report", str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("### PROJECTED, not measured: NVIDIA H200's step onto"), r.stdout
+    assert "Projected by `dpscale project`" in r.stdout
+    # an existing file is never overwritten
+    again = project(src, "--system", ROOT / "configs/systems/ib400-nodes.ini", "--output", out)
+    assert again.returncode == 2 and "already exists" in again.stderr and again.stderr.count("\n") == 1, again.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["proj.h5"]  # nothing else left behind
