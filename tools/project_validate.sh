@@ -7,19 +7,22 @@
 # the file's 2-GPU run measured, and without them (the projection from the 1-GPU run
 # and the comm curve alone).
 #   tools/project_validate.sh [FILES...]      default: results/h200x2-*.h5 and the issue folders
+#   COMM_NVLINK=F COMM_PCIE=F: the comm files to project onto (default: the committed ones)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 DPSCALE=${DPSCALE:-bin/dpscale}
+COMM_NVLINK=${COMM_NVLINK:-results/h200x2-comm-nvlink.h5}
+COMM_PCIE=${COMM_PCIE:-results/h200x2-comm-p2p-disabled.h5}
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(results/h200x2-*.h5 results/h200x2-issue11/*.h5 results/h200x2-issue12/*.h5)
 printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s\n' file path ovl measured projected error "no-interf" error
 for f in "${files[@]}"; do
-    head=$("$DPSCALE" project "$f" --comm results/h200x2-comm-nvlink.h5 2>/dev/null | head -3) || continue
+    head=$("$DPSCALE" project "$f" --comm "$COMM_NVLINK" 2>/dev/null | head -3) || continue
     path=$(sed -n 's|.*(runs/[^/]*/\([^/]*\)/n1).*|\1|p' <<<"$head")
     ovl=$(sed -n 's|.*, overlap \([a-z]*\),.*|\1|p' <<<"$head")
     [ -n "$path" ] || continue
-    comm=results/h200x2-comm-nvlink.h5
-    [ "$path" = pcie ] && comm=results/h200x2-comm-p2p-disabled.h5
+    comm=$COMM_NVLINK
+    [ "$path" = pcie ] && comm=$COMM_PCIE
     with=$("$DPSCALE" project "$f" --comm "$comm" 2>/dev/null | awk '$1 == 2 {print $6, $5, $7}')
     without=$("$DPSCALE" project "$f" --comm "$comm" --no-interference 2>/dev/null | awk '$1 == 2 {print $5, $7}')
     [ -n "$with" ] || continue

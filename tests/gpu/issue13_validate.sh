@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# issue13_validate.sh — the projection against fresh runs on the 2-GPU machine, in one
+# call: this machine's allreduce curves (dpscale comm, over NVLink and through host
+# memory), then the MLP presets and the transformers on 1 and 2 GPUs over both paths,
+# overlap on and off — files that hold the measured bucket ready times — and
+# tools/project_validate.sh on them (projected against measured 2-GPU efficiency).
+#   tests/gpu/issue13_validate.sh OUTDIR      from the repo root, bin/dpscale prebuilt
+# Each launch is bounded by 120 s; the whole by ISSUE13_BUDGET_S (default 540 s).
+# Written 2026-11-30 when the device time was spent: not run on a GPU yet.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+[ $# -ge 1 ] || { echo "usage: tests/gpu/issue13_validate.sh OUTDIR" >&2; exit 2; }
+mkdir -p "$1" || exit 2
+OUT=$(cd "$1" && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+BUDGET_S=${ISSUE13_BUDGET_S:-540}
+run() { # LABEL ARGS...: 2 ranks, bounded
+    local label=$1; shift
+    local left=$((BUDGET_S - SECONDS - 30))
+    ((left > 20)) || { echo "== $label: SKIPPED (budget spent)"; return; }
+    echo "== $label [t=${SECONDS}s]"
+    timeout -k 10 $((left < 120 ? left : 120)) mpirun -np 2 --bind-to none bin/dpscale "$@" --run.backend=cuda \
+        --run.output_dir="$OUT" --run.output="$label.h5" </dev/null 2>&1 | grep -E "^nccl|error" || true
+}
+{
+    run comm-nvlink comm --comm.path=nvlink
+    run comm-pcie comm --comm.path=pcie
+    for path in nvlink pcie; do
+        for ov in on off; do
+            run gemm-heavy-$path-$ov run --config configs/mlp-gemm-heavy.ini --comm.path=$path --comm.overlap=$ov --run.sweep=1,2
+            run comm-bound-$path-$ov run --config configs/mlp-comm-bound.ini --comm.path=$path --comm.overlap=$ov --run.sweep=1,2
+        done
+        run bert-large-$path run --config configs/bert-large.ini --model.mask_fraction=1 --train.iters=20 \
+            --comm.path=$path --run.sweep=1,2
+        run gpt2-small-$path run --config configs/gpt2-small.ini --train.iters=20 --comm.path=$path --run.sweep=1,2
+    done
+    echo "== projected against measured (this machine's curves of this call)"
+    COMM_NVLINK="$OUT/comm-nvlink.h5" COMM_PCIE="$OUT/comm-pcie.h5" tools/project_validate.sh \
+        $(ls "$OUT"/*.h5 | grep -v "/comm-")
+    echo "== ${SECONDS} s"
+} 2>&1 | tee "$OUT/issue13.log"
