@@ -56,6 +56,9 @@ def test_a_catalog_system_scales_the_compute_and_names_its_sources():
     projected, measured, _ = row(p.stdout, 8)
     assert 0 < projected <= 1 and measured is None
     assert "8 GPUs (1 node): " in p.stdout  # the curve's source
+    # a run made on the entry's own GPU is taken as measured, not scaled
+    same = project(RESULTS / "h200x2-issue12/B-bert-large-nvlink-g16.h5", "--system", ROOT / "configs/systems/h200-sxm-8.ini")
+    assert same.returncode == 0 and "the compute as measured" in same.stdout and "SCALED" not in same.stdout, same.stdout
 
 
 @pytest.mark.parametrize("args,says", [
