@@ -79,6 +79,25 @@ static void list_groups(hid_t loc, const char *path, struct names *ns)
     H5Gclose(g);
 }
 
+/* Every "<top>/<library>/<path>" group of a result file (runs, collectives), in order. */
+struct group_paths {
+    int n;
+    char path[MAX_GROUPS][160];
+};
+static void library_paths(hid_t f, const char *top, struct group_paths *out)
+{
+    struct names libs, paths;
+    out->n = 0;
+    list_groups(f, top, &libs);
+    for (int i = 0; i < libs.n; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s/%.60s", top, libs.name[i]);
+        list_groups(f, p, &paths);
+        for (int j = 0; j < paths.n && out->n < MAX_GROUPS; j++)
+            snprintf(out->path[out->n++], sizeof out->path[0], "%.90s/%.60s", p, paths.name[j]);
+    }
+}
+
 /* What RESULT says: its 1-GPU profile, and its measured multi-GPU runs. */
 struct source {
     char where[256]; /* "runs/<library>/<path>" */
@@ -98,28 +117,18 @@ struct source {
 
 static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
 {
-    struct names libs, paths;
-    list_groups(f, "runs", &libs);
-    for (int i = 0; i < libs.n; i++) {
-        char p[160];
-        snprintf(p, sizeof p, "runs/%s", libs.name[i]);
-        list_groups(f, p, &paths);
-        for (int j = 0; j < paths.n; j++) {
-            char q[200];
-            snprintf(q, sizeof q, "runs/%s/%s/n1", libs.name[i], paths.name[j]);
-            if (H5Lexists(f, "runs", H5P_DEFAULT) > 0 && H5Lexists(f, p, H5P_DEFAULT) > 0) {
-                char pp[200];
-                snprintf(pp, sizeof pp, "runs/%s/%s", libs.name[i], paths.name[j]);
-                if (H5Lexists(f, pp, H5P_DEFAULT) > 0 && H5Lexists(f, q, H5P_DEFAULT) > 0) {
-                    snprintf(src->where, sizeof src->where, "%s", pp);
-                    goto found;
-                }
-            }
-        }
+    struct group_paths gp;
+    library_paths(f, "runs", &gp);
+    int k = 0;
+    for (char n1[200]; k < gp.n; k++) {
+        snprintf(n1, sizeof n1, "%s/n1", gp.path[k]);
+        if (H5Lexists(f, n1, H5P_DEFAULT) > 0) break;
     }
-    snprintf(err, errlen, "it has no 1-GPU run (runs/<library>/<path>/n1); run it with --sweep including 1");
-    return -1;
-found:;
+    if (k == gp.n) {
+        snprintf(err, errlen, "it has no 1-GPU run (runs/<library>/<path>/n1); run it with --sweep including 1");
+        return -1;
+    }
+    snprintf(src->where, sizeof src->where, "%s", gp.path[k]);
     hid_t g = H5Gopen2(f, src->where, H5P_DEFAULT), n1 = H5Gopen2(g, "n1", H5P_DEFAULT);
     size_t n;
     hsize_t d[3];
@@ -247,46 +256,40 @@ found:;
 /* the target's curves: collectives/<library>/<path>/n<N> of a dpscale comm file */
 static int read_curves(hid_t f, struct allreduce_curve *c, int max, char *where, size_t wlen, char *err, size_t errlen)
 {
-    struct names libs, paths, ns;
-    list_groups(f, "collectives", &libs);
-    for (int i = 0; i < libs.n; i++) {
-        char p[160];
-        snprintf(p, sizeof p, "collectives/%s", libs.name[i]);
-        list_groups(f, p, &paths);
-        for (int j = 0; j < paths.n; j++) {
-            char q[240];
-            snprintf(q, sizeof q, "collectives/%s/%s", libs.name[i], paths.name[j]);
-            list_groups(f, q, &ns);
-            int nc = 0;
-            for (int k = 0; k < ns.n && nc < max; k++) {
-                hid_t g = H5Gopen2(f, q, H5P_DEFAULT), gn = H5Gopen2(g, ns.name[k], H5P_DEFAULT);
-                size_t n, nt;
-                hsize_t d[3];
-                int r;
-                double *sz = read_doubles(gn, "size_bytes", &n, NULL, NULL), *t = read_doubles(gn, "time_s", &nt, d, &r);
-                if (sz != NULL && t != NULL && n > 0 && n <= PROJECT_MAX_POINTS) {
-                    struct allreduce_curve *cv = &c[nc++];
-                    memset(cv, 0, sizeof *cv);
-                    cv->gpus = atoi(ns.name[k] + 1);
-                    cv->nodes = 1;
-                    cv->npoints = (int)n;
-                    for (size_t s = 0; s < n; s++) { /* the slowest rank's time of each size */
-                        cv->size_bytes[s] = sz[s];
-                        cv->time_s[s] = 0;
-                        for (hsize_t rk = 0; rk < (r == 2 ? d[1] : 1); rk++) {
-                            const double v = t[s * (r == 2 ? d[1] : 1) + rk];
-                            if (v > cv->time_s[s]) cv->time_s[s] = v;
-                        }
-                    }
+    struct group_paths gp;
+    struct names ns;
+    library_paths(f, "collectives", &gp);
+    for (int j = 0; j < gp.n; j++) {
+        const char *q = gp.path[j];
+        list_groups(f, q, &ns);
+        int nc = 0;
+        for (int k = 0; k < ns.n && nc < max; k++) {
+            hid_t g = H5Gopen2(f, q, H5P_DEFAULT), gn = H5Gopen2(g, ns.name[k], H5P_DEFAULT);
+            size_t n, nt;
+            hsize_t d[3];
+            int r;
+            double *sz = read_doubles(gn, "size_bytes", &n, NULL, NULL), *t = read_doubles(gn, "time_s", &nt, d, &r);
+            if (sz != NULL && t != NULL && n > 0 && n <= PROJECT_MAX_POINTS) {
+                struct allreduce_curve *cv = &c[nc++];
+                memset(cv, 0, sizeof *cv);
+                cv->gpus = atoi(ns.name[k] + 1);
+                cv->nodes = 1;
+                cv->npoints = (int)n;
+                const hsize_t ranks = r == 2 ? d[1] : 1;
+                for (size_t s = 0; s < n; s++) { /* the slowest rank's time of each size */
+                    cv->size_bytes[s] = sz[s];
+                    cv->time_s[s] = 0;
+                    for (hsize_t rk = 0; rk < ranks; rk++)
+                        if (t[s * ranks + rk] > cv->time_s[s]) cv->time_s[s] = t[s * ranks + rk];
                 }
-                free(sz), free(t);
-                H5Gclose(gn);
-                H5Gclose(g);
             }
-            if (nc > 0) {
-                snprintf(where, wlen, "%s", q);
-                return nc;
-            }
+            free(sz), free(t);
+            H5Gclose(gn);
+            H5Gclose(g);
+        }
+        if (nc > 0) {
+            snprintf(where, wlen, "%s", q);
+            return nc;
         }
     }
     snprintf(err, errlen, "it has no allreduce curves (collectives/<library>/<path>/n<N>): make it with dpscale comm");
@@ -372,11 +375,10 @@ int cmd_project(int argc, char **argv)
     }
     hid_t rf = H5Fopen(result, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t cf = comm != NULL ? H5Fopen(comm, H5F_ACC_RDONLY, H5P_DEFAULT) : H5I_INVALID_HID;
-    if (comm == NULL) cf = 0; /* no file to close */
-    if (rf < 0 || cf < 0) {
+    if (rf < 0 || (comm != NULL && cf < 0)) {
         fprintf(stderr, "dpscale: error: project: %s cannot be opened as HDF5; give a dpscale result file\n", rf < 0 ? result : comm);
         if (rf >= 0) H5Fclose(rf);
-        if (cf > 0) H5Fclose(cf);
+        if (cf >= 0) H5Fclose(cf);
         free(sysd);
         return EXIT_BAD_INPUT;
     }
@@ -419,13 +421,13 @@ int cmd_project(int argc, char **argv)
                src.step1_s * 1e3, src.prof.forward_s * 1e3, src.prof.backward_s * 1e3, src.prof.update_left_s * 1e3,
                src.prof.nbuckets, src.prof.overlap ? "on" : "off", src.ready_measured ? "measured (bucket_ready_compute_only_s)"
                                                      : "assumed: spread over backward in proportion to the bytes");
-        if (!measured_terms) src.interference = src.imbalance_s = 0, src.interference_from = -src.interference_from;
-        if (src.interference_from > 0)
+        if (!measured_terms) src.interference = src.imbalance_s = 0;
+        if (!measured_terms)
+            printf("  interference and imbalance: left out (--no-interference)\n");
+        else if (src.interference_from > 0)
             printf("  interference %.3f and imbalance %.3f ms: measured by the file's %d-GPU run%s\n", src.interference,
                    src.imbalance_s * 1e3, src.interference_from,
                    src.interference_approx ? " (schema 2: its compute-only backward less the real pass's forward)" : "");
-        else if (src.interference_from < 0)
-            printf("  interference and imbalance: left out (--no-interference)\n");
         else
             printf("  interference and imbalance: none measured (the file has no multi-GPU run): 0\n");
         printf("GPUs    step_ms    comm_ms exposed_ms  projected  measured     error\n");
@@ -488,7 +490,7 @@ int cmd_project(int argc, char **argv)
     free(src.ready);
     free(src.bytes);
     H5Fclose(rf);
-    if (cf > 0) H5Fclose(cf);
+    if (cf >= 0) H5Fclose(cf);
     free(sysd);
     return rc;
 }

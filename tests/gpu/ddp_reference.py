@@ -76,6 +76,16 @@ def percentile(sorted_values, p):
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+def slowest_rank_times(starts, ends, world, device):
+    """Each timed step's milliseconds on its slowest rank, sorted (outside the timed region)."""
+    mine = torch.tensor([s.elapsed_time(e) for s, e in zip(starts, ends)], dtype=torch.float64, device=device)
+    if world > 1:
+        gathered = [torch.empty_like(mine) for _ in range(world)]
+        dist.all_gather(gathered, mine)
+        mine = torch.stack(gathered).max(dim=0).values
+    return sorted(mine.tolist())
+
+
 def main():
     args = parse_args()
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -139,15 +149,7 @@ def main():
     torch.cuda.synchronize()
     final_loss = loss.float().item()
 
-    # Outside the timed region: the step time of iteration i is its slowest rank's.
-    mine = torch.tensor([s.elapsed_time(e) for s, e in zip(starts, ends)], dtype=torch.float64, device=device)
-    if world > 1:
-        gathered = [torch.empty_like(mine) for _ in range(world)]
-        dist.all_gather(gathered, mine)
-        per_step = torch.stack(gathered).max(dim=0).values
-    else:
-        per_step = mine
-    times = sorted(per_step.tolist())
+    times = slowest_rank_times(starts, ends, world, device)
     med, p05, p95 = percentile(times, 50), percentile(times, 5), percentile(times, 95)
     global_batch = args.batch * world
     samples_per_s = global_batch / (med / 1e3)

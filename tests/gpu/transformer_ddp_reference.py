@@ -24,7 +24,6 @@ Timing and output as tests/gpu/ddp_reference.py: CUDA events, the slowest rank's
 then one line `TRANSFORMER_REFERENCE ... tokens_per_s=...`.
 """
 import argparse
-import math
 import os
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off on the lent machines
@@ -34,6 +33,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+from ddp_reference import percentile, slowest_rank_times  # noqa: E402  (this folder: the same timing as the MLP's)
 
 PRESETS = {"bert": dict(layers=24, width=1024, heads=16, seq=512, vocab=30522),
            "gpt": dict(layers=12, width=768, heads=12, seq=1024, vocab=50257)}
@@ -91,13 +92,6 @@ class Transformer(nn.Module):
         return x @ (self.head.weight if self.head is not None else self.wte.weight).T
 
 
-def percentile(sorted_values, p):
-    n = len(sorted_values)
-    pos = p / 100.0 * (n - 1)
-    lo, hi = int(pos), min(int(pos) + 1, n - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", choices=["bert", "gpt"], required=True)
@@ -153,12 +147,7 @@ def main():
         loss = step()
         ends[i].record(stream)
     torch.cuda.synchronize()
-    mine = torch.tensor([s.elapsed_time(e) for s, e in zip(starts, ends)], dtype=torch.float64, device=device)
-    if world > 1:
-        gathered = [torch.empty_like(mine) for _ in range(world)]
-        dist.all_gather(gathered, mine)
-        mine = torch.stack(gathered).max(dim=0).values
-    times = sorted(mine.tolist())
+    times = slowest_rank_times(starts, ends, world, device)
     med = percentile(times, 50)
     tokens_per_s = a.batch * world * a.seq / (med / 1e3)
     if rank == 0:
