@@ -47,9 +47,10 @@ cudaError_t cuda_embed_backward(void *dwte, void *dwpe, void *dwse, int grad_dty
 size_t cuda_layernorm_scratch_floats(int rows, int C);
 cudaError_t cuda_layernorm_forward(void *y, float *mean, float *rstd, const void *x, const void *gamma,
                                    const void *beta, int rows, int C, int dtype, cudaStream_t s);
+/* accumulate = 1: dx += the gradient (the residual add fused where it meets the LayerNorm). */
 cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy, const void *x,
                                     const float *mean, const float *rstd, const void *gamma, int rows, int C,
-                                    float *partial, int dtype, cudaStream_t s);
+                                    int accumulate, float *partial, int dtype, cudaStream_t s);
 cudaError_t cuda_attention_softmax(void *p, int rows, int T, int causal, int dtype, cudaStream_t s);
 cudaError_t cuda_attention_softmax_backward(void *dp, const void *p, int rows, int T, int dtype, cudaStream_t s);
 cudaError_t cuda_add(void *y, const void *x, size_t n, int dtype, cudaStream_t s);

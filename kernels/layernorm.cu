@@ -103,7 +103,7 @@ __global__ void ln_fwd(T *y, float *mean, float *rstd, const T *x, const T *gamm
 template <typename T, int NV>
 __global__ void __launch_bounds__(TF_THREADS, sizeof(T) == 4 && NV > 4 ? 1 : 2)
     ln_bwd_fused(T *dx, float *partial, const T *dy, const T *x, const float *mean, const float *rstd, const T *gamma,
-                 int R, int C, int rows_per_block)
+                 int R, int C, int rows_per_block, int accumulate)
 {
     constexpr int V = pack16<T>::N, NW = TF_THREADS / 32;
     extern __shared__ float red[];
@@ -165,11 +165,13 @@ __global__ void __launch_bounds__(TF_THREADS, sizeof(T) == 4 && NV > 4 ? 1 : 2)
             if (j < nvec) {
                 const pack16<T> gm = gv[j];
                 pack16<T> o;
+                if (accumulate) o = dxr[j];
 #pragma unroll
                 for (int i = 0; i < V; i++) {
                     const float g = to_f32(d[k].v[i]) * to_f32(gm.v[i]);
                     const float xh = (to_f32(xv[k].v[i]) - m) * rs;
-                    o.v[i] = from_f32<T>(fmaf(rs, g, fmaf(c, xh, b)));
+                    const float v = fmaf(rs, g, fmaf(c, xh, b));
+                    o.v[i] = from_f32<T>(accumulate ? to_f32(o.v[i]) + v : v);
                 }
                 dxr[j] = o;
             }
@@ -198,7 +200,7 @@ __global__ void __launch_bounds__(TF_THREADS, sizeof(T) == 4 && NV > 4 ? 1 : 2)
 /* The backward's dx for any C and alignment, one element at a time (ln_bwd_partials adds the gains). */
 template <typename T>
 __global__ void ln_bwd_dx(T *dx, const T *dy, const T *x, const float *mean, const float *rstd, const T *gamma, int R,
-                          int C)
+                          int C, int accumulate)
 {
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= R) return;
@@ -214,7 +216,8 @@ __global__ void ln_bwd_dx(T *dx, const T *dy, const T *x, const float *mean, con
     sgx = warp_sum(sgx) / C;
     for (int c = lane; c < C; c += 32) {
         const float g = to_f32(dyr[c]) * to_f32(gamma[c]), xh = (to_f32(xr[c]) - m) * r;
-        dx[(size_t)row * C + c] = from_f32<T>(r * (g - sg - xh * sgx));
+        const float v = r * (g - sg - xh * sgx);
+        dx[(size_t)row * C + c] = from_f32<T>(accumulate ? to_f32(dx[(size_t)row * C + c]) + v : v);
     }
 }
 
@@ -342,19 +345,19 @@ extern "C" cudaError_t cuda_layernorm_forward(void *y, float *mean, float *rstd,
 
 template <typename T, int NV>
 static void launch_ln_bwd_nv(T *dx, float *partial, const T *dy, const T *x, const float *mean, const float *rstd,
-                             const T *gamma, int R, int C, cudaStream_t s)
+                             const T *gamma, int R, int C, int accumulate, cudaStream_t s)
 {
     if constexpr (NV * pack16<T>::N <= LN_BWD_MAX_E) {
         const size_t smem = (size_t)(TF_THREADS / 32) * C * sizeof(float); /* <= 32 KiB: C <= 1024 */
         ln_bwd_fused<T, NV><<<ln_fused_blocks(R), TF_THREADS, smem, s>>>(dx, partial, dy, x, mean, rstd, gamma, R, C,
-                                                                         ln_bwd_rows_per_block(R));
+                                                                         ln_bwd_rows_per_block(R), accumulate);
     }
 }
 
 template <typename T>
 static cudaError_t launch_ln_bwd(void *dx_, void *dgamma, void *dbeta, int grads_in_t, const void *dy_,
                                  const void *x_, const float *mean, const float *rstd, const void *gamma_, int R, int C,
-                                 float *partial, cudaStream_t s)
+                                 int accumulate, float *partial, cudaStream_t s)
 {
     T *dx = (T *)dx_;
     const T *dy = (const T *)dy_, *x = (const T *)x_, *gamma = (const T *)gamma_;
@@ -364,18 +367,18 @@ static cudaError_t launch_ln_bwd(void *dx_, void *dgamma, void *dbeta, int grads
                        : 0;
     int chunks = ln_fused_blocks(R);
     switch (nv) {
-    case 1: launch_ln_bwd_nv<T, 1>(dx, partial, dy, x, mean, rstd, gamma, R, C, s); break;
-    case 2: launch_ln_bwd_nv<T, 2>(dx, partial, dy, x, mean, rstd, gamma, R, C, s); break;
-    case 3: launch_ln_bwd_nv<T, 3>(dx, partial, dy, x, mean, rstd, gamma, R, C, s); break;
-    case 4: launch_ln_bwd_nv<T, 4>(dx, partial, dy, x, mean, rstd, gamma, R, C, s); break;
-    case 6: launch_ln_bwd_nv<T, 6>(dx, partial, dy, x, mean, rstd, gamma, R, C, s); break;
-    case 8: launch_ln_bwd_nv<T, 8>(dx, partial, dy, x, mean, rstd, gamma, R, C, s); break;
+    case 1: launch_ln_bwd_nv<T, 1>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
+    case 2: launch_ln_bwd_nv<T, 2>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
+    case 3: launch_ln_bwd_nv<T, 3>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
+    case 4: launch_ln_bwd_nv<T, 4>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
+    case 6: launch_ln_bwd_nv<T, 6>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
+    case 8: launch_ln_bwd_nv<T, 8>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
     default: {
         const int rows_per_block = TF_THREADS / 32;
         chunks = (R + TF_CHUNK_ROWS - 1) / TF_CHUNK_ROWS;
         if (R > 0) {
             ln_bwd_dx<T><<<(R + rows_per_block - 1) / rows_per_block, TF_THREADS, 0, s>>>(dx, dy, x, mean, rstd, gamma,
-                                                                                         R, C);
+                                                                                         R, C, accumulate);
             ln_bwd_partials<T><<<dim3((C + TF_COLS - 1) / TF_COLS, chunks), TF_COLS, 0, s>>>(partial, dy, x, mean,
                                                                                            rstd, R, C);
         }
@@ -391,8 +394,8 @@ static cudaError_t launch_ln_bwd(void *dx_, void *dgamma, void *dbeta, int grads
 
 extern "C" cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
                                                const void *x, const float *mean, const float *rstd, const void *gamma,
-                                               int R, int C, float *partial, int dtype, cudaStream_t s)
+                                               int R, int C, int accumulate, float *partial, int dtype, cudaStream_t s)
 {
     return DISPATCH_DTYPE(dtype, launch_ln_bwd, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, mean, rstd, gamma, R,
-                          C, partial, s);
+                          C, accumulate, partial, s);
 }

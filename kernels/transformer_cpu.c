@@ -93,7 +93,7 @@ void cpu_layernorm_forward(float *y, float *mean, float *rstd, const float *x, c
 }
 
 void cpu_layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *mean,
-                            const float *rstd, const float *gamma, int rows, int C)
+                            const float *rstd, const float *gamma, int rows, int C, int accumulate)
 {
 #pragma omp parallel
     {
@@ -112,7 +112,7 @@ void cpu_layernorm_backward(float *dx, float *dgamma, float *dbeta, const float 
             float mg = (float)(sg / C), mgx = (float)(sgx / C);
             for (int j = 0; j < C; j++) {
                 float g = dyi[j] * gamma[j], xh = (xi[j] - m) * rs;
-                dxi[j] = rs * (g - mg - xh * mgx);
+                dxi[j] = (accumulate ? dxi[j] : 0.0f) + rs * (g - mg - xh * mgx);
             }
         }
         /* dgamma, dbeta: column blocks, rows in increasing order */

@@ -28,9 +28,10 @@ void cpu_embed_backward(float *dwte, float *dwpe, float *dwse, const int *tokens
  * variance); mean and rstd [rows] are kept for backward. y may not alias x. */
 void cpu_layernorm_forward(float *y, float *mean, float *rstd, const float *x, const float *gamma, const float *beta,
                            int rows, int C);
-/* From dy: dx (overwritten), dgamma and dbeta [C] (overwritten: sums over the rows). */
+/* From dy: dx (overwritten; accumulate = 1: added to), dgamma and dbeta [C]
+ * (overwritten: sums over the rows). */
 void cpu_layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *mean,
-                            const float *rstd, const float *gamma, int rows, int C);
+                            const float *rstd, const float *gamma, int rows, int C, int accumulate);
 
 /* Multi-head attention of packed qkv [B*T x 3C] (columns 0..C-1 the queries, C..2C-1
  * the keys, 2C..3C-1 the values; head h uses columns h*D..h*D+D-1 of each):

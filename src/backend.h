@@ -32,7 +32,8 @@ struct optim_hparams {
 enum gemm_epilogue {
     EPI_BIAS = 1,       /* C = A B + bias */
     EPI_GELU_BIAS = 2,  /* aux = A B + bias; C = gelu(aux) */
-    EPI_DGELU_BGRAD = 3 /* C = (A B) * gelu'(aux); bias = column sums of C */
+    EPI_DGELU_BGRAD = 3, /* C = (A B) * gelu'(aux); bias = column sums of C */
+    EPI_DGELU = 4        /* C = (A B) * gelu'(aux) (bias unused) */
 };
 struct gemm_fusion {
     int kind;  /* enum gemm_epilogue */
@@ -134,12 +135,20 @@ struct backend_ops {
                            const int *segments, const void *dx, int B, int T, int C, int V, int S);
     void (*layernorm_forward)(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
                               const void *beta, int rows, int C);
+    /* accumulate = 1: dx += the gradient (a residual stream's, where it meets the LayerNorm). */
     void (*layernorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                               const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C);
+                               const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
+                               int accumulate);
     void (*attention_forward)(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
                               int causal);
     void (*attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
                                int B, int T, int C, int H, int causal);
+    /* attention_forward's products alone (backward = 0: S = Q K^T, then O = P V into
+     * io) or attention_backward's (dV, dP, dQ, dK into dqkv, from dO = io), with no
+     * softmax between them, the T x T matrices in the backend's scratch: the
+     * attention's GEMMs that `dpscale bench` times beside the dense ones. NULL: none. */
+    void (*attention_products)(struct backend *b, int backward, void *io, void *dqkv, const void *qkv, int B, int T,
+                               int C, int H);
     /* Fused attention (kernels/flash_attention.h), the same product as attention_forward:
      * it keeps lse [B x H x T] floats for backward instead of the probabilities, and
      * backward reads the forward's output. NULL where a backend has none;

@@ -3,6 +3,7 @@
  * fp32 only. Each rank gets cores / ranks-on-the-node threads unless run.threads
  * says otherwise, so that ranks sharing a node do not oversubscribe it. */
 #include <cblas.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,11 +188,12 @@ static void be_layernorm_forward(struct backend *b, void *y, float *mean, float 
 }
 
 static void be_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                  const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C)
+                                  const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
+                                  int accumulate)
 {
     (void)b;
     need_f32(grad_dtype);
-    cpu_layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C);
+    cpu_layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C, accumulate);
 }
 
 static void be_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
@@ -206,6 +208,35 @@ static void be_attention_backward(struct backend *b, void *dqkv, const void *dou
 {
     (void)b;
     cpu_attention_backward(dqkv, dout, qkv, probs, B, T, C, H, causal);
+}
+
+/* attention's products alone (backend.h), each head one cblas_sgemm per product, the
+ * T x T matrices in one scratch of the call. Row-major, Q, K, V and dO [T x D]
+ * (ld 3C, C): S = s Q K^T; O = P V; dV = P^T dO; dP = dO V^T; dQ = s dS K; dK = s dS^T Q. */
+static void be_attention_products(struct backend *b, int backward, void *io, void *dqkv, const void *qkv, int B, int T,
+                                  int C, int H)
+{
+    (void)b;
+    const int D = C / H, ld3 = 3 * C;
+    const float scale = 1.0f / sqrtf((float)D);
+    float *p = calloc((size_t)T * T, sizeof(float));
+    CHECK_ALLOC(p);
+    for (int s = 0; s < B; s++)
+        for (int h = 0; h < H; h++) {
+            const float *q = (const float *)qkv + (size_t)s * T * ld3 + (size_t)h * D, *k = q + C, *v = q + 2 * C;
+            float *o = (float *)io + (size_t)s * T * C + (size_t)h * D;
+            if (!backward) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, scale, q, ld3, k, ld3, 0.0f, p, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T, 1.0f, p, T, v, ld3, 0.0f, o, C);
+                continue;
+            }
+            float *dq = (float *)dqkv + (size_t)s * T * ld3 + (size_t)h * D, *dk = dq + C, *dv = dq + 2 * C;
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T, 1.0f, p, T, o, C, 0.0f, dv, ld3);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, 1.0f, o, C, v, ld3, 0.0f, p, T);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T, scale, p, T, k, ld3, 0.0f, dq, ld3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T, scale, p, T, q, ld3, 0.0f, dk, ld3);
+        }
+    free(p);
 }
 
 static void be_add(struct backend *b, void *y, const void *x, size_t n)
@@ -293,6 +324,7 @@ const struct backend_ops backend_cpu_ops = {
     .layernorm_backward = be_layernorm_backward,
     .attention_forward = be_attention_forward,
     .attention_backward = be_attention_backward,
+    .attention_products = be_attention_products,
     .add = be_add,
     .gather_rows = be_gather_rows,
     .scatter_rows = be_scatter_rows,

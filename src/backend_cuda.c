@@ -227,7 +227,8 @@ struct gemm_args {
 static void set_fusion_pointers(cublasLtMatmulDesc_t desc, const struct gemm_fusion *f)
 {
     if (f == NULL) return;
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &f->bias, sizeof f->bias));
+    if (f->kind != EPI_DGELU)
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &f->bias, sizeof f->bias));
     if (f->kind != EPI_BIAS)
         CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &f->aux, sizeof f->aux));
 }
@@ -235,7 +236,8 @@ static void set_fusion_pointers(cublasLtMatmulDesc_t desc, const struct gemm_fus
 static cublasLtEpilogue_t lt_epilogue(int kind)
 {
     return kind == EPI_BIAS ? CUBLASLT_EPILOGUE_BIAS : kind == EPI_GELU_BIAS ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-         : kind == EPI_DGELU_BGRAD ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DEFAULT;
+         : kind == EPI_DGELU_BGRAD ? CUBLASLT_EPILOGUE_DGELU_BGRAD : kind == EPI_DGELU ? CUBLASLT_EPILOGUE_DGELU
+         : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
 #define GEMM_CANDIDATES 8
@@ -544,6 +546,7 @@ const struct backend_ops backend_cuda_ops = {
     .layernorm_backward = cuda_tf_layernorm_backward,
     .attention_forward = cuda_tf_attention_forward,
     .attention_backward = cuda_tf_attention_backward,
+    .attention_products = cuda_tf_attention_products,
     .flash_attention_ok = cuda_tf_flash_attention_ok,
     .flash_attention_forward = cuda_tf_flash_attention_forward,
     .flash_attention_backward = cuda_tf_flash_attention_backward,

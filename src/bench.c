@@ -4,6 +4,10 @@
  * GEMMs on the same shapes and buffers with nothing else, and prints the ratio.
  * GEMM-only time over step time is the share of the step that the BLAS library
  * (OpenBLAS or cuBLAS) sets; the rest is our element-wise kernels and overheads.
+ * With attention, the GEMMs are timed twice: the dense ones alone, and with
+ * attention's products (QK^T, PV and their four gradients as cuBLAS strided-batched
+ * GEMMs, the T x T scores materialised, no softmax): the step's GEMMs as the unfused
+ * attention runs them. The share of the step is taken against the second.
  * Then (3) a few steps with every backend operation timed (op_profile.h): where the
  * rest goes, and the largest operation that is not a GEMM. */
 #include <stdio.h>
@@ -18,9 +22,14 @@
 #include "step.h"
 #include "train.h"
 
+/* The share of the step its GEMMs alone take that the issues ask for: the MLP's
+ * (issue 5), and the transformers' with attention's products among the GEMMs (issue 12). */
 #define BENCH_TARGET_GEMM_SHARE 0.85
+#define BENCH_TARGET_GEMM_SHARE_ATTENTION 0.80
 
-static double median_gemm_only_s(struct session *s, int B)
+/* The median time of the step's GEMMs alone (attention = 1: with attention's
+ * products, where the model has them; *ran says whether it did). */
+static double median_gemm_only_s(struct session *s, int B, int attention, int *ran)
 {
     struct backend *be = &s->backend;
     const int iters = s->cfg.iters, warmup = s->cfg.warmup;
@@ -40,10 +49,10 @@ static double median_gemm_only_s(struct session *s, int B)
     struct backend_event **ev = calloc((size_t)iters + 1, sizeof *ev);
     CHECK_ALLOC(ev);
     for (int i = 0; i <= iters; i++) ev[i] = be->ops->event_create(be);
-    for (int i = 0; i < warmup; i++) step_gemms_only(be, s->model, &rb, B);
+    for (int i = 0; i < warmup; i++) *ran = step_gemms_only(be, s->model, &rb, B, attention);
     be->ops->event_record(be, ev[0]);
     for (int i = 0; i < iters; i++) {
-        step_gemms_only(be, s->model, &rb, B);
+        step_gemms_only(be, s->model, &rb, B, attention);
         be->ops->event_record(be, ev[i + 1]);
     }
     be->ops->synchronize(be);
@@ -136,8 +145,12 @@ int cmd_bench(int argc, char **argv)
     }
     struct run_summary sum;
     stats_summarize_run(&r, &sum);
-    const double gemm_s = median_gemm_only_s(&s, r.batch_per_rank);
+    int with_products = 0, none = 0;
+    const double dense_s = median_gemm_only_s(&s, r.batch_per_rank, 0, &none);
+    const double all_s = median_gemm_only_s(&s, r.batch_per_rank, 1, &with_products);
+    const double gemm_s = with_products ? all_s : dense_s;
     const double step_s = sum.step_median_s, flops = r.gemm_flops_per_step;
+    const double target = with_products ? BENCH_TARGET_GEMM_SHARE_ATTENTION : BENCH_TARGET_GEMM_SHARE;
 
     say("dpscale bench: %s on %s (%s, %d threads), model %s, batch %d, %s, median of %d steps\n",
         s.backend.ops->name, s.backend.info.device_name, s.backend.info.library, s.backend.info.threads,
@@ -147,11 +160,20 @@ int cmd_bench(int argc, char **argv)
     static const char *const labels[NPHASES] = {"forward + loss", "backward", "communication (none)", "update left", "step"};
     for (int p = 0; p < NPHASES; p++)
         say("%-22s %10.3f %7.1f%%\n", labels[p], 1e3 * sum.phase_median_s[p], 100.0 * sum.phase_median_s[p] / step_s);
-    say("%-22s %10.3f %7.1f%%   (the same GEMMs alone, same shapes and buffers)\n", "GEMMs alone", 1e3 * gemm_s,
-        100.0 * gemm_s / step_s);
+    if (with_products) {
+        say("%-22s %10.3f %7.1f%%   (the dense GEMMs alone, same shapes and buffers)\n", "dense GEMMs alone",
+            1e3 * dense_s, 100.0 * dense_s / step_s);
+        say("%-22s %10.3f %7.1f%%   (attention's QK^T, PV and their gradients, batched by head, no softmax)\n",
+            "+ attention products", 1e3 * (all_s - dense_s), 100.0 * (all_s - dense_s) / step_s);
+        say("%-22s %10.3f %7.1f%%   (the step's GEMMs alone)\n", "GEMMs alone", 1e3 * all_s, 100.0 * all_s / step_s);
+        say("dense GEMMs' share of the step: %.3f\n", dense_s / step_s);
+    } else {
+        say("%-22s %10.3f %7.1f%%   (the same GEMMs alone, same shapes and buffers)\n", "GEMMs alone", 1e3 * gemm_s,
+            100.0 * gemm_s / step_s);
+    }
     say("GEMM FLOP rate: step %.1f GFLOP/s, GEMMs alone %.1f GFLOP/s\n", flops / step_s / 1e9, flops / gemm_s / 1e9);
-    say("GEMM share of the step: %.3f (target >= %.2f: %s)\n", gemm_s / step_s, BENCH_TARGET_GEMM_SHARE,
-        gemm_s / step_s >= BENCH_TARGET_GEMM_SHARE ? "met" : "NOT met");
+    say("GEMM share of the step: %.3f (target >= %.2f: %s)\n", gemm_s / step_s, target,
+        gemm_s / step_s >= target ? "met" : "NOT met");
     profile_operations(&s, r.batch_per_rank);
 
     run_result_free(&r);

@@ -19,7 +19,8 @@ void step_buffers_alloc(struct backend *be, const struct config *cfg, const stru
     rb->params = step_alloc(be, m->nparams, sizeof(float));
     rb->grad_dtype = cfg->grad_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
     rb->fuse_forward = cfg->gemm_epilogue != EPILOGUE_OFF && be->ops->gemm_fused != NULL;
-    rb->fuse_backward = rb->fuse_forward && cfg->gemm_epilogue == EPILOGUE_ON && rb->grad_dtype == be->act_dtype;
+    rb->fuse_dgelu = rb->fuse_forward && cfg->gemm_epilogue == EPILOGUE_ON;
+    rb->fuse_backward = rb->fuse_dgelu && rb->grad_dtype == be->act_dtype;
     rb->grads = step_alloc(be, m->nparams, dtype_size(rb->grad_dtype));
     rb->master = !(cfg->master_weights == MASTER_OFF && be->act_dtype != DT_F32);
     rb->state_dtype = cfg->optimizer_state == STATE_COMPUTE ? be->act_dtype : DT_F32;
@@ -66,7 +67,7 @@ void step_backward(struct backend *be, const struct model *m, struct step_buffer
     m->ops->backward(be, m, rb, B, hook);
 }
 
-void step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+int step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention)
 {
-    m->ops->gemms_only(be, m, rb, B);
+    return m->ops->gemms_only(be, m, rb, B, attention);
 }

@@ -28,8 +28,9 @@ struct step_buffers {
     int grad_dtype;   /* enum dtype */
     int last_rows;    /* the last tensor's gradient in blocks of this many rows (comm.last_layer_chunks); 0 = whole */
     int fuse_forward;  /* train.gemm_epilogue: bias + GELU in their GEMM's epilogue, where the model has them */
-    int fuse_backward; /* ... and GELU' + bias gradient in the input-gradient GEMM (needs gradients in the compute
-                        * dtype: cuBLASLt writes the bias gradient in the GEMM's output type) */
+    int fuse_dgelu;    /* train.gemm_epilogue = on: GELU' in the input-gradient GEMM's epilogue */
+    int fuse_backward; /* ... and the bias gradient with it (needs gradients in the compute dtype: cuBLASLt
+                        * writes the bias gradient in the GEMM's output type) */
     void *params_lp;  /* compute-dtype copy of params, NULL in fp32 */
     float *loss;      /* [steps] */
     size_t elem;      /* bytes of one activation element */
@@ -97,8 +98,10 @@ struct model_ops {
     /* Backward: fills the gradient arena in arena order, telling `hook` of each prefix. */
     void (*backward)(struct backend *be, const struct model *m, struct step_buffers *rb, int B,
                      const struct step_hook *hook);
-    /* The GEMMs of one forward and backward pass with nothing else: the step's GEMM floor. */
-    void (*gemms_only)(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
+    /* The GEMMs of one forward and backward pass with nothing else: the step's GEMM
+     * floor. attention = 1: attention's products too (backend attention_products),
+     * where the model has them; returns whether it ran them. */
+    int (*gemms_only)(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention);
 };
 
 void step_buffers_alloc(struct backend *be, const struct config *cfg, const struct model *m, int B, int steps,
@@ -117,6 +120,6 @@ void step_forward_loss(struct backend *be, const struct model *m, struct step_bu
                        float loss_scale, const struct step_hook *hook);
 void step_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B,
                    const struct step_hook *hook);
-void step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B);
+int step_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention);
 
 #endif

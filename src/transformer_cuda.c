@@ -101,13 +101,14 @@ void cuda_tf_layernorm_forward(struct backend *b, void *y, float *mean, float *r
 }
 
 void cuda_tf_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C)
+                                const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
+                                int accumulate)
 {
     struct tf_cuda *t = tf(b);
     float *partial = grow(b, (void **)&t->ln_partial, &t->ln_bytes,
                           cuda_layernorm_scratch_floats(rows, C) * sizeof(float));
-    CHECK_CUDA(cuda_layernorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, rows, C, partial,
-                                       b->act_dtype, stream(b)));
+    CHECK_CUDA(cuda_layernorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, rows, C, accumulate,
+                                       partial, b->act_dtype, stream(b)));
 }
 
 /* H products of one sequence: C_h = alpha op(A_h) op(B_h), the heads' operands
@@ -127,8 +128,11 @@ static void heads_gemm(struct backend *b, cublasOperation_t ta, cublasOperation_
 
 static const char *at(const void *base, size_t index, size_t elem) { return (const char *)base + index * elem; }
 
-void cuda_tf_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
-                               int causal)
+/* The four product loops of attention, one batched call of H heads per sequence.
+ * scores: S = scale Q K^T into p; output: O = P V from p; grads_of_p: dV = P^T dO
+ * from p and dP = dO V^T into dp; grads_of_s: dQ = scale dS K, dK = scale dS^T Q
+ * from ds. */
+static void scores(struct backend *b, void *p, const void *qkv, int B, int T, int C, int H)
 {
     const int D = C / H, ld3 = 3 * C;
     const size_t e = dtype_size(b->act_dtype), TT = (size_t)T * T;
@@ -136,39 +140,86 @@ void cuda_tf_attention_forward(struct backend *b, void *out, void *probs, const 
     for (int s = 0; s < B; s++) {
         const char *q = at(qkv, (size_t)s * T * ld3, e), *k = q + (size_t)C * e;
         heads_gemm(b, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, scale, k, ld3, D, q, ld3, D,
-                   (void *)at(probs, (size_t)s * H * TT, e), T, (long long)TT, H);
+                   (void *)at(p, (size_t)s * H * TT, e), T, (long long)TT, H);
     }
-    CHECK_CUDA(cuda_attention_softmax(probs, B * H * T, T, causal, b->act_dtype, stream(b)));
+}
+
+static void output(struct backend *b, void *out, const void *p, const void *qkv, int B, int T, int C, int H)
+{
+    const int D = C / H, ld3 = 3 * C;
+    const size_t e = dtype_size(b->act_dtype), TT = (size_t)T * T;
     for (int s = 0; s < B; s++) {
         const char *v = at(qkv, (size_t)s * T * ld3 + 2 * (size_t)C, e);
-        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, 1.0f, v, ld3, D, at(probs, (size_t)s * H * TT, e), T,
+        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, 1.0f, v, ld3, D, at(p, (size_t)s * H * TT, e), T,
                    (long long)TT, (void *)at(out, (size_t)s * T * C, e), C, D, H);
     }
+}
+
+static void grads_of_p(struct backend *b, void *dqkv, void *dp, const void *p, const void *dout, const void *qkv,
+                       int B, int T, int C, int H)
+{
+    const int D = C / H, ld3 = 3 * C;
+    const size_t e = dtype_size(b->act_dtype), TT = (size_t)T * T;
+    for (int s = 0; s < B; s++) {
+        const char *v = at(qkv, (size_t)s * T * ld3 + 2 * (size_t)C, e);
+        const char *ps = at(p, (size_t)s * H * TT, e), *dO = at(dout, (size_t)s * T * C, e);
+        char *dv = (char *)at(dqkv, (size_t)s * T * ld3 + 2 * (size_t)C, e);
+        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, D, T, T, 1.0f, dO, C, D, ps, T, (long long)TT, dv, ld3, D, H);
+        heads_gemm(b, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, 1.0f, v, ld3, D, dO, C, D, (void *)at(dp, (size_t)s * H * TT, e),
+                   T, (long long)TT, H);
+    }
+}
+
+static void grads_of_s(struct backend *b, void *dqkv, const void *ds, const void *qkv, int B, int T, int C, int H)
+{
+    const int D = C / H, ld3 = 3 * C;
+    const size_t e = dtype_size(b->act_dtype), TT = (size_t)T * T;
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int s = 0; s < B; s++) {
+        const char *q = at(qkv, (size_t)s * T * ld3, e), *k = q + (size_t)C * e, *dss = at(ds, (size_t)s * H * TT, e);
+        char *dq = (char *)at(dqkv, (size_t)s * T * ld3, e), *dk = dq + (size_t)C * e;
+        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, scale, k, ld3, D, dss, T, (long long)TT, dq, ld3, D, H);
+        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, D, T, T, scale, q, ld3, D, dss, T, (long long)TT, dk, ld3, D, H);
+    }
+}
+
+/* The scratch of every head's T x T scores, dP and dS. */
+static void *scores_scratch(struct backend *b, int B, int T, int H)
+{
+    struct tf_cuda *t = tf(b);
+    return grow(b, &t->dp, &t->dp_bytes, (size_t)B * H * T * T * dtype_size(b->act_dtype));
+}
+
+void cuda_tf_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
+                               int causal)
+{
+    scores(b, probs, qkv, B, T, C, H);
+    CHECK_CUDA(cuda_attention_softmax(probs, B * H * T, T, causal, b->act_dtype, stream(b)));
+    output(b, out, probs, qkv, B, T, C, H);
 }
 
 void cuda_tf_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
                                 int B, int T, int C, int H, int causal)
 {
     (void)causal; /* P is 0 above the diagonal: dS is too */
-    struct tf_cuda *t = tf(b);
-    const int D = C / H, ld3 = 3 * C;
-    const size_t e = dtype_size(b->act_dtype), TT = (size_t)T * T;
-    const float scale = 1.0f / sqrtf((float)D);
-    void *dp = grow(b, &t->dp, &t->dp_bytes, (size_t)B * H * TT * e);
-    for (int s = 0; s < B; s++) {
-        const char *v = at(qkv, (size_t)s * T * ld3 + 2 * (size_t)C, e);
-        const char *p = at(probs, (size_t)s * H * TT, e), *dO = at(dout, (size_t)s * T * C, e);
-        char *dq = (char *)at(dqkv, (size_t)s * T * ld3, e), *dv = dq + 2 * (size_t)C * e;
-        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, D, T, T, 1.0f, dO, C, D, p, T, (long long)TT, dv, ld3, D, H);
-        heads_gemm(b, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, 1.0f, v, ld3, D, dO, C, D, (void *)at(dp, (size_t)s * H * TT, e),
-                   T, (long long)TT, H);
-    }
+    void *dp = scores_scratch(b, B, T, H);
+    grads_of_p(b, dqkv, dp, probs, dout, qkv, B, T, C, H);
     CHECK_CUDA(cuda_attention_softmax_backward(dp, probs, B * H * T, T, b->act_dtype, stream(b)));
-    for (int s = 0; s < B; s++) {
-        const char *q = at(qkv, (size_t)s * T * ld3, e), *k = q + (size_t)C * e, *ds = at(dp, (size_t)s * H * TT, e);
-        char *dq = (char *)at(dqkv, (size_t)s * T * ld3, e), *dk = dq + (size_t)C * e;
-        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, scale, k, ld3, D, ds, T, (long long)TT, dq, ld3, D, H);
-        heads_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, D, T, T, scale, q, ld3, D, ds, T, (long long)TT, dk, ld3, D, H);
+    grads_of_s(b, dqkv, dp, qkv, B, T, C, H);
+}
+
+/* The same products with no softmax between them: the scores, P, dP and dS all in
+ * the one scratch (each product reads real values the one before wrote). */
+void cuda_tf_attention_products(struct backend *b, int backward, void *io, void *dqkv, const void *qkv, int B, int T,
+                                int C, int H)
+{
+    void *p = scores_scratch(b, B, T, H);
+    if (!backward) {
+        scores(b, p, qkv, B, T, C, H);
+        output(b, io, p, qkv, B, T, C, H);
+    } else {
+        grads_of_p(b, dqkv, p, p, io, qkv, B, T, C, H);
+        grads_of_s(b, dqkv, p, qkv, B, T, C, H);
     }
 }
 

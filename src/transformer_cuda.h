@@ -25,11 +25,14 @@ void cuda_tf_embed_backward(struct backend *b, void *dwte, void *dwpe, void *dws
 void cuda_tf_layernorm_forward(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
                                const void *beta, int rows, int C);
 void cuda_tf_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C);
+                                const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
+                                int accumulate);
 void cuda_tf_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
                                int causal);
 void cuda_tf_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
                                 int B, int T, int C, int H, int causal);
+void cuda_tf_attention_products(struct backend *b, int backward, void *io, void *dqkv, const void *qkv, int B, int T,
+                                int C, int H);
 int cuda_tf_flash_attention_ok(const struct backend *b, int head_dim);
 void cuda_tf_flash_attention_forward(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C,
                                      int H, int causal);

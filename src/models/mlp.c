@@ -261,10 +261,12 @@ static void mlp_backward(struct backend *be, const struct model *m, struct step_
     backward_pass(be, m, rb, B, 1, hook);
 }
 
-static void mlp_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+static int mlp_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention)
 {
+    (void)attention; /* none here */
     forward_pass(be, m, rb, B, 0, NULL);
     backward_pass(be, m, rb, B, 0, NULL);
+    return 0;
 }
 
 static int mlp_inputs(const struct model *m, const struct step_buffers *rb, struct model_input *out, int max)

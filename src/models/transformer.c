@@ -38,7 +38,7 @@ struct tf_acts {
     void *hf;                   /* GPT: LNf(x[L]); BERT: the gathered rows x[L][masked] [M x C] */
     float *mean_f, *rstd_f;
     void *logits, *dlogits;     /* [M x V] */
-    void *dx, *dt1, *dt2;       /* [R x C] gradients of the residual stream, and scratch */
+    void *dx, *dt1;             /* [R x C] the residual stream's gradient, and scratch */
     void *datty;                /* [R x C] */
     void *dqkv;                 /* [R x 3C] */
     void *dfc;                  /* [R x F] */
@@ -157,7 +157,7 @@ static int tf_plan_activations(const struct model *m, size_t E, int batch, size_
     bad |= model_add_bytes(act, R, 4, S);                  /* LNe's and LNf's mean and rstd */
     bad |= model_add_bytes(act, p->bert ? M : R, C, E);    /* hf */
     bad |= model_add_bytes(act, M, 2 * V, E);              /* logits, dlogits */
-    bad |= model_add_bytes(act, R, 7 * C + F, E);          /* dx, dt1, dt2, datty, dqkv, dfc */
+    bad |= model_add_bytes(act, R, 6 * C + F, E);          /* dx, dt1, datty, dqkv, dfc */
     if (p->flash) bad |= model_add_bytes(act, BH, T, S);   /* backward's scratch: rowsum(dO O), or */
     else bad |= model_add_bytes(act, BH * T, T, E);        /* dP of every head (the backend allocates it) */
     bad |= model_add_bytes(data, R, 2, sizeof(int));       /* tokens, segments */
@@ -230,7 +230,6 @@ static void tf_alloc_acts(struct backend *be, const struct model *m, int B, stru
     struct tf_acts *a = calloc(1, sizeof *a);
     CHECK_ALLOC(a);
     rb->acts = a;
-    rb->fuse_backward = 0; /* DGELU_BGRAD is not wired for the transformer: our kernels run */
     a->B = B;
     a->R = B * p->T;
     a->M = B * p->nmask;
@@ -274,7 +273,6 @@ static void tf_alloc_acts(struct backend *be, const struct model *m, int B, stru
     a->dlogits = step_alloc(be, M * (size_t)p->Vld, e);
     a->dx = step_alloc(be, R * C, e);
     a->dt1 = step_alloc(be, R * C, e);
-    a->dt2 = step_alloc(be, R * C, e);
     a->datty = step_alloc(be, R * C, e);
     a->dqkv = step_alloc(be, R * 3 * C, e);
     a->dfc = step_alloc(be, R * F, e);
@@ -294,7 +292,7 @@ static void tf_free_acts(struct backend *be, const struct model *m, struct step_
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) f(be, bufs[i]);
     }
     void *bufs[] = {a->tokens, a->segments, a->targets, a->mask_rows, a->x[0], a->hf, a->mean_f, a->rstd_f,
-                    a->logits, a->dlogits, a->dx, a->dt1, a->dt2, a->datty, a->dqkv, a->dfc};
+                    a->logits, a->dlogits, a->dx, a->dt1, a->datty, a->dqkv, a->dfc};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) f(be, bufs[i]);
     if (p->bert) {
         f(be, a->emb);
@@ -348,13 +346,33 @@ static void linear(struct backend *be, const struct step_buffers *rb, void *y_pr
 }
 
 /* From d = dL/dy [R x out] of linear(): the weight's and bias's gradients into the
- * arena, and dx = d W [R x in] (dx NULL: not needed). */
+ * arena, and dx = d W [R x in] (dx NULL: not needed; accumulate = 1: dx += d W, a
+ * residual branch's gradient joining the stream's in the GEMM, beta = 1). */
 static void linear_backward(struct backend *be, const struct step_buffers *rb, void *dx, const void *d, const void *x,
-                            size_t w, size_t bias, int R, int in, int out, int with_elementwise)
+                            size_t w, size_t bias, int R, int in, int out, int with_elementwise, int accumulate)
 {
     if (with_elementwise) be->ops->bias_grad(be, step_grad_at(rb, bias), rb->grad_dtype, d, R, out);
     be->ops->gemm(be, 1, 0, out, in, R, 1.0f, d, out, x, in, 0.0f, step_grad_at(rb, w), rb->grad_dtype == DT_F32, in);
-    if (dx != NULL) be->ops->gemm(be, 0, 0, R, in, out, 1.0f, d, out, weight_at(rb, w), in, 0.0f, dx, 0, in);
+    if (dx != NULL)
+        be->ops->gemm(be, 0, 0, R, in, out, 1.0f, d, out, weight_at(rb, w), in, accumulate ? 1.0f : 0.0f, dx, 0, in);
+}
+
+/* The FFN's second linear backward, from d = dL/dr2: fc2's gradients, and dfc =
+ * dL/d(fc1's pre-activation) = (d W2) * gelu'(fcpre). With train.gemm_epilogue = on,
+ * GELU' runs in the GEMM's epilogue (cuBLASLt DGELU). fc1's bias gradient stays with
+ * our kernel: DGELU_BGRAD, which would take it too, made BERT-Large's step 5 ms slower
+ * on an H200 (49.2 against 44.3 ms; docs/PERFORMANCE.md). */
+static void ffn_backward(struct backend *be, const struct step_buffers *rb, void *dfc, const void *d,
+                         const struct tf_block_acts *s, const struct tf_block *k, int R, int C, int F, int wel)
+{
+    if (!wel || !rb->fuse_dgelu) {
+        linear_backward(be, rb, dfc, d, s->fcact, k->out_w, k->out_b, R, F, C, wel, 0);
+        if (wel) be->ops->act_backward(be, dfc, s->fcpre, R, F, ACT_GELU);
+        return;
+    }
+    linear_backward(be, rb, NULL, d, s->fcact, k->out_w, k->out_b, R, F, C, wel, 0);
+    const struct gemm_fusion f = {EPI_DGELU, NULL, s->fcpre, NULL};
+    be->ops->gemm_fused(be, 0, 0, R, F, C, d, C, weight_at(rb, k->out_w), F, dfc, F, &f);
 }
 
 static void layernorm(struct backend *be, const struct step_buffers *rb, void *y, float *mean, float *rstd,
@@ -363,13 +381,14 @@ static void layernorm(struct backend *be, const struct step_buffers *rb, void *y
     if (with_elementwise) be->ops->layernorm_forward(be, y, mean, rstd, x, weight_at(rb, g), weight_at(rb, b), R, C);
 }
 
+/* accumulate = 1: dx += the gradient through the LayerNorm (a pre-LN block's residual). */
 static void layernorm_backward(struct backend *be, const struct step_buffers *rb, void *dx, const void *dy,
                                const void *x, const float *mean, const float *rstd, size_t g, size_t b, int R, int C,
-                               int with_elementwise)
+                               int with_elementwise, int accumulate)
 {
     if (with_elementwise)
         be->ops->layernorm_backward(be, dx, step_grad_at(rb, g), step_grad_at(rb, b), rb->grad_dtype, dy, x, mean,
-                                    rstd, weight_at(rb, g), R, C);
+                                    rstd, weight_at(rb, g), R, C, accumulate);
 }
 
 static void stage_begin(const struct step_hook *hook, int stage)
@@ -384,8 +403,10 @@ static void grads_done(const struct model *m, const struct step_hook *hook, int 
     hook->grads_done(hook->ctx, hi);
 }
 
+/* with_elementwise = 0: the GEMMs alone, and attention's products (backend
+ * attention_products) where `products` says so. */
 static void forward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int with_elementwise,
-                         const struct step_hook *hook)
+                         int products, const struct step_hook *hook)
 {
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
@@ -409,6 +430,8 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
             be->ops->flash_attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
         else if (wel)
             be->ops->attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
+        else if (products)
+            be->ops->attention_products(be, 0, s->atty, NULL, s->qkv, a->B, p->T, C, p->H);
         linear(be, rb, s->r1, s->r1, s->atty, k->proj_w, k->proj_b, R, C, C, ACT_NONE, x, wel); /* r1 = x + attention */
         /* FFN: GPT reads LN2(r1); BERT LN1(r1) */
         const void *h = s->r1;
@@ -430,7 +453,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
 }
 
 static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int with_elementwise,
-                          const struct step_hook *hook)
+                          int products, const struct step_hook *hook)
 {
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
@@ -441,7 +464,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
                   rb->grad_dtype == DT_F32, C);
     if (!p->bert) {
         be->ops->gemm(be, 0, 0, R, C, p->V, 1.0f, a->dlogits, p->Vld, weight_at(rb, p->wte), C, 0.0f, a->dt1, 0, C);
-        layernorm_backward(be, rb, a->dx, a->dt1, a->x[p->L], a->mean_f, a->rstd_f, p->lnf_g, p->lnf_b, R, C, wel);
+        layernorm_backward(be, rb, a->dx, a->dt1, a->x[p->L], a->mean_f, a->rstd_f, p->lnf_g, p->lnf_b, R, C, wel, 0);
         grads_done(m, hook, p->L + 1);
     } else {
         be->ops->gemm(be, 0, 0, a->M, C, p->V, 1.0f, a->dlogits, p->Vld, weight_at(rb, p->wte), C, 0.0f, a->dt1, 0, C);
@@ -456,45 +479,49 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         const void *x = a->x[l];
         /* a->dx: dL/d(the stream leaving block l). BERT first undoes LN2: dx := dL/dr2. */
         if (p->bert) {
-            layernorm_backward(be, rb, a->dt1, a->dx, s->r2, s->mean2, s->rstd2, k->ln2_g, k->ln2_b, R, C, wel);
+            layernorm_backward(be, rb, a->dt1, a->dx, s->r2, s->mean2, s->rstd2, k->ln2_g, k->ln2_b, R, C, wel, 0);
             void *t = a->dx;
             a->dx = a->dt1;
             a->dt1 = t;
         }
-        /* r2 = h + FFN(h): dFFN = dx, and dh = dx + the FFN's input gradient */
+        /* r2 = h + FFN(h). The residual adds join the stream's gradient where they meet a
+         * GEMM (BERT: dx += the input gradient, beta = 1) or a LayerNorm (GPT: dx += its
+         * input gradient), so no add runs on its own. */
         const void *h = p->bert ? s->n1 : s->n2;
-        linear_backward(be, rb, a->dfc, a->dx, s->fcact, k->out_w, k->out_b, R, F, C, wel);
-        if (wel) be->ops->act_backward(be, a->dfc, s->fcpre, R, F, ACT_GELU);
-        linear_backward(be, rb, a->dt1, a->dfc, h, k->fc_w, k->fc_b, R, C, F, wel);
-        if (wel && p->bert) be->ops->add(be, a->dt1, a->dx, nel); /* BERT: r2 = h + FFN(h), so dt1 = dL/dh */
-        /* h = LN(r1) (GPT: LN2; BERT: LN1): dx := dL/dr1 (GPT: r2 = r1 + FFN(h), so dL/dr2 plus
-         * the FFN's part through LN2) */
-        if (!p->bert) {
-            layernorm_backward(be, rb, a->dt2, a->dt1, s->r1, s->mean2, s->rstd2, k->ln2_g, k->ln2_b, R, C, wel);
-            if (wel) be->ops->add(be, a->dx, a->dt2, nel);
+        ffn_backward(be, rb, a->dfc, a->dx, s, k, R, C, F, wel);
+        if (p->bert) {
+            /* dx := dL/dr2 + dL/dh through the FFN = dL/dh; then through LN1: dx := dL/dr1 */
+            linear_backward(be, rb, a->dx, a->dfc, h, k->fc_w, k->fc_b, R, C, F, wel, 1);
+            layernorm_backward(be, rb, a->dt1, a->dx, s->r1, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel, 0);
+            void *t = a->dx;
+            a->dx = a->dt1;
+            a->dt1 = t;
         } else {
-            layernorm_backward(be, rb, a->dx, a->dt1, s->r1, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel);
+            /* h = LN2(r1): dx := dL/dr2 + dL/dr1 through LN2 */
+            linear_backward(be, rb, a->dt1, a->dfc, h, k->fc_w, k->fc_b, R, C, F, wel, 0);
+            layernorm_backward(be, rb, a->dx, a->dt1, s->r1, s->mean2, s->rstd2, k->ln2_g, k->ln2_b, R, C, wel, 1);
         }
         /* r1 = x + proj(attn(qkv(g))), g = LN1(x) (GPT) or x (BERT) */
-        linear_backward(be, rb, a->datty, a->dx, s->atty, k->proj_w, k->proj_b, R, C, C, wel);
+        linear_backward(be, rb, a->datty, a->dx, s->atty, k->proj_w, k->proj_b, R, C, C, wel, 0);
         if (wel && p->flash)
             be->ops->flash_attention_backward(be, a->dqkv, a->datty, s->atty, s->qkv, s->probs, a->B, p->T, C, p->H,
                                               !p->bert);
         else if (wel)
             be->ops->attention_backward(be, a->dqkv, a->datty, s->qkv, s->probs, a->B, p->T, C, p->H, !p->bert);
-        linear_backward(be, rb, a->dt1, a->dqkv, p->bert ? x : s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, wel);
-        if (!p->bert) {
-            layernorm_backward(be, rb, a->dt2, a->dt1, x, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel);
-            if (wel) be->ops->add(be, a->dx, a->dt2, nel); /* dL/dx = dL/dr1 + through LN1 */
-        } else if (wel) {
-            be->ops->add(be, a->dx, a->dt1, nel);
+        else if (products)
+            be->ops->attention_products(be, 1, a->datty, a->dqkv, s->qkv, a->B, p->T, C, p->H);
+        if (p->bert) { /* dL/dx = dL/dr1 + through qkv */
+            linear_backward(be, rb, a->dx, a->dqkv, x, k->qkv_w, k->qkv_b, R, C, 3 * C, wel, 1);
+        } else {       /* dL/dx = dL/dr1 + through qkv and LN1 */
+            linear_backward(be, rb, a->dt1, a->dqkv, s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, wel, 0);
+            layernorm_backward(be, rb, a->dx, a->dt1, x, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel, 1);
         }
         grads_done(m, hook, l + 1);
     }
     if (wel) {
         const void *de = a->dx;
         if (p->bert) {
-            layernorm_backward(be, rb, a->dt1, a->dx, a->emb, a->mean_e, a->rstd_e, p->lne_g, p->lne_b, R, C, wel);
+            layernorm_backward(be, rb, a->dt1, a->dx, a->emb, a->mean_e, a->rstd_e, p->lne_g, p->lne_b, R, C, wel, 0);
             de = a->dt1;
         }
         be->ops->embed_backward(be, step_grad_at(rb, p->wte), step_grad_at(rb, p->wpe),
@@ -510,7 +537,7 @@ static void tf_forward_loss(struct backend *be, const struct model *m, struct st
     (void)B;
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
-    forward_pass(be, m, rb, 1, hook);
+    forward_pass(be, m, rb, 1, 0, hook);
     be->ops->softmax_xent(be, a->dlogits, rb->loss + slot, a->logits, a->targets, a->M, p->V, p->Vld,
                           loss_scale / (float)a->M);
 }
@@ -519,14 +546,16 @@ static void tf_backward(struct backend *be, const struct model *m, struct step_b
                         const struct step_hook *hook)
 {
     (void)B;
-    backward_pass(be, m, rb, 1, hook);
+    backward_pass(be, m, rb, 1, 0, hook);
 }
 
-static void tf_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B)
+static int tf_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention)
 {
     (void)B;
-    forward_pass(be, m, rb, 0, NULL);
-    backward_pass(be, m, rb, 0, NULL);
+    const int products = attention && be->ops->attention_products != NULL;
+    forward_pass(be, m, rb, 0, products, NULL);
+    backward_pass(be, m, rb, 0, products, NULL);
+    return products;
 }
 
 static int tf_inputs(const struct model *m, const struct step_buffers *rb, struct model_input *out, int max)

@@ -10,8 +10,10 @@
 #   V  the transformers against PyTorch first (dpscale dump + tests/gpu/torch_reference.py): the
 #      tiny presets in fp32 (unfused attention), and a shape with head dimension 64, a sequence of
 #      80 (no multiple of the 64-row tiles) and a vocabulary of 61 (padded logits) in bf16 with the
-#      presets' flash attention and GEMM epilogues; then data-parallel equivalence (2 x 4 sequences
-#      against 1 x 8, fp32, NCCL): the bars mean nothing for a step that is not the model
+#      presets' flash attention and GEMM epilogues (forward and backward: GELU' in cuBLASLt's
+#      DGELU, and with bf16 gradients fc1's bias gradient too, DGELU_BGRAD), the tiny presets in
+#      fp32 with the epilogues; then data-parallel equivalence (2 x 4 sequences against 1 x 8, fp32,
+#      NCCL): the bars mean nothing for a step that is not the model
 #   B  BERT-Large, batch 16, --model.mask_fraction=1, sweep 1,2: nvlink with fp32 gradients (as the
 #      framework's autocast DDP) and with bf16 gradients (train.grad_dtype and comm.allreduce_dtype =
 #      compute; the master weights and AdamW state stay fp32); pcie with bf16 gradients and NCCL's
@@ -19,7 +21,10 @@
 #   P  BERT-Large through host memory with fp32 gradients
 #   G  GPT-2 small, batch 16: nvlink (fp32 gradients), pcie (bf16 gradients)
 #   X  GPT-2 XL, batch 4, nvlink (the communication-heavy end; not a bar)
-#   Z  dpscale bench on BERT-Large: the step against its GEMMs alone, the largest non-GEMM part
+#   Z  dpscale bench on BERT-Large and GPT-2 small: the step against its GEMMs alone, the
+#      largest non-GEMM part
+#   N  Nsight Compute on the flash attention kernels (BERT-Large's shape, 2 layers): speed of
+#      light, occupancy, warp stalls, one launch of each
 #   R  the PyTorch reference: bert and gpt, autocast (fp32 master), 1 and 2 GPUs
 #   Q  more of it: bert in pure bf16 on 1 GPU; bert through host memory (NCCL_P2P_DISABLE=1) on 2
 # Writes OUTDIR/issue12.log (everything), OUTDIR/issue12-h5.tar (dpscale's files) and the
@@ -27,10 +32,10 @@
 # by ISSUE12_RUN_TIMEOUT_S (default 150 s); the whole by ISSUE12_BUDGET_S (default 560 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-usage="usage: tests/gpu/issue12_bench.sh OUTDIR [SECTIONS of VBGPQXZR; default VBGZRP]"
+usage="usage: tests/gpu/issue12_bench.sh OUTDIR [SECTIONS of VBGPQXZRN; default VBGZRP]"
 [ $# -ge 1 ] && [ -n "$1" ] || { echo "$usage" >&2; exit 2; }
 SECTIONS=${2:-VBGZRP}
-[[ $SECTIONS =~ ^[VBGPQXZR]+$ ]] || { echo "$usage; got '$SECTIONS'" >&2; exit 2; }
+[[ $SECTIONS =~ ^[VBGPQXZRN]+$ ]] || { echo "$usage; got '$SECTIONS'" >&2; exit 2; }
 mkdir -p "$1" || exit 2
 OUTDIR=$(cd "$1" && pwd) || exit 2
 LOG=$OUTDIR/issue12.log TAR=$OUTDIR/issue12-h5.tar
@@ -82,13 +87,19 @@ main() {
         V)
             echo; echo "######## V. the transformers against PyTorch (CUDA fp32 and bf16)"
             local mid=(--model.seq_len=80 --model.vocab=61 --model.hidden_dim=128 --model.heads=2
-                --train.batch_per_gpu=3 --precision=bf16 --train.attention=flash --train.gemm_epilogue=forward)
+                --train.batch_per_gpu=3 --precision=bf16 --train.attention=flash --train.gemm_epilogue=on)
             for m in gpt bert; do
                 run dump-$m-32 "$DPSCALE" dump --config configs/$m-tiny.ini --backend=cuda --run.output_dir="$H5DIR" \
                     --run.output=dump-$m-32.h5 && run torch-$m-32 "$PY" tests/gpu/torch_reference.py "$H5DIR/dump-$m-32.h5" --tol 1e-4
+                run dump-$m-32e "$DPSCALE" dump --config configs/$m-tiny.ini --backend=cuda --train.gemm_epilogue=on \
+                    --run.output_dir="$H5DIR" --run.output=dump-$m-32e.h5 &&
+                    run torch-$m-32e "$PY" tests/gpu/torch_reference.py "$H5DIR/dump-$m-32e.h5" --tol 1e-4
                 run dump-$m-16 "$DPSCALE" dump --config configs/$m-tiny.ini --backend=cuda "${mid[@]}" \
                     --run.output_dir="$H5DIR" --run.output=dump-$m-16.h5 &&
                     run torch-$m-16 "$PY" tests/gpu/torch_reference.py "$H5DIR/dump-$m-16.h5" --tol 3e-2
+                run dump-$m-16g "$DPSCALE" dump --config configs/$m-tiny.ini --backend=cuda "${mid[@]}" \
+                    --train.grad_dtype=compute --run.output_dir="$H5DIR" --run.output=dump-$m-16g.h5 &&
+                    run torch-$m-16g "$PY" tests/gpu/torch_reference.py "$H5DIR/dump-$m-16g.h5" --tol 3e-2
                 run dp-$m mpirun -np 2 --bind-to none "$DPSCALE" run --config configs/$m-tiny.ini --backend=cuda \
                     --train.scaling=strong --train.global_batch=8 --run.sweep=1,2 --run.save_params=on \
                     --run.output_dir="$H5DIR" --run.output=dp-$m.h5 &&
@@ -111,7 +122,17 @@ main() {
             dp X-gpt2-xl-nvlink configs/gpt2-xl.ini "${gpt[@]}" --comm.path=nvlink ;;
         Z)
             echo; echo "######## Z. dpscale bench, BERT-Large: the step against its GEMMs alone"
-            run Z-bench "$DPSCALE" bench --config configs/bert-large.ini --run.backend=cuda "${bert[@]}" ;;
+            run Z-bench "$DPSCALE" bench --config configs/bert-large.ini --run.backend=cuda "${bert[@]}"
+            run Z-bench-gpt "$DPSCALE" bench --config configs/gpt2-small.ini --run.backend=cuda "${gpt[@]}" ;;
+        N)
+            echo; echo "######## N. Nsight Compute on the flash attention kernels (BERT-Large's shape, 2 layers)"
+            local kname
+            for kname in fa_forward fa_backward_dkdv fa_backward_dq; do
+                run N-$kname ncu -k "regex:^$kname" -c 1 --section SpeedOfLight --section Occupancy \
+                    --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis \
+                    "$DPSCALE" run --config configs/bert-large.ini --run.backend=cuda --model.layers=2 \
+                    --train.iters=1 --train.warmup=0 --run.sweep=1 --run.output_dir="$H5DIR" --run.output=N.h5
+            done ;;
         R)
             echo; echo "######## R. the PyTorch eager reference (SDPA attention, fused AdamW), DDP at 2 GPUs"
             ref R-bert-autocast "" "1 2" --model bert --mode autocast

@@ -191,7 +191,7 @@ TEST(layernorm_backward_matches_finite_differences)
     float y[LR * LC], mean[LR], rstd[LR];
     cpu_layernorm_forward(y, mean, rstd, x, gamma, beta, LR, LC);
     float *dx = filled(LR * LC, 55.0f), *dgamma = filled(LC, 55.0f), *dbeta = filled(LC, 55.0f);
-    cpu_layernorm_backward(dx, dgamma, dbeta, R, x, mean, rstd, gamma, LR, LC);
+    cpu_layernorm_backward(dx, dgamma, dbeta, R, x, mean, rstd, gamma, LR, LC, 0);
     const struct loss_args args = {x, gamma, beta, R, ln_loss};
     double ex = fd_worst(x, LR * LC, dx, &args);
     double eg = fd_worst(gamma, LC, dgamma, &args);
@@ -201,6 +201,20 @@ TEST(layernorm_backward_matches_finite_differences)
     CHECK(eg < FD_TOL);
     CHECK(eb < FD_TOL);
     free(x), free(gamma), free(beta), free(R), free(dx), free(dgamma), free(dbeta);
+}
+
+TEST(layernorm_backward_accumulates_into_the_residual_gradient)
+{
+    float *x = rand_array(LR * LC, 61), *gamma = rand_array(LC, 62), *dy = rand_array(LR * LC, 63);
+    float *base = rand_array(LR * LC, 64);
+    float y[LR * LC], mean[LR], rstd[LR], dg[LC], db[LC], dg2[LC], db2[LC], plain[LR * LC], acc[LR * LC];
+    cpu_layernorm_forward(y, mean, rstd, x, gamma, gamma, LR, LC);
+    cpu_layernorm_backward(plain, dg, db, dy, x, mean, rstd, gamma, LR, LC, 0);
+    memcpy(acc, base, sizeof acc);
+    cpu_layernorm_backward(acc, dg2, db2, dy, x, mean, rstd, gamma, LR, LC, 1);
+    for (int i = 0; i < LR * LC; i++) CHECK_NEAR(acc[i], base[i] + plain[i], 1e-6);
+    for (int j = 0; j < LC; j++) CHECK(dg2[j] == dg[j] && db2[j] == db[j]); /* the gains' sums are overwritten */
+    free(x), free(gamma), free(dy), free(base);
 }
 
 /* ---- attention ---- */
@@ -381,7 +395,7 @@ TEST(backwards_are_bit_identical_with_1_and_4_threads)
         g[0] = filled(nte, 0.25f), g[1] = malloc(npe * 4), g[2] = malloc(nse * 4);
         g[3] = malloc(nx * 4), g[4] = malloc(C * 4), g[5] = malloc(C * 4), g[6] = malloc(nq * 4);
         cpu_embed_backward(g[0], g[1], g[2], tokens, segments, dx, B, T, C, V, S);
-        cpu_layernorm_backward(g[3], g[4], g[5], dx, x, mean, rstd, gamma, N, C);
+        cpu_layernorm_backward(g[3], g[4], g[5], dx, x, mean, rstd, gamma, N, C, 0);
         cpu_attention_backward(g[6], dx, qkv, probs, B, T, C, H, 1);
     }
     omp_set_num_threads(saved);
