@@ -66,7 +66,9 @@ def test_csv_parses_back_to_the_file_figures(files):
 
 def test_json_parses(files):
     p = report("--format", "json", files / "a.h5")
-    data = json.loads(p.stdout)
+    doc = json.loads(p.stdout)
+    assert set(doc) == {"scaling", "busbw", "topology", "unreadable"} and doc["busbw"] == doc["unreadable"] == []
+    data = doc["scaling"]
     assert [d["gpus"] for d in data] == [1, 2] and data[0]["allreduce_busbw_gbps"] is None
     assert all(d["library"] == "mpi" and d["path"] == "auto" and "transport" not in d for d in data)
     assert data[0]["exposed_comm_pct"] == pytest.approx(0, abs=0.05)  # one rank communicates nothing
@@ -180,6 +182,6 @@ def test_schema_1_and_2_files_compare_side_by_side(files):
         pytest.skip("results/ holds no schema-1 nccl file")
     p = report("--compare", "--format", "csv", old, files / "a.h5")
     assert p.returncode == 0, p.stderr
-    assert "not comparable:" in p.stdout and "mpi over auto" in p.stdout
-    rows = list(csv.DictReader(io.StringIO("\n".join(l for l in p.stdout.splitlines() if not l.startswith("#")))))
+    assert "not comparable:" in p.stderr and "mpi over auto" in p.stderr  # beside the data, never in it
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert rows and all(r["system"] == "NVIDIA H200, nccl over auto" for r in rows)
