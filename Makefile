@@ -6,7 +6,7 @@
 #   make bench        the CPU step against OpenBLAS sgemm alone on the same shapes
 #   make CUDA=0       force a CPU-only build
 #
-# Dependencies come from mpicc and pkg-config (hdf5, inih, openblas); a missing one
+# Dependencies come from mpicc and pkg-config (hdf5, inih, openblas, jansson); a missing one
 # stops the build with the package to install (tools/deps.sh). libinih is linked
 # statically so that the binary also runs where libinih is not installed.
 
@@ -25,7 +25,7 @@ CC := mpicc
 # (measured: step 56 ms instead of 24 ms on 2 cores, see docs/PERFORMANCE.md).
 OPENBLAS_OPENMP_PC := /usr/lib/$(shell gcc -dumpmachine)/openblas-openmp/pkgconfig
 PKG_CONFIG := PKG_CONFIG_PATH=$(if $(wildcard $(OPENBLAS_OPENMP_PC)/openblas.pc),$(OPENBLAS_OPENMP_PC):)$(PKG_CONFIG_PATH) pkg-config
-PKGS := hdf5 openblas
+PKGS := hdf5 openblas jansson
 CFLAGS ?= -O3 -g
 # -fno-trapping-math lets GCC if-convert the clamps of the element-wise loops, and so vectorise them.
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-trapping-math -fno-math-errno

@@ -1,47 +1,144 @@
-/* cmd_report.c — `dpscale report FILE.h5 ...`: the scaling tables of result files
- * (Markdown, CSV or JSON), systems side by side (--compare), and a plot (--plot).
- * A file that cannot be read is named with the reason and skipped; the others are
- * still reported, and the exit status says that one was bad. No MPI is needed. */
+/* cmd_report.c — `dpscale report FILE.h5|FOLDER ...`: the tables of result files of
+ * every kind (scaling, busbw by size, topology) as Markdown, CSV or JSON, systems
+ * side by side (--compare), and a plot (--plot). A folder stands for its *.h5 files.
+ * A file that cannot be read is named on stderr with the reason and skipped; the
+ * others are still reported, and the exit status (1) says that one was bad. No MPI
+ * is needed. */
+#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "report.h"
 #include "session.h"
 
+#define MAX_PRICES 256
+
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: dpscale report [--format markdown|csv|json] [--compare] [--plot OUT.png|OUT.svg]\n"
-                 "                      [--price-per-gpu-hour P[,P...]] FILE.h5 ...\n\n"
-                 "  --compare              systems side by side (every library and path of every file), the first as reference,\n"
-                 "                         with per-GPU, per-joule and (with prices) per-dollar figures and ratios\n"
-                 "  --price-per-gpu-hour   one price for every file, or one per file in order (any currency)\n");
+    fprintf(out,
+            "usage: dpscale report [--format markdown|csv|json] [--table run|comm|topo] [--compare] [--plot OUT.png|OUT.svg]\n"
+            "                      [--price-per-gpu-hour P[,P...]] FILE.h5|FOLDER ...\n\n"
+            "  Every kind of result file has its table: run files (dpscale run, dpscale project) the scaling\n"
+            "  table; comm files (dpscale comm) allreduce busbw by size in nccl-tests' columns; topo files\n"
+            "  (dpscale topo) the link matrix and the copy matrices. A FOLDER stands for its *.h5 files.\n\n"
+            "  --format               markdown (default): every table; json: one document, a member per table;\n"
+            "                         csv: one table (RFC 4180), that of --table or the first kind given\n"
+            "  --table                the table of run, comm or topo files alone\n"
+            "  --compare              systems side by side (every library and path of every run file), the first as\n"
+            "                         reference, with per-GPU, per-joule and (with prices) per-dollar figures and ratios\n"
+            "  --plot                 efficiency and throughput of the run files against GPU count, through gnuplot\n"
+            "  --price-per-gpu-hour   one price for every file, or one per file in order (any currency)\n\n"
+            "exit status: 0 every file was reported; 1 a file could not be read (missing, not HDF5, truncated,\n"
+            "not dpscale's, a newer schema: each is named on stderr with the reason, and the others are still\n"
+            "reported) or the plot could not be drawn; 2 bad options\n");
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    const size_t n = strlen(s), m = strlen(tail);
+    return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+static int is_h5(const struct dirent *e) { return e->d_name[0] != '.' && ends_with(e->d_name, ".h5"); }
+
+/* The paths to read: each argument, a folder replaced by its *.h5 files in name
+ * order. Returns their count (in *paths, to free with free_paths); a folder without
+ * one is named on stderr and sets *bad. */
+static int expand(char **args, int nargs, char ***paths, int *bad)
+{
+    int n = 0, cap = nargs > 0 ? nargs : 1;
+    char **p = malloc((size_t)cap * sizeof *p);
+    for (int i = 0; p != NULL && i < nargs; i++) {
+        struct stat st;
+        struct dirent **list = NULL;
+        const int isdir = stat(args[i], &st) == 0 && S_ISDIR(st.st_mode);
+        const int m = isdir ? scandir(args[i], &list, is_h5, alphasort) : 0;
+        if (isdir && m <= 0) {
+            fprintf(stderr, "dpscale: error: %s: a folder without *.h5 files\n", args[i]);
+            *bad = 1;
+        }
+        for (int k = 0; k < (isdir ? m : 1); k++) {
+            if (n == cap) {
+                char **more = realloc(p, (size_t)(cap *= 2) * sizeof *p);
+                if (more == NULL) break;
+                p = more;
+            }
+            if (!isdir) {
+                p[n++] = strdup(args[i]);
+                continue;
+            }
+            const size_t len = strlen(args[i]) + strlen(list[k]->d_name) + 2;
+            if ((p[n] = malloc(len)) != NULL) snprintf(p[n++], len, "%s/%s", args[i], list[k]->d_name);
+        }
+        for (int k = 0; k < m; k++) free(list[k]);
+        free(list);
+    }
+    *paths = p;
+    return p != NULL ? n : 0;
+}
+
+static void free_paths(char **paths, int n)
+{
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+}
+
+/* --price-per-gpu-hour's list; -1 (said on stderr) when a price is not a positive number. */
+static int parse_prices(const char *list, double *price)
+{
+    int n = 0;
+    char *copy = list ? strdup(list) : NULL, *save = NULL;
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        const double v = strtod(tok, &end);
+        if (*end != '\0' || !(v > 0) || n == MAX_PRICES) {
+            fprintf(stderr, "dpscale: error: --price-per-gpu-hour '%s' is not a positive number\n", tok);
+            n = -1;
+            break;
+        }
+        price[n++] = v;
+    }
+    free(copy);
+    return n;
 }
 
 int cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'}, {"compare", no_argument, NULL, 'c'}, {"plot", required_argument, NULL, 'p'},
-        {"price-per-gpu-hour", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"price-per-gpu-hour", required_argument, NULL, 'd'}, {"table", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
-    int format = REPORT_MARKDOWN, compare = 0, c;
+    struct report_request req = {.format = REPORT_MARKDOWN, .only = -1};
     const char *plot = NULL, *prices = NULL;
+    int c;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'f':
-            if (strcmp(optarg, "markdown") == 0) format = REPORT_MARKDOWN;
-            else if (strcmp(optarg, "csv") == 0) format = REPORT_CSV;
-            else if (strcmp(optarg, "json") == 0) format = REPORT_JSON;
+            if (strcmp(optarg, "markdown") == 0) req.format = REPORT_MARKDOWN;
+            else if (strcmp(optarg, "csv") == 0) req.format = REPORT_CSV;
+            else if (strcmp(optarg, "json") == 0) req.format = REPORT_JSON;
             else {
                 fprintf(stderr, "dpscale: error: --format %s: use markdown, csv or json\n", optarg);
                 return EXIT_BAD_INPUT;
             }
             break;
-        case 'c': compare = 1; break;
+        case 't':
+            if (strcmp(optarg, "run") == 0) req.only = REPORT_RUNS;
+            else if (strcmp(optarg, "comm") == 0) req.only = REPORT_COMM;
+            else if (strcmp(optarg, "topo") == 0) req.only = REPORT_TOPO;
+            else {
+                fprintf(stderr, "dpscale: error: --table %s: use run, comm or topo\n", optarg);
+                return EXIT_BAD_INPUT;
+            }
+            break;
+        case 'c': req.compare = 1; break;
         case 'p': plot = optarg; break;
         case 'd': prices = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
@@ -51,56 +148,72 @@ int cmd_report(int argc, char **argv)
             return EXIT_BAD_INPUT;
         }
     }
-    const int nfiles = argc - optind;
-    if (nfiles < 1) {
+    if (argc - optind < 1) {
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
-    struct report_file *files = calloc((size_t)nfiles, sizeof *files);
-    if (files == NULL) return EXIT_FAILURE_RUN;
-    int ngood = 0, bad = 0;
-    double price[256] = {0};
-    int nprices = 0;
-    for (char *p = prices ? strdup(prices) : NULL, *save = NULL, *tok = p ? strtok_r(p, ",", &save) : NULL; tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        char *end;
-        double v = strtod(tok, &end);
-        if (*end != '\0' || !(v > 0) || nprices == 256) {
-            fprintf(stderr, "dpscale: error: --price-per-gpu-hour '%s' is not a positive number\n", tok);
-            free(files);
-            return EXIT_BAD_INPUT;
-        }
-        price[nprices++] = v;
-    }
-    if (nprices > 1 && nprices != nfiles) {
-        fprintf(stderr, "dpscale: error: %d prices for %d files: give one price, or one per file\n", nprices, nfiles);
-        free(files);
+    double price[MAX_PRICES] = {0};
+    const int nprices = parse_prices(prices, price);
+    if (nprices < 0) return EXIT_BAD_INPUT;
+    int bad = 0;
+    char **paths = NULL;
+    const int npaths = expand(argv + optind, argc - optind, &paths, &bad);
+    if (nprices > 1 && nprices != npaths) {
+        fprintf(stderr, "dpscale: error: %d prices for %d files: give one price, or one per file\n", nprices, npaths);
+        free_paths(paths, npaths);
         return EXIT_BAD_INPUT;
     }
-    for (int i = 0; i < nfiles; i++) {
-        char err[768];
-        if (report_read(argv[optind + i], &files[ngood], err, sizeof err) != 0) {
-            fprintf(stderr, "dpscale: error: %s\n", err);
+    struct report_file *files = calloc(npaths > 0 ? (size_t)npaths : 1, sizeof *files);
+    char **unreadable = calloc(npaths > 0 ? (size_t)npaths : 1, sizeof *unreadable);
+    if (files == NULL || unreadable == NULL) {
+        fprintf(stderr, "dpscale: error: out of memory for %d files\n", npaths);
+        return EXIT_FAILURE_RUN;
+    }
+    int ngood = 0, nbad = 0, nruns = 0;
+    for (int i = 0; i < npaths; i++) {
+        char err[768], line[1400];
+        if (report_read(paths[i], &files[ngood], err, sizeof err) != 0) {
+            snprintf(line, sizeof line, "%s: %s", files[ngood].path, err);
+            fprintf(stderr, "dpscale: error: %s\n", line);
+            unreadable[nbad++] = strdup(line);
             bad = 1;
             continue;
         }
+        if (files[ngood].kind == REPORT_NONE) {
+            fprintf(stderr, "dpscale: note: %s: a dpscale dump file (one step laid open): no table to report\n", paths[i]);
+            report_free(&files[ngood]);
+            continue;
+        }
+        nruns += files[ngood].kind == REPORT_RUNS;
         files[ngood].price_per_gpu_hour = nprices == 0 ? 0 : price[nprices == 1 ? 0 : i];
         ngood++;
     }
     report_label(files, ngood);
-    if (ngood > 0) {
-        if (compare) report_print_compare(stdout, files, ngood, format);
-        else report_print_tables(stdout, files, ngood, format);
-        if (plot != NULL) {
-            char err[512];
-            if (report_plot(plot, files, ngood, err, sizeof err) != 0) {
-                fprintf(stderr, "dpscale: error: %s\n", err);
-                bad = 1;
-            } else {
-                fprintf(stderr, "wrote %s\n", plot);
-            }
+    req.unreadable = (const char *const *)unreadable;
+    req.nbad = nbad;
+    report_write(stdout, stderr, files, ngood, &req);
+    fflush(stdout);
+    if (plot != NULL) {
+        char err[512];
+        struct report_file *runs = calloc(nruns > 0 ? (size_t)nruns : 1, sizeof *runs);
+        int k = 0;
+        for (int i = 0; runs != NULL && i < ngood; i++)
+            if (files[i].kind == REPORT_RUNS) runs[k++] = files[i];
+        if (k == 0) {
+            fprintf(stderr, "dpscale: error: --plot %s: no run file to plot\n", plot);
+            bad = 1;
+        } else if (report_plot(plot, runs, k, err, sizeof err) != 0) {
+            fprintf(stderr, "dpscale: error: %s\n", err);
+            bad = 1;
+        } else {
+            fprintf(stderr, "wrote %s\n", plot);
         }
+        free(runs);
     }
+    for (int i = 0; i < ngood; i++) report_free(&files[i]);
+    for (int i = 0; i < nbad; i++) free(unreadable[i]);
+    free(unreadable);
     free(files);
+    free_paths(paths, npaths);
     return bad ? EXIT_FAILURE_RUN : EXIT_OK;
 }

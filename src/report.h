@@ -1,16 +1,32 @@
 /* report.h — `dpscale report`: result files in, the tables and plots of a
- * procurement report out. report_read.c reads a file (and refuses what dpscale did
- * not write, or a newer schema; it reads schema 1 files too); report_print.c writes the
- * tables as Markdown, CSV or JSON, and the side-by-side comparison; report_plot.c
- * draws through gnuplot. A system is one (library, path) of one file: "NVIDIA H200,
- * nccl over nvlink". */
+ * procurement report out. Every kind of file dpscale writes has its table:
+ *   a run file (dpscale run, and dpscale project's projections): the scaling table;
+ *   a comm file (dpscale comm): allreduce busbw by size, in nccl-tests' columns;
+ *   a topo file (dpscale topo): the link matrix and, where measured, the copy matrices.
+ * report_read*.c read a file (refusing what dpscale did not write, or a newer schema;
+ * schema 1 files are still read); report_print.c, report_compare.c, report_comm.c
+ * and report_topo.c write the tables as Markdown, CSV (csv.h) or JSON (jansson);
+ * report_doc.c puts one report together; report_plot.c draws through gnuplot. A
+ * system is one (library, path) of one file: "NVIDIA H200, nccl over nvlink". */
 #ifndef DPSCALE_REPORT_H
 #define DPSCALE_REPORT_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #define REPORT_MAX_ROWS 64
+#define REPORT_MAX_SWEEPS 32 /* allreduce sweeps of one comm file */
+#define REPORT_MAX_SIZES 64  /* message sizes of one sweep */
+#define REPORT_MAX_GPUS 16   /* GPUs of one topology (TOPO_MAX_GPUS) */
+#define REPORT_MAX_NICS 16
+
+enum report_kind {
+    REPORT_RUNS, /* /summary: dpscale run, or a projection */
+    REPORT_COMM, /* /collectives: dpscale comm */
+    REPORT_TOPO, /* /system/topology alone: dpscale topo */
+    REPORT_NONE, /* a dpscale file without a table (dpscale dump) */
+};
 
 struct report_row {
     char library[16]; /* who reduces: mpi, nccl */
@@ -20,8 +36,42 @@ struct report_row {
     double step_s, comm_exposed_s, allreduce_busbw_gbps, mfu, joules_per_sample, avg_power_w;
 };
 
+/* One allreduce sweep of a comm file: /collectives/<library>/<path>/n<N>. */
+struct report_sweep {
+    char library[16], path[16];
+    char dtype[8]; /* fp32, bf16, fp16 */
+    char op[8];    /* the reduction: sum */
+    int nranks, nodes, in_place, iters, warmup;
+    int nsizes;
+    double size_bytes[REPORT_MAX_SIZES];
+    double time_s[REPORT_MAX_SIZES]; /* mean time of one allreduce on the slowest rank */
+    double algbw_gbps[REPORT_MAX_SIZES], busbw_gbps[REPORT_MAX_SIZES], wrong[REPORT_MAX_SIZES];
+};
+
+struct report_comm {
+    int nsweeps;
+    struct report_sweep sweep[REPORT_MAX_SWEEPS]; /* by library, path, then ranks */
+};
+
+/* /system/topology of a topo file. */
+struct report_topo {
+    char source[160]; /* nvml+sysfs, or the nvidia-smi fixture read */
+    int ngpus;
+    char link[REPORT_MAX_GPUS][REPORT_MAX_GPUS][8]; /* "X", "NV18", "PIX", ... */
+    double nvlinks[REPORT_MAX_GPUS][REPORT_MAX_GPUS];
+    char gpu_name[REPORT_MAX_GPUS][96], bus_id[REPORT_MAX_GPUS][32], cpu_affinity[REPORT_MAX_GPUS][128];
+    double pcie_gen[REPORT_MAX_GPUS], pcie_width[REPORT_MAX_GPUS], numa_node[REPORT_MAX_GPUS], nvlinks_up[REPORT_MAX_GPUS];
+    int nnics;
+    char nic_name[REPORT_MAX_NICS][32], nic_link_layer[REPORT_MAX_NICS][16], nic_state[REPORT_MAX_NICS][16];
+    double nic_rate_gbps[REPORT_MAX_NICS], nic_numa_node[REPORT_MAX_NICS];
+    int has_copies; /* the copy matrices were measured (dpscale topo on a GPU node, one process) */
+    double unidir_gbps[REPORT_MAX_GPUS][REPORT_MAX_GPUS], bidir_gbps[REPORT_MAX_GPUS][REPORT_MAX_GPUS];
+    double host_gbps[REPORT_MAX_GPUS][REPORT_MAX_GPUS], latency_us[REPORT_MAX_GPUS][REPORT_MAX_GPUS];
+};
+
 struct report_file {
-    char path[512];
+    int kind;           /* enum report_kind */
+    char path[512];     /* as given, made well-formed UTF-8 for printing */
     char device[96];    /* /system device_name */
     char host[64];      /* first host of the launch */
     char created[32];
@@ -42,26 +92,70 @@ struct report_file {
     double price_per_gpu_hour; /* 0 = none given */
     int nrows;
     struct report_row rows[REPORT_MAX_ROWS];
+    struct report_comm *comm; /* REPORT_COMM: its sweeps; NULL otherwise */
+    struct report_topo *topo; /* REPORT_TOPO: its topology; NULL otherwise */
 };
 
 enum report_format { REPORT_MARKDOWN, REPORT_CSV, REPORT_JSON };
 
-/* Returns 0, or -1 with a one-line reason naming the file in err. */
+/* Read a result file of any kind. Returns 0, or -1 with a one-line reason (without
+ * the path) in err. report_free releases what a read file holds. */
 int report_read(const char *path, struct report_file *f, char *err, size_t errlen);
-/* Tag the files with their overlap setting when they differ in it. */
+void report_free(struct report_file *f);
+
+/* Tag the run files with their overlap setting when they differ in it. */
 void report_label(struct report_file *files, int n);
 
 /* The system of a row: "<device>, <library> over <path>" ("NVIDIA H200, nccl over nvlink"). */
 void report_system_label(const struct report_file *f, const struct report_row *r, char *buf, size_t len);
 /* Whether two rows belong to the same system (library and path) of a file. */
 int report_same_system(const struct report_row *a, const struct report_row *b);
-
-/* The scaling table of every (file, library, path). */
-void report_print_tables(FILE *out, const struct report_file *files, int n, int format);
-/* Systems side by side: every (file, library, path) is a system; the first is the reference. */
-void report_print_compare(FILE *out, const struct report_file *files, int n, int format);
+/* The systems of a file, in the order of their first row: their count, and the
+ * index of each one's first row in first_rows (REPORT_MAX_ROWS of room). */
+int report_distinct_systems(const struct report_file *f, int first_rows[]);
+/* "mlp-small (8 x 1024 wide, fp32), weak scaling, batch 64 per GPU". */
+void report_describe(const struct report_file *f, char *buf, size_t len);
+/* The unit a file's Markdown tables count in ("tokens", "samples") and its singular. */
+void report_unit_of(const struct report_file *f, char *many, char *one, size_t len);
 /* Empty when comparable; otherwise what differs, in words. */
 void report_comparability(const struct report_file *a, const struct report_file *b, char *why, size_t len);
+
+/* Each table in each format. The Markdown ones end with their footnote; the CSV
+ * ones are one header and its rows; the JSON ones are an array of flat records
+ * (one pandas.DataFrame each), but the topology's: one object per file. */
+void report_runs_markdown(FILE *out, const struct report_file *files, int n);
+void report_runs_csv(FILE *out, const struct report_file *files, int n);
+json_t *report_runs_json(const struct report_file *files, int n);
+/* --compare: systems side by side, the first as reference. Systems that cannot be
+ * compared to it are named in the Markdown text, on `warn` for CSV, and in the JSON
+ * object's "not_comparable" array (and on `warn`). */
+void report_compare_markdown(FILE *out, const struct report_file *files, int n);
+void report_compare_csv(FILE *out, FILE *warn, const struct report_file *files, int n);
+void report_compare_json(json_t *doc, FILE *warn, const struct report_file *files, int n);
+void report_comm_markdown(FILE *out, const struct report_file *files, int n);
+void report_comm_csv(FILE *out, const struct report_file *files, int n);
+json_t *report_comm_json(const struct report_file *files, int n);
+void report_topo_markdown(FILE *out, const struct report_file *files, int n);
+void report_topo_csv(FILE *out, const struct report_file *files, int n);
+json_t *report_topo_json(const struct report_file *files, int n);
+
+/* One report of files of every kind. `only`: an enum report_kind to print that
+ * table alone, or -1 for all (a CSV stream holds one table: then the first kind
+ * present, run, comm, topo, and the others are named on `warn`). `unreadable`:
+ * nbad "path: reason" lines, listed in the JSON document's "unreadable" field. */
+struct report_request {
+    int format, compare, only;
+    const char *const *unreadable;
+    int nbad;
+};
+void report_write(FILE *out, FILE *warn, const struct report_file *files, int n, const struct report_request *req);
+
+/* Writers of text for each format, in one place (report_format.c). */
+void report_md_text(FILE *out, const char *v);     /* a Markdown cell or heading: | and \ escaped, line breaks as spaces */
+json_t *report_json_text(const char *v);           /* a JSON string, well-formed UTF-8 whatever v holds */
+json_t *report_json_number(double v);              /* a JSON number, or null for NaN and infinities */
+json_t *report_json_count(double v);               /* a JSON integer, or null for NaN and infinities */
+int report_json_set(json_t *obj, const char *key, json_t *v); /* json_object_set_new that tolerates v == NULL as null */
 
 /* Efficiency and throughput against GPU count, through gnuplot. Returns 0 or -1 with a message. */
 int report_plot(const char *out_path, const struct report_file *files, int n, char *err, size_t errlen);

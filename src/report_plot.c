@@ -1,6 +1,7 @@
 /* report_plot.c — efficiency and throughput against GPU count, one line per
  * system (file, library and path), with the ideal drawn, through gnuplot (PNG or SVG by the
- * output's extension). The data go to gnuplot inline, so nothing is left behind. */
+ * output's extension). The data go to gnuplot inline, so nothing is left behind;
+ * names from the files go in quoted (gp_text), so none can end a gnuplot command. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,27 @@
 #include <sys/wait.h>
 
 #include "report.h"
+
+/* Text inside a gnuplot single-quoted string: a quote doubled, a line break (which
+ * would end the command, and let a name in a result file start another) a space. */
+static void gp_text(FILE *gp, const char *v)
+{
+    for (const char *p = v; *p; p++) {
+        if (*p == '\'') fputc('\'', gp);
+        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, gp);
+    }
+}
+
+/* A series title: the system's label and the file's tag, quoted, printed as given
+ * (noenhanced: no _ or ^ read as sub- and superscripts). */
+static void gp_title(FILE *gp, const char *label, const char *tag)
+{
+    fputs(" title '", gp);
+    gp_text(gp, label);
+    if (tag[0]) fputs(", ", gp);
+    gp_text(gp, tag);
+    fputs("' noenhanced", gp);
+}
 
 static int has_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
@@ -67,20 +89,27 @@ int report_plot(const char *out_path, const struct report_file *files, int n, ch
             if (row->nranks > max_gpus) max_gpus = row->nranks;
             if (k == 0 && row->nranks == 1) thr1 = row->samples_per_s;
         }
-    fprintf(gp, "set terminal %s size 1100,450 font 'sans,10'\nset output '%s'\n", svg ? "svg" : "pngcairo", out_path);
-    fprintf(gp, "set multiplot layout 1,2 title 'dpscale: %s, %s'\n", files[0].model, files[0].precision);
+    fprintf(gp, "set terminal %s size 1100,450 font 'sans,10'\nset output '", svg ? "svg" : "pngcairo");
+    gp_text(gp, out_path);
+    fputs("'\nset multiplot layout 1,2 title 'dpscale: ", gp);
+    gp_text(gp, files[0].model);
+    fputs(", ", gp);
+    gp_text(gp, files[0].precision);
+    fputs("' noenhanced\n", gp);
     fprintf(gp, "set logscale x 2\nset xrange [0.8:%g]\nset xlabel 'GPUs'\nset grid\nset key bottom left\n", max_gpus * 1.25);
     fprintf(gp, "set ylabel 'scaling efficiency'\nset yrange [0:1.1]\nplot 1 with lines dt 2 lc rgb 'gray' title 'ideal'");
-    for (int k = 0; k < ns; k++)
-        fprintf(gp, ", '-' using 1:2 with linespoints lw 2 title '%s%s%s'", series[k].label, series[k].f->tag[0] ? ", " : "",
-                series[k].f->tag);
+    for (int k = 0; k < ns; k++) {
+        fputs(", '-' using 1:2 with linespoints lw 2", gp);
+        gp_title(gp, series[k].label, series[k].f->tag);
+    }
     fputc('\n', gp);
     for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].sys, 2);
     fprintf(gp, "set ylabel 'samples/s'\nset autoscale y\nset yrange [0:*]\nset key top left\nplot ");
     if (!isnan(thr1)) fprintf(gp, "x * %.10g with lines dt 2 lc rgb 'gray' title 'ideal (first system x GPUs)', ", thr1);
-    for (int k = 0; k < ns; k++)
-        fprintf(gp, "%s'-' using 1:2 with linespoints lw 2 title '%s%s%s'", k ? ", " : "", series[k].label,
-                series[k].f->tag[0] ? ", " : "", series[k].f->tag);
+    for (int k = 0; k < ns; k++) {
+        fprintf(gp, "%s'-' using 1:2 with linespoints lw 2", k ? ", " : "");
+        gp_title(gp, series[k].label, series[k].f->tag);
+    }
     fputc('\n', gp);
     for (int k = 0; k < ns; k++) data_block(gp, series[k].f, series[k].sys, 1);
     fprintf(gp, "unset multiplot\n");

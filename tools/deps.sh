@@ -2,13 +2,14 @@
 # deps.sh — what dpscale needs from Debian/Ubuntu packages, checked or installed.
 #   tools/deps.sh check     list what is missing (exit 1 if anything is)
 #   tools/deps.sh install   install what is missing (as root), or print the apt-get line to run
-# Build: Open MPI, HDF5 (C library, serial), libinih, OpenBLAS, pkg-config, a C compiler.
-# Tests: Python 3 with h5py, numpy and pytest (the integration tests read the HDF5 files back),
+# Build: Open MPI, HDF5 (C library, serial), libinih, OpenBLAS, jansson (the report's JSON), pkg-config, a C compiler.
+# Tests: Python 3 with h5py, numpy, pandas and pytest (the integration tests read the HDF5 files back,
+# and the report's CSV and JSON through pandas),
 # Slurm and munge (a real test cluster, started as root), gnuplot (report plots).
 set -euo pipefail
 
-BUILD_PKGS="build-essential pkg-config openmpi-bin libopenmpi-dev libhdf5-dev libinih-dev libopenblas-dev libopenblas-openmp-dev"
-TEST_PKGS="python3 python3-h5py python3-numpy python3-pytest hdf5-tools slurm-wlm munge gnuplot-nox"
+BUILD_PKGS="build-essential pkg-config openmpi-bin libopenmpi-dev libhdf5-dev libinih-dev libopenblas-dev libopenblas-openmp-dev libjansson-dev"
+TEST_PKGS="python3 python3-h5py python3-numpy python3-pandas python3-pytest hdf5-tools slurm-wlm munge gnuplot-nox"
 
 missing() {
     local m=()
@@ -20,6 +21,7 @@ missing() {
         pkg-config --exists hdf5 || m+=(libhdf5-dev)
         pkg-config --exists inih || m+=(libinih-dev)
         pkg-config --exists openblas || m+=(libopenblas-dev)
+        pkg-config --exists jansson || m+=(libjansson-dev)
         [ -e "/usr/lib/$(gcc -dumpmachine 2>/dev/null)/openblas-openmp/pkgconfig/openblas.pc" ] || m+=(libopenblas-openmp-dev)
     fi
     if [ "${1:-}" = tests ]; then
@@ -27,6 +29,7 @@ missing() {
         [ -x "$py" ] || m+=(python3)
         [ -x "$py" ] && ! "$py" -c 'import h5py' 2>/dev/null && m+=(python3-h5py)
         [ -x "$py" ] && ! "$py" -c 'import numpy' 2>/dev/null && m+=(python3-numpy)
+        [ -x "$py" ] && ! "$py" -c 'import pandas' 2>/dev/null && m+=(python3-pandas)
         [ -x "$py" ] && ! "$py" -c 'import pytest' 2>/dev/null && m+=(python3-pytest)
         command -v h5dump >/dev/null 2>&1 || m+=(hdf5-tools)
         command -v gnuplot >/dev/null 2>&1 || m+=(gnuplot-nox)

@@ -1,0 +1,20 @@
+/* report_read.h — the parts of report_read (report.h) for each kind of file, each
+ * given the open file and its schema version: report_read_runs.c (/summary),
+ * report_read_comm.c (/collectives) and report_read_topo.c (/system/topology).
+ * Each returns 0, or -1 with the reason in err. */
+#ifndef DPSCALE_REPORT_READ_H
+#define DPSCALE_REPORT_READ_H
+
+#include <hdf5.h>
+
+#include "report.h"
+
+int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, size_t errlen);
+int report_read_comm(hid_t file, int schema, struct report_file *f, char *err, size_t errlen);
+int report_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen);
+
+/* Schema 1 named a run or sweep by one `transport`: a library ("mpi", "nccl": path
+ * auto) or a path that only NCCL took ("nvlink", "pcie", "net"). */
+void report_schema1_transport(const char *transport, char *library, size_t liblen, char *path, size_t pathlen);
+
+#endif

@@ -1,0 +1,187 @@
+/* report_read_runs.c — the scaling runs of a result file (dpscale run, or a
+ * projection): /config, /model and the /summary table (report_read.h). Schema 2
+ * names each run by library and path (/summary columns `library`, `path`); schema 1
+ * (the files measured before, which cannot be measured again) by one `transport`
+ * column (report_schema1_transport). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "h5read.h"
+#include "report_read.h"
+#include "utf8.h"
+
+/* A count attribute, or 0 when absent (a NaN is no long long). */
+static long long attr_count(hid_t obj, const char *name)
+{
+    const double v = h5_attr_double(obj, name);
+    return isfinite(v) && fabs(v) < 9e18 ? (long long)v : 0;
+}
+
+/* The `parameters` attribute of the first group at any depth under `obj` that has
+ * one (the run groups under /runs, in files before /model); 0 when none does. */
+static herr_t parameters_of(hid_t parent, const char *name, const H5L_info_t *info, void *out)
+{
+    (void)info;
+    hid_t g = H5Oopen(parent, name, H5P_DEFAULT);
+    if (g < 0) return 0;
+    long long *n = out;
+    if (H5Iget_type(g) == H5I_GROUP) {
+        if (H5Aexists(g, "parameters") > 0) *n = attr_count(g, "parameters");
+        else H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, parameters_of, out);
+    }
+    H5Oclose(g);
+    return *n > 0; /* found: stop */
+}
+
+static long long first_run_parameters(hid_t file)
+{
+    long long n = 0;
+    if (H5Lexists(file, "runs", H5P_DEFAULT) <= 0) return 0;
+    hid_t runs = H5Gopen2(file, "runs", H5P_DEFAULT);
+    H5Literate(runs, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, parameters_of, &n);
+    H5Gclose(runs);
+    return n;
+}
+
+/* Whether the compound dataset has a member of that name (HDF5 reads a missing
+ * member as untouched memory, without an error). */
+static int has_column(hid_t dset, const char *name)
+{
+    hid_t ft = H5Dget_type(dset);
+    const int found = ft >= 0 && H5Tget_class(ft) == H5T_COMPOUND && H5Tget_member_index(ft, name) >= 0;
+    if (ft >= 0) H5Tclose(ft);
+    return found;
+}
+
+/* One column of /summary by name, as doubles. */
+static int read_column(hid_t dset, const char *name, double *out)
+{
+    if (!has_column(dset, name)) return -1;
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(double));
+    H5Tinsert(t, name, 0, H5T_NATIVE_DOUBLE);
+    int rc = H5Dread(dset, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0 ? -1 : 0;
+    H5Tclose(t);
+    return rc;
+}
+
+#define TEXT_LEN 16 /* the text columns of /summary: 16 bytes in schema 1, 8 in schema 2 */
+
+/* One text column of /summary by name, each entry NUL-terminated and well-formed UTF-8. */
+static int read_text_column(hid_t dset, const char *name, int n, char out[][TEXT_LEN])
+{
+    char buf[REPORT_MAX_ROWS][TEXT_LEN];
+    if (!has_column(dset, name)) return -1;
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, TEXT_LEN - 1);
+    hid_t t = H5Tcreate(H5T_COMPOUND, TEXT_LEN);
+    H5Tinsert(t, name, 0, str);
+    memset(buf, 0, sizeof buf);
+    int rc = H5Dread(dset, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ? -1 : 0;
+    H5Tclose(t);
+    H5Tclose(str);
+    for (int i = 0; i < n; i++) {
+        buf[i][TEXT_LEN - 1] = '\0';
+        utf8_copy(out[i], TEXT_LEN, buf[i]);
+    }
+    return rc;
+}
+
+/* /model from schema 4; before, an MLP, whose parameters every run group holds. */
+static void read_model(hid_t file, hid_t cfg, struct report_file *f)
+{
+    if (H5Lexists(file, "model", H5P_DEFAULT) > 0) {
+        hid_t mg = H5Gopen2(file, "model", H5P_DEFAULT);
+        h5_attr_str(mg, "type", f->model_type, sizeof f->model_type);
+        h5_attr_str(mg, "shape", f->shape, sizeof f->shape);
+        h5_attr_str(mg, "unit", f->unit, sizeof f->unit);
+        f->parameters = attr_count(mg, "parameters");
+        f->units_per_sample = h5_attr_int(mg, "units_per_sample", 1);
+        H5Gclose(mg);
+    } else {
+        snprintf(f->model_type, sizeof f->model_type, "mlp");
+        snprintf(f->unit, sizeof f->unit, "samples");
+        snprintf(f->shape, sizeof f->shape, "%d x %d wide", h5_attr_int(cfg, "model.layers", 0),
+                 h5_attr_int(cfg, "model.hidden_dim", 0));
+        f->parameters = first_run_parameters(file);
+    }
+    if (f->units_per_sample < 1) f->units_per_sample = 1;
+}
+
+int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, size_t errlen)
+{
+    int rc = -1;
+    hid_t cfg = H5Gopen2(file, "config", H5P_DEFAULT), sum = H5Dopen2(file, "summary", H5P_DEFAULT), space = -1;
+    if (cfg < 0 || sum < 0) {
+        snprintf(err, errlen, "damaged: /config or /summary cannot be read");
+        goto done;
+    }
+    h5_attr_str(cfg, "model.name", f->model, sizeof f->model);
+    h5_attr_str(cfg, "train.precision", f->precision, sizeof f->precision);
+    h5_attr_str(cfg, "train.scaling", f->scaling, sizeof f->scaling);
+    h5_attr_str(cfg, "train.grad_dtype", f->grad_dtype, sizeof f->grad_dtype);
+    h5_attr_str(cfg, "comm.overlap", f->overlap, sizeof f->overlap);
+    if (H5Lexists(file, "projection", H5P_DEFAULT) > 0) {
+        hid_t pg = H5Gopen2(file, "projection", H5P_DEFAULT);
+        f->projected = 1;
+        h5_attr_str(pg, "target", f->projection_target, sizeof f->projection_target);
+        h5_attr_str(pg, "compute", f->projection_compute, sizeof f->projection_compute);
+        H5Gclose(pg);
+    }
+    read_model(file, cfg, f);
+    f->batch_per_gpu = attr_count(cfg, "train.batch_per_gpu");
+    f->global_batch = attr_count(cfg, "train.global_batch");
+    space = H5Dget_space(sum);
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    if (n <= 0 || n > REPORT_MAX_ROWS) {
+        snprintf(err, errlen, "damaged: /summary has %lld rows (this report reads 1 to %d)", (long long)n, REPORT_MAX_ROWS);
+        goto done;
+    }
+    f->nrows = (int)n;
+    double col[REPORT_MAX_ROWS];
+    char names[REPORT_MAX_ROWS][TEXT_LEN], paths[REPORT_MAX_ROWS][TEXT_LEN];
+#define COLUMN(field, name)                                                           \
+    if (read_column(sum, name, col) != 0) {                                          \
+        snprintf(err, errlen, "damaged: /summary has no readable column %s", name); \
+        goto done;                                                                    \
+    }                                                                                 \
+    for (int i = 0; i < f->nrows; i++) f->rows[i].field = col[i];
+    COLUMN(samples_per_s, "samples_per_s")
+    COLUMN(samples_per_s_per_rank, "samples_per_s_per_rank")
+    COLUMN(speedup, "speedup")
+    COLUMN(efficiency, "efficiency")
+    COLUMN(step_s, "step_median_s")
+    COLUMN(comm_exposed_s, "comm_exposed_median_s")
+    COLUMN(allreduce_busbw_gbps, "allreduce_busbw_gbps")
+    COLUMN(mfu, "mfu")
+    COLUMN(joules_per_sample, "joules_per_sample")
+    COLUMN(avg_power_w, "avg_power_w")
+    COLUMN(nranks, "nranks")
+    COLUMN(nodes, "nodes")
+    COLUMN(global_batch, "global_batch")
+#undef COLUMN
+    if (schema >= 2) {
+        if (read_text_column(sum, "library", f->nrows, names) != 0 || read_text_column(sum, "path", f->nrows, paths) != 0) {
+            snprintf(err, errlen, "damaged: /summary has no readable library and path columns");
+            goto done;
+        }
+        for (int i = 0; i < f->nrows; i++) {
+            utf8_copy(f->rows[i].library, sizeof f->rows[i].library, names[i]);
+            utf8_copy(f->rows[i].path, sizeof f->rows[i].path, paths[i]);
+        }
+    } else {
+        if (read_text_column(sum, "transport", f->nrows, names) != 0) {
+            snprintf(err, errlen, "damaged: /summary has no readable transport column");
+            goto done;
+        }
+        for (int i = 0; i < f->nrows; i++)
+            report_schema1_transport(names[i], f->rows[i].library, sizeof f->rows[i].library, f->rows[i].path,
+                                     sizeof f->rows[i].path);
+    }
+    rc = 0;
+done:
+    if (space >= 0) H5Sclose(space);
+    if (sum >= 0) H5Dclose(sum);
+    if (cfg >= 0) H5Gclose(cfg);
+    return rc;
+}
