@@ -23,6 +23,8 @@
 #   X  GPT-2 XL, batch 4, nvlink (the communication-heavy end; not a bar)
 #   Z  dpscale bench on BERT-Large and GPT-2 small: the step against its GEMMs alone, the
 #      largest non-GEMM part
+#   W  BERT-Large over NVLink with bf16 gradients, the knobs against interference beside
+#      backward: 50 MB buckets, 8 SMs left by the GEMMs, ZeRO-1 with symmetric zero-CTA NCCL
 #   N  Nsight Compute on the flash attention kernels (BERT-Large's shape, 2 layers): speed of
 #      light, occupancy, warp stalls, one launch of each
 #   R  the PyTorch reference: bert and gpt, autocast (fp32 master), 1 and 2 GPUs
@@ -32,10 +34,10 @@
 # by ISSUE12_RUN_TIMEOUT_S (default 150 s); the whole by ISSUE12_BUDGET_S (default 560 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-usage="usage: tests/gpu/issue12_bench.sh OUTDIR [SECTIONS of VBGPQXZRN; default VBGZRP]"
+usage="usage: tests/gpu/issue12_bench.sh OUTDIR [SECTIONS of VBGPQXZRNW; default VBGZRP]"
 [ $# -ge 1 ] && [ -n "$1" ] || { echo "$usage" >&2; exit 2; }
 SECTIONS=${2:-VBGZRP}
-[[ $SECTIONS =~ ^[VBGPQXZRN]+$ ]] || { echo "$usage; got '$SECTIONS'" >&2; exit 2; }
+[[ $SECTIONS =~ ^[VBGPQXZRNW]+$ ]] || { echo "$usage; got '$SECTIONS'" >&2; exit 2; }
 mkdir -p "$1" || exit 2
 OUTDIR=$(cd "$1" && pwd) || exit 2
 LOG=$OUTDIR/issue12.log TAR=$OUTDIR/issue12-h5.tar
@@ -98,7 +100,8 @@ main() {
                     --run.output_dir="$H5DIR" --run.output=dump-$m-16.h5 &&
                     run torch-$m-16 "$PY" tests/gpu/torch_reference.py "$H5DIR/dump-$m-16.h5" --tol 3e-2
                 run dump-$m-16g "$DPSCALE" dump --config configs/$m-tiny.ini --backend=cuda "${mid[@]}" \
-                    --train.grad_dtype=compute --run.output_dir="$H5DIR" --run.output=dump-$m-16g.h5 &&
+                    --train.grad_dtype=compute --comm.allreduce_dtype=compute --run.output_dir="$H5DIR" \
+                    --run.output=dump-$m-16g.h5 &&
                     run torch-$m-16g "$PY" tests/gpu/torch_reference.py "$H5DIR/dump-$m-16g.h5" --tol 3e-2
                 run dp-$m mpirun -np 2 --bind-to none "$DPSCALE" run --config configs/$m-tiny.ini --backend=cuda \
                     --train.scaling=strong --train.global_batch=8 --run.sweep=1,2 --run.save_params=on \
@@ -113,7 +116,14 @@ main() {
         G)
             echo; echo "######## G. GPT-2 small, batch 16 per GPU"
             dp G-gpt2-small-nvlink configs/gpt2-small.ini "${gpt[@]}" --comm.path=nvlink
+            dp G-gpt2-small-nvlink-g16 configs/gpt2-small.ini "${gpt[@]}" "${g16[@]}" --comm.path=nvlink
             dp G-gpt2-small-pcie-g16 configs/gpt2-small.ini "${gpt[@]}" "${g16[@]}" --comm.path=pcie --comm.shm_copy=ce ;;
+        W)
+            echo; echo "######## W. BERT-Large over NVLink, bf16 gradients: the knobs against interference"
+            dp W-bert-g16-bucket50 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=nvlink --comm.bucket_mb=50
+            dp W-bert-g16-margin8 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=nvlink --train.gemm_sm_margin=8
+            dp W-bert-g16-zero1 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=nvlink \
+                --comm.shard_optimizer=on --comm.symmetric=on --comm.cta_policy=zero ;;
         P)
             echo; echo "######## P. BERT-Large through host memory with fp32 gradients (as the framework's autocast DDP)"
             dp P-bert-large-pcie configs/bert-large.ini "${bert[@]}" --comm.path=pcie --comm.shm_copy=ce ;;
@@ -131,7 +141,7 @@ main() {
                 run N-$kname ncu -k "regex:^$kname" -c 1 --section SpeedOfLight --section Occupancy \
                     --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis \
                     "$DPSCALE" run --config configs/bert-large.ini --run.backend=cuda --model.layers=2 \
-                    --train.iters=1 --train.warmup=0 --run.sweep=1 --run.output_dir="$H5DIR" --run.output=N.h5
+                    --train.iters=1 --train.warmup=0 --run.sweep=1 --run.output_dir="$H5DIR" --run.output=N-$kname.h5
             done ;;
         R)
             echo; echo "######## R. the PyTorch eager reference (SDPA attention, fused AdamW), DDP at 2 GPUs"
@@ -145,7 +155,7 @@ main() {
     done
     echo; echo "== dpscale report of every file (tokens/s)"
     local f
-    for f in "$H5DIR"/[BGPX]-*.h5; do [ -f "$f" ] && "$DPSCALE" report "$f"; done
+    for f in "$H5DIR"/[BGPXW]-*.h5; do [ -f "$f" ] && "$DPSCALE" report "$f"; done
     echo "== $nfail launches failed; ${SECONDS} s"
     ((nfail == 0))
 }
