@@ -178,3 +178,65 @@ def test_multinode_script_runs_on_the_nodes_it_is_given(slurm, tmp_path):
     assert list(f["summary"]["nranks"]) == [1, 2]
     assert "1 nodes x 2 ranks, 4 CPUs per task" in log
 
+
+# --- README's own sbatch lines, exactly as written ---------------------------------
+
+def readme_cluster_lines():
+    """The sbatch lines of the code block of README's "Running on a cluster"."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Running on a cluster\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    return [l for l in block.splitlines() if re.match(r"([A-Z_]+=\S+\s+)*sbatch\s", l)]
+
+
+def asked(line, name):
+    """The items LINE asks for NAME (SWEEP, PATHS) in the environment or in --export, else None."""
+    m = re.search(rf"(?:^|[\s,]){name}=(\S+?)(?=,[A-Z_]+=|\s|$)", line)
+    return re.split(r"[,:]", m.group(1)) if m else None
+
+
+def nodes_asked(line):
+    m = re.search(r"(?:-N\s*|--nodes=)(\d+)", line)
+    return int(m.group(1)) if m else 1
+
+
+def test_readme_sbatch_lines_run_every_path_and_gpu_count_they_ask_for(slurm, tmp_path):
+    lines = readme_cluster_lines()
+    runnable = [l for l in lines if nodes_asked(l) == 1]  # the test cluster has one node
+    assert all("jobs/multinode.sh" in l for l in set(lines) - set(runnable)), lines
+    lists_in_export = [l for l in runnable if "--export" in l and len(asked(l, "PATHS") or []) > 1
+                       and len(asked(l, "SWEEP") or []) > 1]
+    assert lists_in_export, f"README shows no sbatch --export line with a list of paths and of GPU counts: {lines}"
+    # a dpscale folder as README says to submit from: bin, jobs, configs; what the jobs
+    # write by default (out/) lands here, and results/ must stay untouched
+    home = tmp_path / "dpscale"
+    home.mkdir()
+    for d in ("bin", "jobs", "configs"):
+        (home / d).symlink_to(ROOT / d)
+    env = gpu_node(slurm, NVSWITCH_NODE)
+    jobs = []
+    for line in runnable:
+        p = subprocess.run(["bash", "-c", line], cwd=home, env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, f"{line}\n{p.stdout}{p.stderr}"
+        jobs.append((line, re.search(r"Submitted batch job (\d+)", p.stdout).group(1)))
+    for line, job in jobs:
+        rc = wait(env, job)
+        script = re.search(r"jobs/(\w+)\.sh", line).group(1)
+        log = (home / f"dpscale-{script}-{job}.out").read_text()
+        assert rc == 0, f"{line}\n{log}"
+        assert_stamped(log)
+        if script == "smoke":
+            assert "smoke test passed" in log, log
+            continue
+        paths = asked(line, "PATHS") or asked(line, "TRANSPORTS") or ["nvlink", "pcie"]  # the default on NVLink
+        sweep = [int(n) for n in asked(line, "SWEEP") or [1, 2, 4, 8]]
+        for p in paths:
+            launch = [l for l in log.splitlines() if f"path {p}: srun --mpi=pmix" in l]
+            assert len(launch) == 1 and f"--sweep={','.join(map(str, sweep))} --comm.path={p} " in launch[0], \
+                f"{line}: no launch of path {p} with sweep {sweep}\n{log}"
+            assert f"path {p}: done" in log, f"{line}\n{log}"
+        files = sorted((home / "out").glob(f"dpscale-{script}-{job}-*.h5"))
+        assert [f.name.rsplit("-", 1)[1][:-3] for f in files] == sorted(paths), f"{line}\n{log}"
+        for f in files:
+            assert nranks(f) == sweep, f"{line}: {f.name}"
+    assert not (home / "results").exists()

@@ -4,6 +4,7 @@ run, TRANSPORTS still taken with a warning; and the functions of jobs/lib/common
 the Slurm jobs rest on: the launcher and its MPI plugin, CPUs per rank, lists that
 survive sbatch --export."""
 import os
+import re
 import subprocess
 
 import pytest
@@ -158,3 +159,10 @@ def test_an_export_cut_at_the_end_is_refused():
     p = common("check_export_split", SLURM_EXPORT_ENV="ALL,SWEEP=1:2,PATHS=nvlink,pcie")
     assert p.returncode == 2 and "write PATHS=nvlink:pcie" in p.stderr, p.stderr
 
+
+def test_every_srun_line_in_the_readme_names_its_mpi_plugin():
+    # where the cluster's MpiDefault is none, srun without --mpi starts ranks that never meet
+    text = (ROOT / "README.md").read_text()
+    lines = [l for l in text.splitlines() if re.match(r"\s*srun\s", l)] + re.findall(r"`(srun\s[^`]*)`", text)
+    assert lines, "README shows no srun line"
+    assert [l for l in lines if not re.search(r"--mpi=(pmix|pmi2|list)\b", l)] == []
