@@ -8,29 +8,42 @@
 #SBATCH --output=dpscale-scale8-%j.out
 #
 # scale8.sh — the 1, 2, 4, 8-GPU scaling table of one 8-GPU node, once per
-# path NCCL's bytes take (comm.path: NVLink, then PCIe), into results/ named by
+# path NCCL's bytes take (comm.path: NVLink, then PCIe), into out/ named by
 # job id and path, and the table in this job's log.
 #
 #   sbatch jobs/scale8.sh                        (from the dpscale folder, after make)
 #   sbatch -p PARTITION -A ACCOUNT jobs/scale8.sh [extra dpscale run options...]
+#   sbatch --export=ALL,SWEEP=1:2:4:8,PATHS=nvlink:pcie:net jobs/scale8.sh
 #
-# Overrides (environment, e.g. sbatch --export=ALL,CONFIG=...):
+# Overrides (environment, or sbatch --export=ALL,NAME=value). Lists take ':' between
+# their items, which sbatch --export passes whole; ',' works in the environment of
+# sbatch, but --export splits at it (a list cut that way is refused, not run short):
 #   CONFIG      model preset                 (default configs/mlp-gemm-heavy.ini; CPU-only nodes: configs/mlp-small.ini)
-#   SWEEP       GPU counts                   (default 1,2,4,8, cut to the tasks of the job)
-#   PATHS       paths, one launch each       (default: the config's comm.paths, else nvlink,pcie;
-#               on a node without GPUs: auto); TRANSPORTS, its former name, is taken with a warning
-#   OUTDIR      folder of the result files   (default results)
-#   LAUNCH      srun | mpirun | auto         (default auto: srun --mpi=pmix when Slurm has PMIx, else mpirun)
+#   SWEEP       GPU counts, e.g. 1:2:4:8     (default 1,2,4,8, cut to the tasks of the job)
+#   PATHS       paths, one launch each       (default: the config's comm.paths, else nvlink,pcie,
+#               e.g. nvlink:pcie:net          pcie alone where nvidia-smi shows no NVLink; on a node
+#                                             without GPUs: auto); TRANSPORTS, its former name, is
+#                                             taken with a warning
+#   OUTDIR      folder of the result files   (default out, in the dpscale folder; results/ holds
+#                                             the reference files and is left alone)
+#   LAUNCH      pmix | pmi2 | mpirun | auto  (default auto: srun --mpi=pmix, else srun --mpi=pmi2,
+#                                             as srun --mpi=list offers them, else mpirun)
 #   NAME        file name stem               (default dpscale-scale8-<job id>: files NAME-<path>.h5)
 #   NTASKS      ranks when run outside Slurm with LAUNCH=mpirun (default: one per GPU)
 #   DPSCALE_HOME the dpscale folder          (default: where sbatch was called)
-# GPU binding: each rank takes the GPU of its node-local rank; when Slurm gives
-# every task a single GPU of its own (--gpus-per-task=1), it takes that one.
+#   DPSCALE     the binary                   (default: bin/dpscale there)
+# A path that fails is reported in one line with its reason; the others still run and
+# the job then exits 1. Each rank gets the node's CPUs shared among the ranks
+# (srun --cpus-per-task; sbatch -c N sets it). GPU binding: each rank takes the GPU of
+# its node-local rank; when Slurm gives every task a single GPU of its own
+# (--gpus-per-task=1), it takes that one.
 set -euo pipefail
 source "${DPSCALE_HOME:-${SLURM_SUBMIT_DIR:-$PWD}}/jobs/lib/common.sh" 2>/dev/null ||
-    { echo "dpscale job: error: jobs/lib/common.sh not found: submit from the dpscale folder or set DPSCALE_HOME" >&2; exit 2; }
+    { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) dpscale job: error: jobs/lib/common.sh not found: submit from the dpscale folder or set DPSCALE_HOME" >&2; exit 2; }
+DPSCALE_JOB_TAG="dpscale scale8"
 home=$(dpscale_home)
 cd "$home"
+check_export_split
 paths_from_transports
 
 ngpus=$(gpus_on_node)
@@ -38,9 +51,8 @@ ngpus=$(gpus_on_node)
 ntasks=${SLURM_NTASKS:-${NTASKS:-$([ "$ngpus" -gt 0 ] && echo "$ngpus" || echo 8)}}
 export NTASKS=$ntasks
 if [ "$ngpus" -eq 0 ]; then
-    echo "no GPU on $(hostname): running the CPU backend (the figures describe CPUs, not GPUs)"
+    say "no GPU on $(hostname): running the CPU backend (the figures describe CPUs, not GPUs)"
     backend=cpu
-    : "${PATHS:=auto}"
     : "${CONFIG:=configs/mlp-small.ini}"
 else
     backend=cuda
@@ -49,17 +61,29 @@ else
 fi
 : "${CONFIG:=configs/mlp-gemm-heavy.ini}"
 [ -r "$CONFIG" ] || die "CONFIG=$CONFIG is not readable (presets are in $home/configs)"
-if [ -z "${SWEEP:-}" ]; then
+if [ -n "${SWEEP:-}" ]; then
+    SWEEP=$(list_items SWEEP "$SWEEP")
+    IFS=, read -r -a counts <<<"$SWEEP"
+    for n in "${counts[@]}"; do
+        [[ $n =~ ^[1-9][0-9]*$ ]] || die "SWEEP=$SWEEP: '$n' is not a GPU count"
+        [ "$n" -le "$ntasks" ] || die "SWEEP=$SWEEP asks for $n GPUs but the job has $ntasks tasks: lower SWEEP or ask for more tasks"
+    done
+else
     SWEEP=""
     for n in 1 2 4 8; do [ "$n" -le "$ntasks" ] && SWEEP+="${SWEEP:+,}$n"; done
 fi
+if [ -n "${PATHS:-}" ]; then # else jobs/lib/sweep.sh chooses (see above)
+    PATHS=$(list_items PATHS "$PATHS")
+    export PATHS
+fi
 
-if [ -n "${PATHS:-}" ]; then export PATHS; fi # else the config's comm.paths, else nvlink,pcie
-export OUTDIR=${OUTDIR:-results}
+export OUTDIR=${OUTDIR:-out}
 export NAME=${NAME:-dpscale-scale8-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}}
+cpt=$(cpus_per_task "$ntasks")
 export LAUNCHER
-LAUNCHER=$(dpscale_launcher)
-export DPSCALE=$home/bin/dpscale
-echo "dpscale scale8: job ${SLURM_JOB_ID:-none} on $(hostname), $ntasks tasks, $ngpus GPUs, config $CONFIG, sweep $SWEEP,"
-echo "  paths ${PATHS:-from the config, else nvlink,pcie}, launcher '$LAUNCHER', results $OUTDIR/$NAME-<path>.h5"
+LAUNCHER=$(dpscale_launcher "$cpt")
+export DPSCALE=${DPSCALE:-$home/bin/dpscale}
+export DPSCALE_JOB_TAG
+say "job ${SLURM_JOB_ID:-none} on $(hostname), $ntasks tasks, $ngpus GPUs, $cpt CPUs per task, config $CONFIG, sweep ${SWEEP//,/, }"
+say "launcher '$LAUNCHER'"
 exec "$home/jobs/lib/sweep.sh" --config "$CONFIG" --backend="$backend" --sweep="$SWEEP" "$@"

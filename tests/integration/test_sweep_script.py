@@ -1,6 +1,13 @@
 """jobs/lib/sweep.sh outside Slurm: one launch per path (comm.path), an existing
-result never overwritten, a bad path refused, TRANSPORTS still taken with a warning."""
+result never overwritten, a bad path refused, a failed path named while the others
+run, TRANSPORTS still taken with a warning; and the functions of jobs/lib/common.sh
+the Slurm jobs rest on: the launcher and its MPI plugin, CPUs per rank, lists that
+survive sbatch --export."""
+import os
+import re
 import subprocess
+
+import pytest
 
 from conftest import ROOT, mpi_env
 
@@ -55,3 +62,107 @@ def test_dpscale_config_prints_one_resolved_key():
     p = subprocess.run([ROOT / "bin/dpscale", "config", "--config", ROOT / "configs/mlp-tiny.ini", "--get", "model.layers"],
                        capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout.strip() == "3"
+
+
+def test_a_failed_path_is_named_with_its_reason_and_the_others_still_run(tmp_path):
+    p = sweep(tmp_path, "--sweep=1,2", PATHS="nvlink:auto")  # nvlink needs the cuda backend
+    assert p.returncode == 1, p.stdout + p.stderr
+    failed = [l for l in p.stderr.splitlines() if "path nvlink failed" in l]
+    assert len(failed) == 1 and "needs the cuda backend" in failed[0], p.stderr
+    assert (tmp_path / "s-auto.h5").exists() and not (tmp_path / "s-nvlink.h5").exists()
+
+
+@pytest.mark.parametrize("paths, error", [("auto:auto", "path auto is named twice"),
+                                          ("auto:", "is not a list"), ("auto,,net", "is not a list")])
+def test_a_bad_list_of_paths_is_refused_before_any_launch(tmp_path, paths, error):
+    p = sweep(tmp_path, PATHS=paths)
+    assert p.returncode == 2 and error in p.stderr, p.stderr
+    assert "path auto:" not in p.stdout  # no launch
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- jobs/lib/common.sh, function by function ------------------------------------------
+
+def common(call, **env):
+    """Run CALL in bash after sourcing jobs/lib/common.sh; returns the CompletedProcess."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in ("LAUNCH", "DPSCALE")}
+    e.update(env)
+    return subprocess.run(["bash", "-c", f"source {ROOT}/jobs/lib/common.sh && {call}"], env=e, capture_output=True,
+                          text=True, timeout=30)
+
+
+# what `srun --mpi=list` prints: Slurm 22.05 (Debian 12) and Slurm 20.11 (Debian 11)
+MPI_LIST_22 = "MPI plugin types are...\n\tpmix\n\tnone\n\tcray_shasta\n\tpmi2\n" \
+              "specific pmix plugin versions available: pmix_v4\n"
+MPI_LIST_20 = "srun: MPI types are...\nsrun: cray_shasta\nsrun: none\nsrun: pmix\nsrun: pmix_v3\nsrun: pmi2\n"
+
+
+def fake_srun(tmp_path, offers):
+    """A folder holding an `srun` whose --mpi=list prints OFFERS, for PATH."""
+    d = tmp_path / "bin"
+    d.mkdir()
+    (d / "srun").write_text(f"#!/bin/sh\nprintf '%s' '{offers}'\n")
+    (d / "srun").chmod(0o755)
+    return f"{d}:{os.environ['PATH']}"
+
+
+@pytest.mark.parametrize("offers, launch, expected", [
+    (MPI_LIST_22, "auto", "srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=6"),
+    (MPI_LIST_20, "auto", "srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=6"),
+    ("MPI plugin types are...\n\tnone\n\tpmi2\n", "auto", "srun --mpi=pmi2 --kill-on-bad-exit=1 --cpus-per-task=6"),
+    ("MPI plugin types are...\n\tnone\n", "auto", "mpirun --bind-to none"),
+    (MPI_LIST_22, "pmi2", "srun --mpi=pmi2 --kill-on-bad-exit=1 --cpus-per-task=6"),
+    (MPI_LIST_22, "mpirun", "mpirun --bind-to none"),
+    ("MPI plugin types are...\n\tnone\n\tpmi2\n", "srun", "srun --mpi=pmi2 --kill-on-bad-exit=1 --cpus-per-task=6"),
+])
+def test_the_launcher_names_the_mpi_plugin_srun_offers(tmp_path, offers, launch, expected):
+    p = common("dpscale_launcher 6", PATH=fake_srun(tmp_path, offers), SLURM_JOB_ID="7", LAUNCH=launch)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().startswith(expected), f"expected {expected!r}, got {p.stdout!r}"
+
+
+def test_a_plugin_srun_does_not_offer_is_refused(tmp_path):
+    p = common("dpscale_launcher 1", PATH=fake_srun(tmp_path, "MPI plugin types are...\n\tnone\n\tpmix\n"),
+               SLURM_JOB_ID="7", LAUNCH="pmi2")
+    assert p.returncode == 2 and p.stdout == ""
+    assert "LAUNCH=pmi2 but this Slurm's srun offers pmix" in p.stderr, p.stderr
+
+
+def test_outside_slurm_auto_starts_the_ranks_with_mpirun(tmp_path):
+    p = common("dpscale_launcher 1", PATH=fake_srun(tmp_path, MPI_LIST_22), NTASKS="3")
+    assert p.returncode == 0 and p.stdout.strip().startswith("mpirun --bind-to none") and "-np 3" in p.stdout
+
+
+@pytest.mark.parametrize("env, ranks, expected", [({"SLURM_CPUS_ON_NODE": "112"}, 8, "14"),
+                                                  ({"SLURM_CPUS_ON_NODE": "4"}, 8, "1"),
+                                                  ({"SLURM_CPUS_ON_NODE": "112", "SLURM_CPUS_PER_TASK": "3"}, 8, "3")])
+def test_each_rank_gets_its_share_of_the_node_or_what_sbatch_c_gave(env, ranks, expected):
+    p = common(f"cpus_per_task {ranks}", **env)
+    assert p.returncode == 0 and p.stdout.strip() == expected, (p.stdout, p.stderr)
+
+
+@pytest.mark.parametrize("name, value, expected", [("SWEEP", "1:2:4:8", "1,2,4,8"), ("SWEEP", "1,2", "1,2"),
+                                                   ("PATHS", "nvlink:pcie", "nvlink,pcie"), ("PATHS", "auto", "auto")])
+def test_a_list_takes_colons_and_commas(name, value, expected):
+    p = common(f"list_items {name} '{value}'")
+    assert p.returncode == 0 and p.stdout.strip() == expected, (p.stdout, p.stderr)
+
+
+@pytest.mark.parametrize("spec", ["ALL,SWEEP=1:2:4:8,PATHS=nvlink:pcie:net", "ALL,PATHS=nvlink:pcie,HOME",
+                                  "ALL,CONFIG=configs/mlp-tiny.ini,SWEEP=8"])
+def test_an_export_that_slurm_passes_whole_is_taken(spec):
+    p = common("check_export_split && echo taken", SLURM_EXPORT_ENV=spec)
+    assert p.returncode == 0 and p.stdout.strip() == "taken", p.stderr
+
+
+def test_an_export_cut_at_the_end_is_refused():
+    p = common("check_export_split", SLURM_EXPORT_ENV="ALL,SWEEP=1:2,PATHS=nvlink,pcie")
+    assert p.returncode == 2 and "write PATHS=nvlink:pcie" in p.stderr, p.stderr
+
+
+def test_every_srun_line_in_the_readme_names_its_mpi_plugin():
+    # where the cluster's MpiDefault is none, srun without --mpi starts ranks that never meet
+    text = (ROOT / "README.md").read_text()
+    lines = [l for l in text.splitlines() if re.match(r"\s*srun\s", l)] + re.findall(r"`(srun\s[^`]*)`", text)
+    assert lines, "README shows no srun line"
+    assert [l for l in lines if not re.search(r"--mpi=(pmix|pmi2|list)\b", l)] == []

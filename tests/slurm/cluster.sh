@@ -38,6 +38,14 @@ chmod 400 "$DIR/munge.key"
 munged --force --key-file="$DIR/munge.key" --socket="$DIR/munge.socket" --pid-file="$DIR/munged.pid" \
     --log-file="$DIR/munged.log" --seed-file="$DIR/munged.seed"
 
+# two free TCP ports, so that two test runs on one machine (two worktrees) do not meet
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port=16817
+while ! port_free "$port" || ! port_free $((port + 1)); do
+    port=$((port + 2))
+    [ "$port" -lt 17817 ] || { echo "cluster.sh: no two free ports in 16817-17817" >&2; stop; exit 1; }
+done
+
 mem=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)
 cat >"$DIR/slurm.conf" <<CONF
 ClusterName=dpscale-test
@@ -52,8 +60,8 @@ SlurmctldPidFile=$DIR/slurmctld.pid
 SlurmdPidFile=$DIR/slurmd.pid
 SlurmctldLogFile=$DIR/slurmctld.log
 SlurmdLogFile=$DIR/slurmd.log
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
