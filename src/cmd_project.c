@@ -111,6 +111,7 @@ struct source {
     int nmeasured, measured_n[MAX_GROUPS];
     double measured_eff[MAX_GROUPS];
     double interference, imbalance_s; /* from the largest measured run, 0 without one */
+    double interference_share; /* that run's share of backward with communication beside it (overlap on; else 0) */
     int interference_from;
     int interference_approx; /* schema 2: the compute-only backward is its forward + backward less the real forward */
 };
@@ -217,6 +218,9 @@ static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
                 double *b = read_doubles(gn, "backward_s", &m2, d2, &r);
                 double *cb = read_doubles(gn, "compute_only_backward_s", &m2, d2, &r);
                 double *co = read_doubles(gn, "compute_only_s", &m2, d2, &r);
+                size_t ma;
+                hsize_t da[3];
+                double *ar = read_doubles(gn, "allreduce_alone_s", &ma, da, &r);
                 if (cb == NULL && b != NULL) { /* schema 2: forward and backward of the compute-only pass together,
                                                 * less the real pass's forward */
                     double *fb = read_doubles(gn, "compute_only_fwd_bwd_s", &m2, d2, &r);
@@ -233,6 +237,9 @@ static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
                 if (b != NULL && cb != NULL && co != NULL) {
                     largest = N;
                     src->interference = median_of_max(b, d2[0], d2[1]) / median_of_max(cb, d2[0], d2[1]) - 1.0;
+                    src->interference_share = 0.0;
+                    if (ar != NULL && src->prof.overlap)
+                        src->interference_share = fmin(1.0, median_of_max(ar, da[0], da[1]) / median_of_max(cb, d2[0], d2[1]));
                     double *mean = malloc(d2[0] * sizeof(double));
                     CHECK_ALLOC(mean);
                     for (hsize_t it = 0; it < d2[0]; it++) {
@@ -242,7 +249,7 @@ static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
                     src->imbalance_s = median_of_max(co, d2[0], d2[1]) - stats_percentile(mean, (int)d2[0], 50);
                     free(mean);
                 }
-                free(b), free(cb), free(co);
+                free(b), free(cb), free(co), free(ar);
             }
             free(s);
         }
@@ -321,25 +328,50 @@ static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, cons
     r->efficiency = step1_s / s->step_s;
 }
 
+/* --interference-from: another result file's measured interference and imbalance. */
+static int read_calibration(const char *path, struct source *cal, char *err, size_t errlen)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        snprintf(err, errlen, "cannot be opened as HDF5; give a dpscale result file");
+        return -1;
+    }
+    const int rc = read_source(f, cal, err, errlen);
+    H5Fclose(f);
+    free(cal->ready), free(cal->bytes);
+    cal->ready = cal->bytes = NULL;
+    if (rc == 0 && cal->interference_from == 0) {
+        snprintf(err, errlen, "it has no multi-GPU run with a compute-only pass to measure interference by");
+        return -1;
+    }
+    return rc;
+}
+
 int cmd_project(int argc, char **argv)
 {
-    const char *result = NULL, *comm = NULL, *system = NULL, *output = NULL;
+    const char *result = NULL, *comm = NULL, *system = NULL, *output = NULL, *calibration = NULL;
     int measured_terms = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-interference") == 0) measured_terms = 0;
         else if (strcmp(argv[i], "--comm") == 0 && i + 1 < argc) comm = argv[++i];
         else if (strncmp(argv[i], "--comm=", 7) == 0) comm = argv[i] + 7;
+        else if (strcmp(argv[i], "--interference-from") == 0 && i + 1 < argc) calibration = argv[++i];
+        else if (strncmp(argv[i], "--interference-from=", 20) == 0) calibration = argv[i] + 20;
         else if (strcmp(argv[i], "--output") == 0 && i + 1 < argc) output = argv[++i];
         else if (strncmp(argv[i], "--output=", 9) == 0) output = argv[i] + 9;
         else if (strcmp(argv[i], "--system") == 0 && i + 1 < argc) system = argv[++i];
         else if (strncmp(argv[i], "--system=", 9) == 0) system = argv[i] + 9;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference] [--output FILE.h5]\n"
+            printf("usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference]\n"
+                   "                       [--interference-from OTHER.h5] [--output FILE.h5]\n"
                    "  RESULT's 1-GPU step projected onto each GPU count of COMM's allreduce curves (a dpscale comm\n"
                    "  file measured on the target), beside RESULT's measured runs of the same count (docs/PROJECTION.md);\n"
                    "  --system: a catalog entry (configs/systems/): its busbw curves, and the compute scaled by the\n"
                    "  ratio of peak TFLOP/s when its GPU is not RESULT's (labelled so in every row);\n"
                    "  --no-interference: leave out the slowdown and imbalance RESULT's multi-GPU run measured;\n"
+                   "  --interference-from: take them from OTHER's multi-GPU run instead (another model measured on\n"
+                   "  the same transport): the slowdown per share of backward with communication beside it, and\n"
+                   "  the imbalance as a share of the step;\n"
                    "  --output: also write the projection to a new HDF5 file (/summary and /projection) that\n"
                    "  dpscale report shows as projected, never beside measured rows of the same table\n");
             return EXIT_OK;
@@ -386,8 +418,12 @@ int cmd_project(int argc, char **argv)
     struct allreduce_curve curves[MAX_GROUPS];
     char where[240];
     int rc = EXIT_OK, nc = 0;
+    struct source cal = {0};
     if (read_source(rf, &src, err, sizeof err) != 0) {
         fprintf(stderr, "dpscale: error: project: %s: %s\n", result, err);
+        rc = EXIT_BAD_INPUT;
+    } else if (calibration != NULL && read_calibration(calibration, &cal, err, sizeof err) != 0) {
+        fprintf(stderr, "dpscale: error: project: --interference-from %s: %s\n", calibration, err);
         rc = EXIT_BAD_INPUT;
     } else if (sysd != NULL) {
         nc = sysd->ncurves;
@@ -421,26 +457,43 @@ int cmd_project(int argc, char **argv)
                src.step1_s * 1e3, src.prof.forward_s * 1e3, src.prof.backward_s * 1e3, src.prof.update_left_s * 1e3,
                src.prof.nbuckets, src.prof.overlap ? "on" : "off", src.ready_measured ? "measured (bucket_ready_compute_only_s)"
                                                      : "assumed: spread over backward in proportion to the bytes");
-        if (!measured_terms) src.interference = src.imbalance_s = 0;
+        const struct source *from = calibration != NULL ? &cal : &src;
+        const double measured_interference = from->interference;
+        /* the file's own run: its slowdown as a fraction, as measured; another run of the same
+         * transport (--interference-from): its slowdown per share of backward with communication
+         * beside it, applied to this model's share on the target */
+        double per_share = calibration != NULL && from->interference_share > 0.02
+                               ? from->interference / from->interference_share : 0.0;
+        if (calibration != NULL) /* the other file's imbalance, as a share of its 1-GPU step */
+            src.imbalance_s = cal.step1_s > 0 ? cal.imbalance_s / cal.step1_s * src.step1_s : 0.0;
+        if (calibration != NULL || per_share > 0.0) src.interference = per_share > 0.0 ? 0.0 : from->interference;
+        if (!measured_terms) src.interference = src.imbalance_s = per_share = 0;
         if (!measured_terms)
             printf("  interference and imbalance: left out (--no-interference)\n");
-        else if (src.interference_from > 0)
-            printf("  interference %.3f and imbalance %.3f ms: measured by the file's %d-GPU run%s\n", src.interference,
-                   src.imbalance_s * 1e3, src.interference_from,
-                   src.interference_approx ? " (schema 2: its compute-only backward less the real pass's forward)" : "");
+        else if (from->interference_from > 0 && per_share > 0.0)
+            printf("  interference %.3f x the share of backward with communication beside it (%.3f over %.3f there), "
+                   "imbalance %.3f ms: measured by %s's %d-GPU run%s\n", per_share, measured_interference,
+                   from->interference_share, src.imbalance_s * 1e3, calibration != NULL ? calibration : "the file",
+                   from->interference_from,
+                   from->interference_approx ? " (schema 2: its compute-only backward less the real pass's forward)" : "");
+        else if (from->interference_from > 0)
+            printf("  interference %.3f and imbalance %.3f ms: measured by %s's %d-GPU run%s\n", src.interference,
+                   src.imbalance_s * 1e3, calibration != NULL ? calibration : "the file", from->interference_from,
+                   from->interference_approx ? " (schema 2: its compute-only backward less the real pass's forward)" : "");
         else
-            printf("  interference and imbalance: none measured (the file has no multi-GPU run): 0\n");
+            printf("  interference and imbalance: none measured (%s has no multi-GPU run): 0\n",
+                   calibration != NULL ? calibration : "the file");
         printf("GPUs    step_ms    comm_ms exposed_ms  projected  measured     error\n");
         struct run_summary *rows = calloc((size_t)nc + 1, sizeof *rows);
         char (*csrc)[H5OUT_PROJECTION_TEXT] = calloc((size_t)nc + 1, sizeof *csrc);
         CHECK_ALLOC(rows);
         CHECK_ALLOC(csrc);
         struct projected_step one;
-        const struct projection_terms none = {scale, 0.0, 0.0};
+        const struct projection_terms none = {scale, 0.0, 0.0, 0.0};
         project_step(&src.prof, &none, NULL, &one);
         fill_row(&rows[0], 1, 1, src.batch_per_rank, &one, one.step_s);
         snprintf(csrc[0], sizeof csrc[0], "1 GPU: no communication");
-        const struct projection_terms terms = {scale, src.interference, src.imbalance_s * scale};
+        const struct projection_terms terms = {scale, src.interference, src.imbalance_s * scale, per_share};
         for (int i = 0; i < nc; i++) {
             struct projected_step s;
             project_step(&src.prof, &terms, &curves[i], &s);

@@ -29,7 +29,13 @@ void project_step(const struct step_profile *p, const struct projection_terms *t
 {
     const double scale = t->compute_scale > 0.0 ? t->compute_scale : 1.0;
     const int communicates = c != NULL && c->gpus > 1;
-    const double slow = communicates ? 1.0 + t->interference : 1.0;
+    double slow = communicates ? 1.0 + t->interference : 1.0;
+    if (communicates && t->interference_per_share > 0.0) { /* the slowdown grows with the communication beside backward */
+        double comm = 0.0;
+        for (int i = 0; i < p->nbuckets; i++) comm += allreduce_curve_time(c, p->bytes[i]);
+        const double share = p->overlap && p->backward_s > 0.0 ? fmin(1.0, comm / (p->backward_s * scale)) : 0.0;
+        slow = 1.0 + t->interference_per_share * share;
+    }
     *out = (struct projected_step){0};
     out->forward_s = p->forward_s * scale;
     out->backward_s = p->backward_s * scale * slow;

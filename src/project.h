@@ -36,6 +36,8 @@ struct projection_terms {
     double compute_scale; /* the compute's time on the target GPU over the source's (1: the same GPU) */
     double interference;  /* backward's slowdown beside communication: backward x (1 + this) */
     double imbalance_s;   /* the slowest rank's wait for the others, per step */
+    double interference_per_share; /* or, when > 0, the slowdown per share of backward that communication runs
+                                    * beside: backward x (1 + this x min(1, comm / backward)), overlap on only */
 };
 
 struct projected_step {

@@ -4,29 +4,40 @@
 # machine's measured allreduce curves (results/h200x2-comm-nvlink.h5, or
 # results/h200x2-comm-p2p-disabled.h5 for the pcie path), and the projected 2-GPU
 # efficiency is set beside the measured one: with the interference and imbalance that
-# the file's 2-GPU run measured, and without them (the projection from the 1-GPU run
-# and the comm curve alone).
+# the file's 2-GPU run measured; without them (the projection from the 1-GPU run and the
+# comm curve alone); and, with CAL_NVLINK / CAL_PCIE set, with them taken from that other
+# file of the same path (--interference-from: one run calibrates the transport, the
+# others are predicted; the calibration file itself is left out of that column).
 #   tools/project_validate.sh [FILES...]      default: results/h200x2-*.h5 and the issue folders
 #   COMM_NVLINK=F COMM_PCIE=F: the comm files to project onto (default: the committed ones)
+#   CAL_NVLINK=F CAL_PCIE=F: the calibration runs (default: none, no such column)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 DPSCALE=${DPSCALE:-bin/dpscale}
 COMM_NVLINK=${COMM_NVLINK:-results/h200x2-comm-nvlink.h5}
 COMM_PCIE=${COMM_PCIE:-results/h200x2-comm-p2p-disabled.h5}
+CAL_NVLINK=${CAL_NVLINK:-} CAL_PCIE=${CAL_PCIE:-}
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(results/h200x2-*.h5 results/h200x2-issue11/*.h5 results/h200x2-issue12/*.h5)
-printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s\n' file path ovl measured projected error "no-interf" error
+printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s %10s %8s\n' file path ovl measured projected error "no-interf" error \
+    calibrated error
 for f in "${files[@]}"; do
     head=$("$DPSCALE" project "$f" --comm "$COMM_NVLINK" 2>/dev/null | head -3) || continue
     path=$(sed -n 's|.*(runs/[^/]*/\([^/]*\)/n1).*|\1|p' <<<"$head")
     ovl=$(sed -n 's|.*, overlap \([a-z]*\),.*|\1|p' <<<"$head")
     [ -n "$path" ] || continue
-    comm=$COMM_NVLINK
-    [ "$path" = pcie ] && comm=$COMM_PCIE
+    comm=$COMM_NVLINK cal=$CAL_NVLINK
+    [ "$path" = pcie ] && comm=$COMM_PCIE cal=$CAL_PCIE
     with=$("$DPSCALE" project "$f" --comm "$comm" 2>/dev/null | awk '$1 == 2 {print $6, $5, $7}')
     without=$("$DPSCALE" project "$f" --comm "$comm" --no-interference 2>/dev/null | awk '$1 == 2 {print $5, $7}')
     [ -n "$with" ] || continue
     read -r measured projected error <<<"$with"
     read -r projected0 error0 <<<"$without"
-    printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s\n' "$f" "$path" "$ovl" "$measured" "$projected" "$error" "$projected0" "$error0"
+    projected1=- error1=-
+    if [ -n "$cal" ] && [ "$(realpath "$cal")" != "$(realpath "$f")" ]; then
+        read -r projected1 error1 < <("$DPSCALE" project "$f" --comm "$comm" --interference-from "$cal" 2>/dev/null |
+            awk '$1 == 2 {print $5, $7}')
+    fi
+    printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s %10s %8s\n' "$f" "$path" "$ovl" "$measured" "$projected" "$error" \
+        "$projected0" "$error0" "${projected1:--}" "${error1:--}"
 done

@@ -49,6 +49,34 @@ def test_without_the_measured_interference_the_projection_is_more_optimistic():
     assert row(without.stdout, 2)[0] > row(with_terms.stdout, 2)[0]
 
 
+ISSUE13 = RESULTS / "h200x2-issue13"
+
+
+@pytest.mark.parametrize("name,path", [
+    ("h200x2-issue12/call7/B-bert-large-nvlink-g16.h5", "nvlink"),
+    ("h200x2-issue12/call7/G-gpt2-small-pcie-g16.h5", "pcie"),
+    ("h200x2-issue13/bert-large-pcie.h5", "pcie"),
+])
+def test_interference_calibrated_on_another_model_predicts_within_the_bar(name, path):
+    """One MLP run calibrates the transport's interference; a transformer is predicted."""
+    cal = ISSUE13 / f"comm-bound-{path}-on.h5"
+    p = project(RESULTS / name, "--comm", ISSUE13 / f"comm-{path}.h5", "--interference-from", cal)
+    assert p.returncode == 0, p.stderr
+    assert f"measured by {cal}'s 2-GPU run" in p.stdout
+    assert "x the share of backward with communication beside it" in p.stdout
+    projected, measured, error = row(p.stdout, 2)
+    assert abs(error) <= 0.03, p.stdout
+    own = project(RESULTS / name, "--comm", ISSUE13 / f"comm-{path}.h5")
+    assert row(own.stdout, 2)[0] != projected  # the calibration changed the prediction
+
+
+def test_interference_from_a_file_without_a_multi_gpu_run_is_refused(tmp_path):
+    one = project(RESULTS / "h200x2-issue12/call7/B-bert-large-nvlink-g16.h5", "--comm", ISSUE13 / "comm-nvlink.h5",
+                  "--interference-from", ISSUE13 / "comm-nvlink.h5")
+    assert one.returncode == 2
+    assert one.stderr.count("\n") == 1 and "--interference-from" in one.stderr, one.stderr
+
+
 def test_a_catalog_system_scales_the_compute_and_names_its_sources():
     p = project(RESULTS / "h200x2-issue12/B-bert-large-nvlink-g16.h5", "--system", ROOT / "configs/systems/a100-sxm-8.ini")
     assert p.returncode == 0, p.stderr

@@ -37,7 +37,7 @@ static const double bytes[] = {10e6, 10e6, 10e6};    /* 100 us each on curve2 */
 TEST(one_gpu_communicates_nothing)
 {
     const struct step_profile p = {0.005, 0.010, 0.001, 3, ready, bytes, 1};
-    const struct projection_terms t = {1.0, 0.5, 0.002};
+    const struct projection_terms t = {1.0, 0.5, 0.002, 0.0};
     struct projected_step s;
     project_step(&p, &t, NULL, &s);
     CHECK_NEAR(s.step_s, 0.016, 1e-15);
@@ -48,7 +48,7 @@ TEST(overlapped_buckets_leave_the_last_one_exposed)
 {
     const struct allreduce_curve c = curve2();
     const struct step_profile p = {0.005, 0.010, 0.001, 3, ready, bytes, 1};
-    const struct projection_terms t = {1.0, 0.0, 0.0};
+    const struct projection_terms t = {1.0, 0.0, 0.0, 0.0};
     struct projected_step s;
     project_step(&p, &t, &c, &s);
     CHECK_NEAR(s.comm_s, 300e-6, 1e-12);
@@ -62,7 +62,7 @@ TEST(a_slow_link_queues_the_buckets)
     c.time_s[0] *= 50; /* 10e6 bytes now take 5 ms each: 4-9, 9-14, 14-19 ms */
     c.time_s[1] *= 50;
     const struct step_profile p = {0.005, 0.010, 0.001, 3, ready, bytes, 1};
-    const struct projection_terms t = {1.0, 0.0, 0.0};
+    const struct projection_terms t = {1.0, 0.0, 0.0, 0.0};
     struct projected_step s;
     project_step(&p, &t, &c, &s);
     CHECK_NEAR(s.exposed_s, 0.009, 1e-12);
@@ -72,7 +72,7 @@ TEST(interference_stretches_backward_and_its_timeline)
 {
     const struct allreduce_curve c = curve2();
     const struct step_profile p = {0.005, 0.010, 0.001, 3, ready, bytes, 1};
-    const struct projection_terms t = {1.0, 0.1, 0.0005};
+    const struct projection_terms t = {1.0, 0.1, 0.0005, 0.0};
     struct projected_step s;
     project_step(&p, &t, &c, &s);
     CHECK_NEAR(s.backward_s, 0.011, 1e-12);
@@ -80,11 +80,28 @@ TEST(interference_stretches_backward_and_its_timeline)
     CHECK_NEAR(s.step_s, 0.005 + 0.011 + 100e-6 + 0.001 + 0.0005, 1e-12);
 }
 
+TEST(interference_per_share_grows_with_the_communication_beside_backward)
+{
+    struct allreduce_curve c = curve2(); /* 3 buckets of 10e6 bytes, 100 us each: 0.3 ms beside 10 ms */
+    const struct step_profile p = {0.005, 0.010, 0.001, 3, ready, bytes, 1};
+    const struct projection_terms t = {1.0, 0.0, 0.0, 0.5};
+    struct projected_step s;
+    project_step(&p, &t, &c, &s);
+    CHECK_NEAR(s.backward_s, 0.010 * (1.0 + 0.5 * 0.03), 1e-12);
+    c.time_s[0] *= 1000; /* communication longer than backward: the whole of it is beside communication */
+    c.time_s[1] *= 1000;
+    project_step(&p, &t, &c, &s);
+    CHECK_NEAR(s.backward_s, 0.010 * 1.5, 1e-12);
+    const struct step_profile off = {0.005, 0.010, 0.001, 3, ready, bytes, 0};
+    project_step(&off, &t, &c, &s); /* overlap off: nothing runs beside backward */
+    CHECK_NEAR(s.backward_s, 0.010, 1e-12);
+}
+
 TEST(overlap_off_reduces_everything_after_backward)
 {
     const struct allreduce_curve c = curve2();
     const struct step_profile p = {0.005, 0.010, 0.001, 3, ready, bytes, 0};
-    const struct projection_terms t = {2.0, 0.0, 0.0}; /* and a GPU twice as slow */
+    const struct projection_terms t = {2.0, 0.0, 0.0, 0.0}; /* and a GPU twice as slow */
     struct projected_step s;
     project_step(&p, &t, &c, &s);
     CHECK_NEAR(s.exposed_s, 300e-6, 1e-12);
