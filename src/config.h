@@ -81,6 +81,7 @@ struct config {
     int save_params;
     int threads; /* BLAS threads per rank on the CPU backend; 0 = cores / local ranks */
     double peak_tflops; /* peak of the GPU in the run's precision for MFU; 0 = from the table */
+    double timeout_s;   /* the watchdog's deadline for a step or a collective; 0 = automatic (src/watchdog.h) */
 
     /* [comm] */
     int library;         /* enum comm_library: who reduces the gradients */

@@ -102,6 +102,9 @@ const struct config_key config_keys[] = {
     {"run", "output_dir", KEY_STRING, OFF(output_dir), 0, 0, NULL, "out", "folder of the result file"},
     {"run", "output", KEY_STRING, OFF(output), 0, 0, NULL, "", "result file name; empty = dpscale-<utc>-<job>.h5"},
     {"run", "save_params", KEY_BOOL, OFF(save_params), 0, 0, NULL, "off", "store the final parameters of every run"},
+    {"run", "timeout_s", KEY_DOUBLE, OFF(timeout_s), 0, 1e7, NULL, "0",
+     "seconds a step or a collective may make no progress before the watchdog ends the job; 0 = automatic: "
+     "600 until a step is done, then 20 x the slowest step, at least 120"},
     {"run", "threads", KEY_INT, OFF(threads), 0, 4096, NULL, "0", "BLAS threads per rank (cpu); 0 = cores / ranks on the node"},
 
     {"run", "peak_tflops", KEY_DOUBLE, OFF(peak_tflops), 0, 1e6, NULL, "0",

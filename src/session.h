@@ -49,8 +49,12 @@ void session_end(struct session *s);
 /* Every rank learns whether any failed; returns 1 if so. */
 int session_any_failed(int failed);
 
-/* Fault injection for the tests (DPSCALE_FAULT=rank:step:exit|kill|error): makes a
- * rank die or fail at a given step, so that "no hung job" can be checked. */
-void session_maybe_inject_fault(int world_rank, int step);
+/* Fault injection for the tests (DPSCALE_FAULT=rank:step:exit|kill|error|stop|hang):
+ * makes a rank die, fail, stop (SIGSTOP) or hang at a given step, counted over every
+ * step of every pass of the launch, so that "no hung job" can be checked. Called at
+ * each step's start. A hang lands in the rank's next reduction, where
+ * session_hang_if_pending (called before each) never returns. */
+void session_maybe_inject_fault(int world_rank);
+void session_hang_if_pending(void);
 
 #endif

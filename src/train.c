@@ -24,6 +24,7 @@
 #include "session.h"
 #include "run_loop.h"
 #include "step.h"
+#include "watchdog.h"
 
 const char *const phase_names[NPHASES] = {"forward_s", "backward_s", "comm_exposed_s", "update_s", "step_s"};
 
@@ -207,15 +208,18 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     if (c != NULL) {
         /* 1. compute only */
         run_loop_reset(&L);
+        watchdog_arm("compute-only");
         run_loop_steps(&L, 0);
         run_loop_phase_times(&L, phases);
         keep_compute_only(phases, iters, compute, compute_bwd);
         run_loop_ready_times(&L, bready_co);
         /* 2. the communication alone */
+        watchdog_arm("communication-alone");
         run_loop_comm_alone(&L, reps, alone);
     }
     /* 3. the real step, from the initial weights */
     run_loop_reset(&L);
+    watchdog_arm("real");
     run_loop_steps(&L, 1);
     run_loop_phase_times(&L, phases);
     run_loop_bucket_times(&L, bstart, bend);
@@ -225,6 +229,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         memcpy(bready_co, bready, (size_t)iters * nb * sizeof(double));
     }
 
+    watchdog_note(-1, -1); /* the outcome's reductions */
     double nvlink = L.nvlink_tx_bytes;
     group_sum_doubles(g, &nvlink, 1);
     out->nvlink_tx_bytes = nvlink;
@@ -268,6 +273,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     free(bready);
     free(bready_co);
     run_loop_free(&L);
+    watchdog_idle();
     return 0;
 }
 
