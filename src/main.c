@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "log.h"
 #include "session.h"
 
 static void usage(FILE *out)
@@ -25,8 +26,23 @@ static void usage(FILE *out)
             DPSCALE_VERSION);
 }
 
+/* --quiet may come before or after the command (up to a "--"): it is taken out of
+ * argv here, so that every command accepts it. Returns the new argc. */
+static int take_global_options(int argc, char **argv)
+{
+    int n = 1, i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--quiet") == 0) log_set_quiet(1);
+        else argv[n++] = argv[i];
+    }
+    for (; i < argc; i++) argv[n++] = argv[i];
+    argv[n] = NULL;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
+    argc = take_global_options(argc, argv);
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_BAD_INPUT : EXIT_OK;
