@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CONFIG_MAX_SWEEP 32
 #define CONFIG_STR_LEN 256
@@ -156,6 +157,9 @@ int config_batch_per_rank(const struct config *cfg, int n);
 /* Write "section.key = value" of every key to `out` through `emit`. */
 void config_format_value(const struct config *cfg, const struct config_key *key, char *buf, size_t len);
 
-void config_print_help(const char *prog);
+/* The keys named in `only` ("model train run.backend": whole sections or single
+ * keys; NULL = every key), by section, with their help, default and accepted values:
+ * what a subcommand's --help lists. */
+void config_print_keys(FILE *out, const char *only);
 
 #endif

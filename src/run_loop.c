@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "log.h"
 #include "session.h"
 #include "watchdog.h"
 
@@ -414,6 +415,7 @@ void run_loop_steps(struct run_loop *L, int with_comm)
         one_step(L, s);
         const double dt = wall_clock_s() - t0; /* enqueue only, but for a launch queue that is full */
         if (s == 0 || dt < L->host_enqueue_s) L->host_enqueue_s = dt;
+        progress_step(); /* a line every few seconds on rank 0, outside the step's events */
     }
     if (L->with_comm) comm_wait_all(L->c);
     L->be->ops->synchronize(L->be);
@@ -486,6 +488,7 @@ void run_loop_comm_alone(struct run_loop *L, int reps, double *out)
         comm_wait_all(L->c);
         be->ops->event_record(be, b);
         out[i] = be->ops->event_elapsed_s(be, a, b);
+        progress_step();
     }
     L->with_comm = 0;
     be->ops->event_destroy(be, a);

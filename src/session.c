@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "error.h"
 #include "log.h"
 #include "step.h"
@@ -78,8 +79,9 @@ int session_start(int argc, char **argv, struct session *s)
     log_set_rank(s->launch.rank);
 
     int rc = config_load(&s->cfg, argc, argv, err, sizeof err);
-    if (rc == 1) { /* --help */
-        if (s->launch.rank == 0) config_print_help("dpscale");
+    if (rc == 1) { /* --help: this command's own (argv[0] names it), from rank 0 */
+        const struct command *cmd = command_find(argv[0]);
+        if (cmd != NULL) command_print_help(cmd, stdout);
         mpi_finish();
         return SESSION_DONE;
     }
