@@ -34,6 +34,7 @@ struct report_row {
     int nranks, nodes, global_batch;
     double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
     double step_s, comm_exposed_s, allreduce_busbw_gbps, mfu, joules_per_sample, avg_power_w;
+    double step_p05_s, step_p95_s; /* the spread of the step over iterations; NaN where the file has none */
 };
 
 /* One allreduce sweep of a comm file: /collectives/<library>/<path>/n<N>. */
