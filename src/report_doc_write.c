@@ -307,42 +307,54 @@ static int glance_class(const struct doc_column *c)
 static void at_a_glance(FILE *out, struct model *models, int ngroups)
 {
     static const char *const classes[] = {"NVLink", "host memory (P2P off)", "network", "not NVLink", "other paths"};
-    int present[5] = {0};
+    int present[5] = {0}, old_baseline = 0;
     for (int g = 0; g < ngroups; g++)
         for (int k = 0; k < models[g].nmeasured; k++) present[glance_class(&models[g].measured[k])] = 1;
-    fputs("## At a glance\n\nThe best scaling efficiency of each path at the most GPUs it was measured on (every "
-          "setting of the model's section counts).\n\n| model |", out);
+    fputs("## At a glance\n\nThe best scaling efficiency of each path at each GPU count, and the setting that gave it "
+          "(the model's section has every setting).\n\n| model | GPUs |", out);
     for (int p = 0; p < 5; p++)
         if (present[p]) fprintf(out, " %s |", classes[p]);
-    fputs("\n|---|", out);
+    fputs("\n|---|---:|", out);
     for (int p = 0; p < 5; p++)
         if (present[p]) fputs("---:|", out);
     fputc('\n', out);
-    for (int g = 0; g < ngroups; g++) {
-        const struct model *m = &models[g];
-        if (m->nmeasured == 0) continue;
-        fputs("| ", out);
-        report_md_text(out, m->first->model);
-        fprintf(out, ", batch %lld |", strcmp(m->first->scaling, "strong") == 0 ? m->first->global_batch : m->first->batch_per_gpu);
-        for (int p = 0; p < 5; p++) {
-            if (!present[p]) continue;
-            int gpus = 0;
-            double best = NAN;
-            for (int k = 0; k < m->nmeasured; k++) {
-                if (glance_class(&m->measured[k]) != p) continue;
-                for (int r = 0; r < m->measured[k].file->nrows; r++) {
-                    const struct report_row *row = &m->measured[k].file->rows[r];
-                    if (!report_same_system(row, m->measured[k].sys) || !isfinite(row->efficiency)) continue;
-                    if (row->nranks > gpus) gpus = row->nranks, best = row->efficiency;
-                    else if (row->nranks == gpus && row->efficiency > best) best = row->efficiency;
+    for (int g = 0; g < ngroups; g++)
+        for (int i = 0; i < models[g].ncounts; i++) {
+            const struct model *m = &models[g];
+            const int gpus = m->counts[i];
+            if (gpus < 2 || m->nmeasured == 0) continue;
+            fputs("| ", out);
+            report_md_text(out, m->first->model);
+            fprintf(out, ", batch %lld | %d |",
+                    strcmp(m->first->scaling, "strong") == 0 ? m->first->global_batch : m->first->batch_per_gpu, gpus);
+            for (int p = 0; p < 5; p++) {
+                if (!present[p]) continue;
+                const struct doc_column *from = NULL;
+                double best = NAN;
+                for (int k = 0; k < m->nmeasured; k++) {
+                    const struct report_row *row = row_at(&m->measured[k], gpus);
+                    if (glance_class(&m->measured[k]) != p || row == NULL || !isfinite(row->efficiency)) continue;
+                    if (from == NULL || row->efficiency > best) best = row->efficiency, from = &m->measured[k];
                 }
+                if (from == NULL) {
+                    fputs(" - |", out);
+                    continue;
+                }
+                fprintf(out, " %.3f", best);
+                if (rest_of(from)[0]) {
+                    fputs(" (", out);
+                    report_md_text(out, rest_of(from));
+                    fputc(')', out);
+                }
+                old_baseline |= from->info->schema == 1;
+                fputs(from->info->schema == 1 ? "† |" : " |", out);
             }
-            if (gpus > 1) fprintf(out, " %.3f at %d GPUs |", best, gpus);
-            else fputs(" - |", out);
+            fputc('\n', out);
         }
-        fputc('\n', out);
-    }
     fputc('\n', out);
+    if (old_baseline)
+        fputs("† from a schema 1 file, whose 1-GPU run still did a 1-rank allreduce every step: its efficiency is against "
+              "a slower 1-GPU baseline than the other files'.\n\n", out);
 }
 
 static void preamble(FILE *out, const struct report_doc_request *req, int nfiles)
