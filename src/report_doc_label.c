@@ -117,7 +117,9 @@ static void config_text(const char *key, const char *v, char *out, size_t len)
     else if (strcmp(key, "comm.nccl_max_ctas") == 0) snprintf(out, len, "at most %.120s NCCL CTAs", v);
     else if (strcmp(key, "comm.bucket_mb") == 0) snprintf(out, len, "%.120s MB buckets", v);
     else if (strcmp(key, "comm.first_bucket_mb") == 0) snprintf(out, len, "first bucket %.120s MB", v);
+    else if (strcmp(key, "comm.allreduce_dtype") == 0 && strcmp(v, "compute") == 0) snprintf(out, len, "allreduce in the compute precision");
     else if (strcmp(key, "comm.allreduce_dtype") == 0) snprintf(out, len, "allreduce in %.120s", v);
+    else if (strcmp(key, "train.grad_dtype") == 0 && strcmp(v, "compute") == 0) snprintf(out, len, "gradients in the compute precision");
     else if (strcmp(key, "train.grad_dtype") == 0) snprintf(out, len, "%.120s gradients", v);
     else if (strcmp(key, "comm.shard_optimizer") == 0) snprintf(out, len, "sharded optimizer %.120s", v);
     else if (strcmp(key, "train.overlap_update") == 0) snprintf(out, len, "update beside backward %.120s", v);
@@ -131,16 +133,19 @@ static int env_said_otherwise(const char *name)
            strcmp(name, "NCCL_IB_DISABLE") == 0 || strcmp(name, "NCCL_VERSION") == 0;
 }
 
-/* The union of the NCCL variable names of every column (but those said otherwise). */
+/* The union of the NCCL variable names of every column (but those said otherwise:
+ * the path's, and the copy engine's when every file records comm.shm_copy, which sets them). */
 static int env_names(const struct doc_column *cols, int n, char names[MAX_ENV][64])
 {
-    int m = 0;
+    int m = 0, shm_copy = n > 0;
+    for (int i = 0; i < n; i++) shm_copy &= doc_attr(cols[i].info, "config/comm.shm_copy") != NULL;
     for (int i = 0; i < n; i++) {
         const char *env = doc_attr(cols[i].info, "system/nccl_env");
         for (const char *p = env; p != NULL && *p; p += strcspn(p, " "), p += strspn(p, " ")) {
             char name[64];
             snprintf(name, sizeof name, "%.*s", (int)strcspn(p, "= "), p);
-            int seen = env_said_otherwise(name);
+            int seen = env_said_otherwise(name) ||
+                       (shm_copy && (strcmp(name, "NCCL_SHM_USE_CUDA_MEMCPY") == 0 || strcmp(name, "NCCL_SHM_MEMCPY_MODE") == 0));
             for (int k = 0; k < m && !seen; k++) seen = strcmp(names[k], name) == 0;
             if (!seen && m < MAX_ENV) snprintf(names[m++], sizeof names[0], "%s", name);
         }
