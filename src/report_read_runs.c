@@ -160,6 +160,11 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
     COLUMN(nodes, "nodes")
     COLUMN(global_batch, "global_batch")
 #undef COLUMN
+    /* the step's spread: in every schema so far, but not needed to read a file */
+    const int spread = read_column(sum, "step_p05_s", col) == 0;
+    for (int i = 0; i < f->nrows; i++) f->rows[i].step_p05_s = spread ? col[i] : NAN;
+    const int spread95 = read_column(sum, "step_p95_s", col) == 0;
+    for (int i = 0; i < f->nrows; i++) f->rows[i].step_p95_s = spread95 ? col[i] : NAN;
     if (schema >= 2) {
         if (read_text_column(sum, "library", f->nrows, names) != 0 || read_text_column(sum, "path", f->nrows, paths) != 0) {
             snprintf(err, errlen, "damaged: /summary has no readable library and path columns");
