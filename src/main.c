@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "provenance.h"
 #include "session.h"
 
 static void usage(FILE *out)
@@ -20,13 +21,14 @@ static void usage(FILE *out)
             "  report     scaling tables (Markdown, CSV, JSON), comparisons and plots of result files\n"
             "  project    a measured step projected onto another system's allreduce curves (dpscale comm file)\n"
             "  config     the resolved configuration (--get section.key for one value)\n"
-            "  version    print the version\n\n"
+            "  version    print the version, the git commit and every library's version (also --version)\n\n"
             "dpscale run --help lists every configuration key.\n",
             DPSCALE_VERSION);
 }
 
 int main(int argc, char **argv)
 {
+    provenance_note_command(argc, argv); /* the whole command line, for the result file */
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_BAD_INPUT : EXIT_OK;
@@ -42,7 +44,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "project") == 0) return cmd_project(argc - 1, argv + 1);
     if (strcmp(cmd, "config") == 0) return cmd_config(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("dpscale %s\n", DPSCALE_VERSION);
+        provenance_print_version(stdout);
         return EXIT_OK;
     }
     fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, dump, comm, topo, report, project, config, version\n", cmd);

@@ -73,17 +73,22 @@ int session_start(int argc, char **argv, struct session *s)
 {
     char err[1024] = "";
     memset(s, 0, sizeof *s);
+    /* the environment as launched, before comm.path sets NCCL's variables */
+    provenance_start(&s->provenance);
+    provenance_environment(s->rank_provenance.environment, sizeof s->rank_provenance.environment);
     mpi_bootstrap(&argc, &argv, &s->launch);
     log_set_rank(s->launch.rank);
 
     int rc = config_load(&s->cfg, argc, argv, err, sizeof err);
     if (rc == 1) { /* --help */
         if (s->launch.rank == 0) config_print_help("dpscale");
+        provenance_free(&s->provenance);
         mpi_finish();
         return SESSION_DONE;
     }
     if (rc == 0) rc = config_resolve_for_world(&s->cfg, s->launch.size, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
+    snprintf(s->provenance.system_label, sizeof s->provenance.system_label, "%s", s->cfg.system_label);
 
     s->model = calloc(1, sizeof *s->model);
     CHECK_ALLOC(s->model);
@@ -114,6 +119,7 @@ int session_start(int argc, char **argv, struct session *s)
     return EXIT_OK;
 
 bad_input:
+    provenance_free(&s->provenance);
     model_free(s->model);
     free(s->model);
     s->model = NULL;
@@ -149,6 +155,7 @@ int session_setup_path(struct session *s)
 
 void session_end(struct session *s)
 {
+    provenance_free(&s->provenance);
     backend_close(&s->backend);
     model_free(s->model);
     free(s->model);
