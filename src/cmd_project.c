@@ -307,7 +307,7 @@ static int read_curves(hid_t f, struct allreduce_curve *c, int max, char *where,
 /* A projected row in /summary's terms: what the projection does not know is NaN. */
 static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, const struct projected_step *s, double step1_s)
 {
-#define NOT_KNOWN(name) r->name = NAN;
+#define NOT_KNOWN(name, ...) r->name = NAN;
     RUN_SUMMARY_DOUBLES(NOT_KNOWN)
 #undef NOT_KNOWN
     snprintf(r->library, sizeof r->library, "proj");
@@ -535,19 +535,13 @@ int cmd_project(int argc, char **argv)
                    sysd->curves[i].source, sysd->curves[i].derived[0] ? "; DERIVED: " : "", sysd->curves[i].derived);
         printf("efficiency = the projected 1-GPU step (%.3f ms) / the projected N-GPU step; measured = the file's own run\n",
                one.step_s * 1e3);
-        if (output != NULL) {
-            char target[600], created[32], cmdline[2048] = "dpscale project";
-            const time_t now = time(NULL);
-            strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-            for (int i = 1; i < argc; i++) {
-                const size_t used = strlen(cmdline);
-                snprintf(cmdline + used, sizeof cmdline - used, " %s", argv[i]);
-            }
+        if (output != NULL) { /* its provenance (version, command line, times) the writer collects */
+            char target[600];
             snprintf(target, sizeof target, "%s (%s)", comm != NULL ? comm : system, where);
             const struct h5out_projection hp = {
                 result, target, compute_note,
                 src.ready_measured ? "measured (bucket_ready_compute_only_s)" : "assumed: spread over backward in proportion to the bytes",
-                src.interference, src.imbalance_s * scale, rows, nc + 1, &csrc[0][0], DPSCALE_VERSION, created, cmdline};
+                src.interference, src.imbalance_s * scale, rows, nc + 1, &csrc[0][0]};
             if (h5out_write_projection(output, &hp, err, sizeof err) != 0) {
                 fprintf(stderr, "dpscale: error: project: %s\n", err);
                 rc = EXIT_FAILURE_RUN;

@@ -79,6 +79,7 @@ struct config {
     int nsweep; /* 0 = powers of two up to the world size */
     char output_dir[CONFIG_STR_LEN];
     char output[CONFIG_STR_LEN]; /* "" = dpscale-<utc>-<job>.h5 in output_dir */
+    char system_label[CONFIG_STR_LEN]; /* the user's name for the system measured, in the file and the report */
     int save_params;
     int threads; /* BLAS threads per rank on the CPU backend; 0 = cores / local ranks */
     double peak_tflops; /* peak of the GPU in the run's precision for MFU; 0 = from the table */

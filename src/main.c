@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "log.h"
+#include "provenance.h"
 #include "session.h"
 
 static void usage(FILE *out)
@@ -16,7 +17,7 @@ static void usage(FILE *out)
             "commands:\n",
             DPSCALE_VERSION);
     commands_print_list(out);
-    fprintf(out, "  version    print the version\n\n"
+    fprintf(out, "  version    print the version, the git commit and every library's version (also --version)\n\n"
                  "global options (before or after COMMAND):\n"
                  "  --quiet    no header and no progress lines: results, warnings and errors only\n"
                  "  -h, --help this list\n\n"
@@ -41,6 +42,7 @@ static int is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(ar
 
 int main(int argc, char **argv)
 {
+    provenance_note_command(argc, argv); /* the whole command line, for the result file */
     log_set_rank(log_launch_rank()); /* before MPI starts: help and errors from rank 0 only */
     argc = take_global_options(argc, argv);
     if (argc >= 3 && strcmp(argv[1], "help") == 0) { /* dpscale help COMMAND = dpscale COMMAND --help */
@@ -56,7 +58,7 @@ int main(int argc, char **argv)
     const struct command *c = command_find(cmd);
     if (c != NULL) return c->main(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("dpscale %s\n", DPSCALE_VERSION);
+        provenance_print_version(stdout);
         return EXIT_OK;
     }
     if (log_rank() == 0) {

@@ -77,6 +77,7 @@ struct report_file {
     char device[96];    /* /system device_name */
     char host[64];      /* first host of the launch */
     char created[32];
+    char system_label[96]; /* run.system_label (schema 5), "" when none was given */
     /* what must match for two files to be compared */
     char model[48];       /* the preset's label (model.name) */
     char model_type[16];  /* /model type (schema 4); "mlp" before */

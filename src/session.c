@@ -75,6 +75,9 @@ int session_start(int argc, char **argv, struct session *s)
 {
     char err[1024] = "";
     memset(s, 0, sizeof *s);
+    /* the environment as launched, before comm.path sets NCCL's variables */
+    provenance_start(&s->provenance);
+    provenance_environment(s->rank_provenance.environment, sizeof s->rank_provenance.environment);
     mpi_bootstrap(&argc, &argv, &s->launch);
     log_set_rank(s->launch.rank);
 
@@ -82,11 +85,13 @@ int session_start(int argc, char **argv, struct session *s)
     if (rc == 1) { /* --help: this command's own (argv[0] names it), from rank 0 */
         const struct command *cmd = command_find(argv[0]);
         if (cmd != NULL) command_print_help(cmd, stdout);
+        provenance_free(&s->provenance);
         mpi_finish();
         return SESSION_DONE;
     }
     if (rc == 0) rc = config_resolve_for_world(&s->cfg, s->launch.size, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
+    snprintf(s->provenance.system_label, sizeof s->provenance.system_label, "%s", s->cfg.system_label);
 
     s->model = calloc(1, sizeof *s->model);
     CHECK_ALLOC(s->model);
@@ -118,6 +123,7 @@ int session_start(int argc, char **argv, struct session *s)
     return EXIT_OK;
 
 bad_input:
+    provenance_free(&s->provenance);
     model_free(s->model);
     free(s->model);
     s->model = NULL;
@@ -154,6 +160,7 @@ int session_setup_path(struct session *s)
 void session_end(struct session *s)
 {
     watchdog_stop();
+    provenance_free(&s->provenance);
     backend_close(&s->backend);
     model_free(s->model);
     free(s->model);

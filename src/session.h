@@ -12,8 +12,9 @@
 #include "model.h"
 #include "topo.h"
 #include "nccl_path.h"
+#include "provenance.h"
+#include "version.h"
 
-#define DPSCALE_VERSION "0.1.0"
 
 enum exit_code { EXIT_OK = 0, EXIT_FAILURE_RUN = 1, EXIT_BAD_INPUT = 2 };
 #define SESSION_DONE (-1) /* session_start() answered the command itself (--help) */
@@ -28,6 +29,8 @@ struct session {
     struct topo_node topo;       /* this node's, detected or from topo.fixture */
     struct nccl_settings nccl;   /* what comm.path set before NCCL started */
     char nccl_env[1024];         /* every NCCL_* variable NCCL saw */
+    struct provenance provenance; /* the launch's, from its start; every rank's on rank 0 once written */
+    struct provenance_rank rank_provenance; /* this rank's: its environment as launched, then its host and GPU */
 };
 
 /* Topology of this node and the NCCL settings of comm.path, checked against it.
