@@ -44,8 +44,13 @@ void dp_error_print(const char *file, int line, const char *hint, const char *fm
     va_end(ap);
 }
 
+static volatile int g_ending = 0;
+
+void dp_error_ending(void) { g_ending = 1; }
+
 void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
 {
+    while (g_ending) pause(); /* the job is being ended (the watchdog): this failure is its echo */
     va_list ap;
     va_start(ap, fmt);
     vprint(file, line, hint, fmt, ap);

@@ -37,6 +37,11 @@ void dp_error_set_abort_hook(void (*hook)(int exit_code));
 void dp_error_print(const char *file, int line, const char *hint, const char *fmt, ...)
     DP_PRINTF(4, 5);
 
+/* From now on dp_fatal() neither prints nor exits (it waits to be ended): another
+ * thread is ending the job, and failures it provokes (a library call returning after
+ * its communicator was aborted) must not print a second error or pick the exit status. */
+void dp_error_ending(void);
+
 /* Print as above, then abort every rank. */
 DP_NORETURN void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
     DP_PRINTF(4, 5);
