@@ -20,6 +20,7 @@
 #include "step.h"
 #include "table.h"
 #include "train.h"
+#include "watchdog.h"
 
 static void print_header(const struct session *s, const char *path)
 {
@@ -128,6 +129,12 @@ int cmd_run(int argc, char **argv)
                 1e3 * sums[i].step_median_s, sums[i].samples_per_s, runs[i].final_loss, runs[i].params_abs_sum,
                 (unsigned long long)runs[i].params_hash);
         }
+        /* what is measured is kept: the file of the points so far, marked incomplete */
+        if (!failed && i + 1 < nruns) {
+            watchdog_idle();
+            if (s.launch.rank == 0) stats_fill_scaling(sums, i + 1);
+            failed = result_file_write_partial(&s, &out, runs, sums, i + 1, nruns) != 0;
+        }
     }
 
     if (!failed && s.launch.rank == 0) {
@@ -136,6 +143,7 @@ int cmd_run(int argc, char **argv)
         table_print_scaling(stdout, sums, nruns);
     }
     if (!failed) failed = result_file_write(&s, &out, argc, argv, runs, sums, nruns, NULL, 0) != 0;
+    else result_file_abandon(&s, &out);
     for (int i = 0; i < nruns; i++) run_result_free(&runs[i]);
     free(runs);
     free(sums);

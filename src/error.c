@@ -45,8 +45,15 @@ void dp_error_print(const char *file, int line, const char *hint, const char *fm
 }
 
 static volatile int g_ending = 0;
+static void (*g_cleanup)(void) = NULL;
 
-void dp_error_ending(void) { g_ending = 1; }
+void dp_error_ending(void)
+{
+    g_ending = 1;
+    if (g_cleanup != NULL) g_cleanup();
+}
+
+void dp_error_set_cleanup(void (*fn)(void)) { g_cleanup = fn; }
 
 void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
 {
@@ -55,6 +62,7 @@ void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...
     va_start(ap, fmt);
     vprint(file, line, hint, fmt, ap);
     va_end(ap);
+    if (g_cleanup != NULL) g_cleanup();
     if (g_abort_hook != NULL) {
         void (*hook)(int) = g_abort_hook;
         g_abort_hook = NULL; /* a failure inside the hook must not recurse */

@@ -42,6 +42,10 @@ void dp_error_print(const char *file, int line, const char *hint, const char *fm
  * its communicator was aborted) must not print a second error or pick the exit status. */
 void dp_error_ending(void);
 
+/* Run by dp_fatal() and dp_error_ending() before the job goes down: what a dying
+ * process must not leave behind (the result file's claim). Async-signal-safe. */
+void dp_error_set_cleanup(void (*fn)(void));
+
 /* Print as above, then abort every rank. */
 DP_NORETURN void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
     DP_PRINTF(4, 5);

@@ -3,6 +3,7 @@ file; a rank that dies takes the job down within seconds."""
 import re
 import time
 
+import h5py
 import pytest
 
 from conftest import TINY, dpscale
@@ -62,7 +63,13 @@ def test_a_dying_rank_ends_the_whole_job_quickly(outdir, kind):
     elapsed = time.monotonic() - start
     assert p.returncode != 0
     assert elapsed < 30, f"job took {elapsed:.1f} s to end"
-    assert list(outdir.iterdir()) == []
+    # what was measured is kept (the 1-rank point, done before the fault), marked
+    # incomplete; no claim (NAME.tmp) is left behind
+    files = list(outdir.iterdir())
+    assert [f for f in files if f.suffix != ".h5"] == [], files
+    for f in files:
+        with h5py.File(f, "r") as h:
+            assert h.attrs["complete"] == 0 and h.attrs["points_completed"] < h.attrs["points_planned"]
     if kind == "error":
         assert "dpscale: error:" in p.stderr and ":1 " in p.stderr, p.stderr  # names host:rank 1
     else:  # mpirun names the dead process: "Process name: [[job,1],1]" or "rank 1"
