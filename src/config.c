@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <ini.h>
 #include <math.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void set_err(char *err, size_t len, const char *fmt, ...)
@@ -60,7 +63,7 @@ static void describe_accepted(const struct config_key *key, char *buf, size_t le
     switch (key->type) {
     case KEY_INT:
     case KEY_INT64: snprintf(buf, len, "an integer in [%.0f, %.0f]", key->min, key->max); break;
-    case KEY_DOUBLE: snprintf(buf, len, "a number in [%g, %g]", key->min, key->max); break;
+    case KEY_DOUBLE: snprintf(buf, len, "a decimal number in [%g, %g]", key->min, key->max); break;
     case KEY_ENUM:
         join_choices(key, choices, sizeof choices);
         snprintf(buf, len, "one of %s", choices);
@@ -74,15 +77,62 @@ static void describe_accepted(const struct config_key *key, char *buf, size_t le
     }
 }
 
-static int parse_integer(const char *text, double min, double max, long long *out)
+/* Strict numbers: strtoll and strtod alone accept what no configuration means
+ * ("0x10", " 7", "1e3" for an integer, "0x1p-3", "inf", "nan"), and comparing a
+ * long long to a double bound rounds 2^62 + 1 down to 2^62. */
+static int all_digits(const char *p, const char **end)
 {
-    char *end;
+    const char *start = p;
+    while (*p >= '0' && *p <= '9') p++;
+    *end = p;
+    return (int)(p - start);
+}
+
+int config_parse_int(const char *text, long long min, long long max, long long *out)
+{
+    const char *p = text, *end;
+    if (*p == '+' || *p == '-') p++;
+    if (all_digits(p, &end) == 0 || *end != '\0') return -1;
+    char *stop;
     errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (text[0] == '\0' || *end != '\0' || errno == ERANGE) return -1;
-    if ((double)v < min || (double)v > max) return -1;
+    const long long v = strtoll(text, &stop, 10);
+    if (errno == ERANGE || *stop != '\0' || v < min || v > max) return -1;
     *out = v;
     return 0;
+}
+
+int config_parse_double(const char *text, double min, double max, double *out)
+{
+    /* [sign] digits [. digits] [e [sign] digits], or [sign] . digits [e ...]: decimal only */
+    const char *p = text, *end;
+    if (*p == '+' || *p == '-') p++;
+    int digits = all_digits(p, &end);
+    p = end;
+    if (*p == '.') {
+        digits += all_digits(p + 1, &end);
+        p = end;
+    }
+    if (digits == 0) return -1;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (all_digits(p, &end) == 0) return -1;
+        p = end;
+    }
+    if (*p != '\0') return -1;
+    char *stop;
+    errno = 0;
+    const double v = strtod(text, &stop);
+    if (errno == ERANGE || *stop != '\0' || !isfinite(v) || v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+/* A key's bounds as integers: the table keeps them as doubles, every one integral
+ * and below 2^63. */
+static int parse_integer(const struct config_key *key, const char *text, long long *out)
+{
+    return config_parse_int(text, (long long)key->min, (long long)key->max, out);
 }
 
 /* Store `text` into the field of `key`. Returns 0, or -1 when it is not accepted. */
@@ -92,22 +142,15 @@ static int parse_value(struct config *cfg, const struct config_key *key, const c
     long long iv;
     switch (key->type) {
     case KEY_INT:
-        if (parse_integer(text, key->min, key->max, &iv) != 0) return -1;
+        if (parse_integer(key, text, &iv) != 0) return -1;
         *(int *)field = (int)iv;
         return 0;
     case KEY_INT64:
-        if (parse_integer(text, key->min, key->max, &iv) != 0) return -1;
+        if (parse_integer(key, text, &iv) != 0) return -1;
         *(long long *)field = iv;
         return 0;
-    case KEY_DOUBLE: {
-        char *end;
-        errno = 0;
-        double v = strtod(text, &end);
-        if (text[0] == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v) || v < key->min || v > key->max)
-            return -1;
-        *(double *)field = v;
-        return 0;
-    }
+    case KEY_DOUBLE:
+        return config_parse_double(text, key->min, key->max, (double *)field);
     case KEY_ENUM:
         for (int i = 0; key->choices[i] != NULL; i++)
             if (strcasecmp(text, key->choices[i]) == 0) {
@@ -137,7 +180,7 @@ static int parse_value(struct config *cfg, const struct config_key *key, const c
         int n = 0;
         char *save = NULL;
         for (char *tok = strtok_r(buf, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
-            if (n == CONFIG_MAX_SWEEP || parse_integer(tok, key->min, key->max, &iv) != 0) return -1;
+            if (n == CONFIG_MAX_SWEEP || parse_integer(key, tok, &iv) != 0) return -1;
             list[n++] = (int)iv;
         }
         *count = n;
@@ -172,24 +215,59 @@ void config_format_value(const struct config *cfg, const struct config_key *key,
 
 /* ---- the INI file, through libinih ---------------------------------------- */
 
+/* A configuration is a small text file; anything larger is the wrong file. */
+#define CONFIG_MAX_FILE_BYTES (1 << 20)
+
 struct ini_state {
     struct config *cfg;
     const char *path;
-    FILE *file;
+    const char *text, *next, *end; /* the file, read whole; the line the reader hands out next */
     int line;                 /* line most recently read: the one the handler sees */
     int *set_on_line;         /* per key: the line that set it, 0 = not yet */
     char *err;
     size_t errlen;
-    int failed;
+    int failed_line;          /* the line of the first error the reader or the handler found; 0 = none */
 };
 
-/* inih's reader hook, so that the handler knows the line it is called for. */
-static char *ini_counting_reader(char *str, int num, void *stream)
+/* inih's reader hook: one line of the file per call, so that inih's line numbers
+ * are the file's and the handler knows the line it is called for. libinih (Debian's,
+ * built with INI_MAX_LINE 200 and multi-line entries) would cut a longer line into
+ * pieces counted as lines, and read an indented line as the continuation of the
+ * previous key; here a comment line may be of any length, an indented line is read
+ * as if it were not indented, a NUL byte or an over-long line stops the parse with
+ * the line named. */
+static char *ini_line_reader(char *str, int num, void *stream)
 {
     struct ini_state *st = stream;
-    char *r = fgets(str, num, st->file);
-    if (r != NULL) st->line++;
-    return r;
+    if (st->next >= st->end || st->failed_line != 0) return NULL;
+    const char *line = st->next, *eol = memchr(line, '\n', (size_t)(st->end - line));
+    const size_t len = eol != NULL ? (size_t)(eol - line) + 1 : (size_t)(st->end - line);
+    st->next = line + len;
+    st->line++;
+    const char *nul = memchr(line, '\0', len);
+    if (nul != NULL) {
+        set_err(st->err, st->errlen, "%s:%d: a NUL byte at column %d; a configuration is text (is this the right file?)",
+                st->path, st->line, (int)(nul - line) + 1);
+        st->failed_line = st->line;
+        return NULL;
+    }
+    const char *start = line;
+    while (start < line + len && (*start == ' ' || *start == '\t')) start++;
+    if (start < line + len && (*start == ';' || *start == '#')) { /* a comment line: only its end matters */
+        snprintf(str, (size_t)num, "\n");
+        return str;
+    }
+    const size_t keep = (size_t)(line + len - start);
+    if (num < 2 || keep > (size_t)num - 1) {
+        const size_t chars = keep - (eol != NULL);
+        set_err(st->err, st->errlen, "%s:%d: a line of %zu characters; at most %d are read per line (comments may be longer)",
+                st->path, st->line, chars, num - 2);
+        st->failed_line = st->line;
+        return NULL;
+    }
+    memcpy(str, start, keep);
+    str[keep] = '\0';
+    return str;
 }
 
 static void list_section_keys(const char *section, char *buf, size_t len)
@@ -222,8 +300,8 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
 {
     struct ini_state *st = user;
     char accepted[512];
-    if (st->failed) return 0;
-    st->failed = 1; /* cleared below on success */
+    if (st->failed_line != 0) return 0;
+    st->failed_line = st->line; /* cleared below on success */
     if (section[0] == '\0') {
         set_err(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run], [comm], [topo] or [collective]",
                 st->path, st->line, name);
@@ -258,29 +336,107 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
         return 0;
     }
     st->set_on_line[index] = st->line;
-    st->failed = 0;
+    st->failed_line = 0;
     return 1;
+}
+
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+/* The whole of the config file, NUL-terminated, in *text (to free). Only a regular
+ * file is read: a directory, a FIFO or a device (/dev/zero) is refused by stat
+ * before any open, and the open itself never blocks (O_NONBLOCK, then fstat, in
+ * case the path changed in between). */
+static int read_config_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
+{
+    struct stat st;
+    *text = NULL;
+    if (stat(path, &st) != 0) {
+        set_err(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_err(err, errlen, "config file %s is %s, not a file; give an INI file (configs/*.ini)", path, file_kind(st.st_mode));
+        return -1;
+    }
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = NULL;
+    size_t used = 0;
+    if (fstat(fd, &st) != 0) {
+        set_err(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_err(err, errlen, "config file %s is %s, not a file; give an INI file (configs/*.ini)", path, file_kind(st.st_mode));
+        goto fail;
+    }
+    /* st_size may be 0 (procfs) or stale: read to the end, up to the limit plus one byte */
+    buf = malloc(CONFIG_MAX_FILE_BYTES + 2);
+    if (buf == NULL) {
+        set_err(err, errlen, "out of memory reading config file %s", path);
+        goto fail;
+    }
+    for (;;) {
+        const ssize_t got = read(fd, buf + used, CONFIG_MAX_FILE_BYTES + 1 - used);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            set_err(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (got == 0) break;
+        used += (size_t)got;
+        if (used > CONFIG_MAX_FILE_BYTES) {
+            set_err(err, errlen, "config file %s is over %d MiB; a configuration is a small INI file (is this the right file?)",
+                    path, CONFIG_MAX_FILE_BYTES >> 20);
+            goto fail;
+        }
+    }
+    close(fd);
+    buf[used] = '\0';
+    *text = buf;
+    *len = used;
+    return 0;
+fail:
+    free(buf);
+    close(fd);
+    return -1;
 }
 
 static int load_ini(struct config *cfg, const char *path, char *err, size_t errlen)
 {
     int set_on_line[256] = {0};
-    struct ini_state st = {cfg, path, NULL, 0, set_on_line, err, errlen, 0};
     if (config_nkeys > sizeof set_on_line / sizeof set_on_line[0]) {
         set_err(err, errlen, "internal: too many configuration keys");
         return -1;
     }
-    st.file = fopen(path, "r");
-    if (st.file == NULL) {
-        set_err(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
+    char *text;
+    size_t len;
+    if (read_config_file(path, &text, &len, err, errlen) != 0) return -1;
+    struct ini_state st = {cfg, path, text, text, text + len, 0, set_on_line, err, errlen, 0};
+    const int rc = ini_parse_stream(ini_line_reader, &st, on_ini_entry, &st);
+    free(text);
+    /* the first error of the file: the reader's or the handler's (st), or a line inih could not read (rc) */
+    if (rc > 0 && (st.failed_line == 0 || rc < st.failed_line)) {
+        set_err(err, errlen, "%s:%d: syntax error; expected '[section]' or 'key = value'", path, rc);
         return -1;
     }
-    int rc = ini_parse_stream(ini_counting_reader, &st, on_ini_entry, &st);
-    fclose(st.file);
-    if (rc == 0) return 0;
-    if (!st.failed) /* inih found a line that is neither [section] nor key = value */
-        set_err(err, errlen, "%s:%d: syntax error; expected '[section]' or 'key = value'", path, rc);
-    return -1;
+    if (st.failed_line != 0) return -1;
+    if (rc != 0) {
+        set_err(err, errlen, "%s: libinih failed (%d)", path, rc);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- the command line, through getopt_long -------------------------------- */
@@ -342,13 +498,57 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
     const char *config_path = NULL;
     optind = 0; /* glibc: restart scanning from argv[1] (also re-initialises between calls) */
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+c:o:h", opts, NULL)) != -1) {
-        if (c == OPT_CONFIG) {
-            config_path = optarg;
-        } else if (c == OPT_HELP) {
+    for (;;) {
+        const int at = optind > 0 ? optind : 1; /* the argument getopt_long reads now */
+        int longindex = -1;
+        const int c = getopt_long(argc, argv, "+c:o:h", opts, &longindex);
+        if (c == -1) break;
+        const char *flag = argv[at];
+        if (c == ':' || (c == '?' && optopt != 0)) {
+            set_err(err, errlen, "option %s needs a value; see dpscale run --help", argv[optind - 1]);
+            return -1;
+        }
+        if (c == '?') {
+            const char *unknown = argv[optind - 1];
+            const int transports = strncmp(unknown, "--comm.transports", 17) == 0;
+            if (transports || strncmp(unknown, "--comm.transport", 16) == 0 || strncmp(unknown, "--transport", 11) == 0) {
+                set_err(err, errlen, "%s: %s", unknown, renamed_key("comm", transports ? "transports" : "transport"));
+                return -1;
+            }
+            set_err(err, errlen, "unknown option '%s'; options are --config FILE and --section.key=value (see dpscale run --help)",
+                    unknown);
+            return -1;
+        }
+        /* getopt_long takes any unambiguous prefix: --train.overlap would set train.overlap_update */
+        if (longindex >= 0) {
+            const size_t written = strcspn(flag + 2, "=");
+            if (written != strlen(opts[longindex].name)) {
+                set_err(err, errlen, "unknown option '%.*s'; did you mean --%s? (options are written in full)", (int)written + 2,
+                        flag, opts[longindex].name);
+                return -1;
+            }
+        }
+        if (c == OPT_HELP) {
             set_err(err, errlen, "help");
             return 1;
+        }
+        /* every other option has a value, after '=' or as the next argument; one that
+         * starts with "--" is the next option, and the value was forgotten */
+        if (strncmp(optarg, "--", 2) == 0) {
+            if (optind - 1 > at)
+                set_err(err, errlen, "option %s has no value: the next argument '%s' is an option; write %s=VALUE", flag,
+                        optarg, flag);
+            else
+                set_err(err, errlen, "option %.*s: the value '%s' starts with '--'; a value cannot", (int)strcspn(flag, "="),
+                        flag, optarg);
+            return -1;
+        }
+        if (c == OPT_CONFIG) {
+            if (config_path != NULL) {
+                set_err(err, errlen, "--config is given twice ('%s', then '%s'); give one file", config_path, optarg);
+                return -1;
+            }
+            config_path = optarg;
         } else if (c == OPT_OUTPUT || c >= OPT_KEY_BASE) {
             if (noverrides == (int)(sizeof overrides / sizeof overrides[0])) {
                 set_err(err, errlen, "too many command-line options");
@@ -357,21 +557,8 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
             int key = c == OPT_OUTPUT ? (int)(config_find_key("run", "output") - config_keys) : c - OPT_KEY_BASE;
             overrides[noverrides].key = key;
             overrides[noverrides].value = optarg;
-            overrides[noverrides].flag = argv[optind - 1];
+            overrides[noverrides].flag = flag;
             noverrides++;
-        } else if (c == ':' || (c == '?' && optopt != 0)) {
-            set_err(err, errlen, "option %s needs a value; see dpscale run --help", argv[optind - 1]);
-            return -1;
-        } else {
-            const char *flag = argv[optind - 1];
-            const int transports = strncmp(flag, "--comm.transports", 17) == 0;
-            if (transports || strncmp(flag, "--comm.transport", 16) == 0 || strncmp(flag, "--transport", 11) == 0) {
-                set_err(err, errlen, "%s: %s", flag, renamed_key("comm", transports ? "transports" : "transport"));
-                return -1;
-            }
-            set_err(err, errlen, "unknown option '%s'; options are --config FILE and --section.key=value (see dpscale run --help)",
-                    flag);
-            return -1;
         }
     }
     if (optind < argc) {
