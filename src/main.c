@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "error.h"
 #include "session.h"
 
 static void usage(FILE *out)
@@ -45,6 +46,6 @@ int main(int argc, char **argv)
         printf("dpscale %s\n", DPSCALE_VERSION);
         return EXIT_OK;
     }
-    fprintf(stderr, "dpscale: error: unknown command '%s'; commands are run, gradcheck, bench, dump, comm, topo, report, project, config, version\n", cmd);
+    dp_error_once("unknown command '%s'; commands are run, gradcheck, bench, dump, comm, topo, report, project, config, version", cmd);
     return EXIT_BAD_INPUT;
 }
