@@ -1,20 +1,18 @@
-/* config.c — parse the INI file (libinih) and the command line (getopt_long) into
- * struct config, through the key table of config_keys.c, and validate it.
+/* config.c — parse the command line (getopt_long) and, through config_ini.c, the
+ * INI file into struct config, through the key table of config_keys.c; the strict
+ * parsing of every value; the checks between keys.
  * Every error is one line naming where the value came from and what is accepted. */
 #include "config.h"
+#include "config_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <ini.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void set_err(char *err, size_t len, const char *fmt, ...)
@@ -57,7 +55,7 @@ static void join_choices(const struct config_key *key, char *buf, size_t len)
 }
 
 /* "accepted: ..." text for a key, used in every value error. */
-static void describe_accepted(const struct config_key *key, char *buf, size_t len)
+void config_describe_accepted(const struct config_key *key, char *buf, size_t len)
 {
     char choices[256];
     switch (key->type) {
@@ -136,7 +134,7 @@ static int parse_integer(const struct config_key *key, const char *text, long lo
 }
 
 /* Store `text` into the field of `key`. Returns 0, or -1 when it is not accepted. */
-static int parse_value(struct config *cfg, const struct config_key *key, const char *text)
+int config_parse_value(struct config *cfg, const struct config_key *key, const char *text)
 {
     char *field = (char *)cfg + key->offset;
     long long iv;
@@ -213,230 +211,13 @@ void config_format_value(const struct config *cfg, const struct config_key *key,
     }
 }
 
-/* ---- the INI file, through libinih ---------------------------------------- */
-
-/* A configuration is a small text file; anything larger is the wrong file. */
-#define CONFIG_MAX_FILE_BYTES (1 << 20)
-
-struct ini_state {
-    struct config *cfg;
-    const char *path;
-    const char *text, *next, *end; /* the file, read whole; the line the reader hands out next */
-    int line;                 /* line most recently read: the one the handler sees */
-    int *set_on_line;         /* per key: the line that set it, 0 = not yet */
-    char *err;
-    size_t errlen;
-    int failed_line;          /* the line of the first error the reader or the handler found; 0 = none */
-};
-
-/* inih's reader hook: one line of the file per call, so that inih's line numbers
- * are the file's and the handler knows the line it is called for. libinih (Debian's,
- * built with INI_MAX_LINE 200 and multi-line entries) would cut a longer line into
- * pieces counted as lines, and read an indented line as the continuation of the
- * previous key; here a comment line may be of any length, an indented line is read
- * as if it were not indented, a NUL byte or an over-long line stops the parse with
- * the line named. */
-static char *ini_line_reader(char *str, int num, void *stream)
-{
-    struct ini_state *st = stream;
-    if (st->next >= st->end || st->failed_line != 0) return NULL;
-    const char *line = st->next, *eol = memchr(line, '\n', (size_t)(st->end - line));
-    const size_t len = eol != NULL ? (size_t)(eol - line) + 1 : (size_t)(st->end - line);
-    st->next = line + len;
-    st->line++;
-    const char *nul = memchr(line, '\0', len);
-    if (nul != NULL) {
-        set_err(st->err, st->errlen, "%s:%d: a NUL byte at column %d; a configuration is text (is this the right file?)",
-                st->path, st->line, (int)(nul - line) + 1);
-        st->failed_line = st->line;
-        return NULL;
-    }
-    const char *start = line;
-    while (start < line + len && (*start == ' ' || *start == '\t')) start++;
-    if (start < line + len && (*start == ';' || *start == '#')) { /* a comment line: only its end matters */
-        snprintf(str, (size_t)num, "\n");
-        return str;
-    }
-    const size_t keep = (size_t)(line + len - start);
-    if (num < 2 || keep > (size_t)num - 1) {
-        const size_t chars = keep - (eol != NULL);
-        set_err(st->err, st->errlen, "%s:%d: a line of %zu characters; at most %d are read per line (comments may be longer)",
-                st->path, st->line, chars, num - 2);
-        st->failed_line = st->line;
-        return NULL;
-    }
-    memcpy(str, start, keep);
-    str[keep] = '\0';
-    return str;
-}
-
-static void list_section_keys(const char *section, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (size_t i = 0; i < config_nkeys; i++) {
-        if (strcmp(config_keys[i].section, section) != 0) continue;
-        if (buf[0]) strncat(buf, ", ", len - strlen(buf) - 1);
-        strncat(buf, config_keys[i].name, len - strlen(buf) - 1);
-    }
-}
-
-static int section_exists(const char *section)
-{
-    for (size_t i = 0; i < config_nkeys; i++)
-        if (strcmp(config_keys[i].section, section) == 0) return 1;
-    return 0;
-}
-
 /* Keys of earlier versions, named in the error with what replaced them. */
-static const char *renamed_key(const char *section, const char *name)
+const char *config_renamed_key(const char *section, const char *name)
 {
     if (strcmp(section, "comm") != 0) return NULL;
     if (strcmp(name, "transport") == 0) return "comm.transport is now comm.path (the library that reduces is comm.library)";
     if (strcmp(name, "transports") == 0) return "comm.transports is now comm.paths";
     return NULL;
-}
-
-static int on_ini_entry(void *user, const char *section, const char *name, const char *value)
-{
-    struct ini_state *st = user;
-    char accepted[512];
-    if (st->failed_line != 0) return 0;
-    st->failed_line = st->line; /* cleared below on success */
-    if (section[0] == '\0') {
-        set_err(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run], [comm], [topo] or [collective]",
-                st->path, st->line, name);
-        return 0;
-    }
-    if (!section_exists(section)) {
-        set_err(st->err, st->errlen, "%s:%d: unknown section [%s]; accepted sections: model, train, run, comm, topo, collective", st->path,
-                st->line, section);
-        return 0;
-    }
-    const struct config_key *key = config_find_key(section, name);
-    if (key == NULL && renamed_key(section, name) != NULL) {
-        set_err(st->err, st->errlen, "%s:%d: %s", st->path, st->line, renamed_key(section, name));
-        return 0;
-    }
-    if (key == NULL) {
-        list_section_keys(section, accepted, sizeof accepted);
-        set_err(st->err, st->errlen, "%s:%d: unknown key '%s' in [%s]; accepted keys: %s", st->path, st->line, name,
-                section, accepted);
-        return 0;
-    }
-    size_t index = (size_t)(key - config_keys);
-    if (st->set_on_line[index] != 0) {
-        set_err(st->err, st->errlen, "%s:%d: duplicate key [%s] %s, first set on line %d; keep one", st->path, st->line,
-                section, name, st->set_on_line[index]);
-        return 0;
-    }
-    if (parse_value(st->cfg, key, value) != 0) {
-        describe_accepted(key, accepted, sizeof accepted);
-        set_err(st->err, st->errlen, "%s:%d: [%s] %s = '%s' is not accepted; expected %s", st->path, st->line, section,
-                name, value, accepted);
-        return 0;
-    }
-    st->set_on_line[index] = st->line;
-    st->failed_line = 0;
-    return 1;
-}
-
-static const char *file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
-/* The whole of the config file, NUL-terminated, in *text (to free). Only a regular
- * file is read: a directory, a FIFO or a device (/dev/zero) is refused by stat
- * before any open, and the open itself never blocks (O_NONBLOCK, then fstat, in
- * case the path changed in between). */
-static int read_config_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
-{
-    struct stat st;
-    *text = NULL;
-    if (stat(path, &st) != 0) {
-        set_err(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        set_err(err, errlen, "config file %s is %s, not a file; give an INI file (configs/*.ini)", path, file_kind(st.st_mode));
-        return -1;
-    }
-    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        set_err(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char *buf = NULL;
-    size_t used = 0;
-    if (fstat(fd, &st) != 0) {
-        set_err(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        set_err(err, errlen, "config file %s is %s, not a file; give an INI file (configs/*.ini)", path, file_kind(st.st_mode));
-        goto fail;
-    }
-    /* st_size may be 0 (procfs) or stale: read to the end, up to the limit plus one byte */
-    buf = malloc(CONFIG_MAX_FILE_BYTES + 2);
-    if (buf == NULL) {
-        set_err(err, errlen, "out of memory reading config file %s", path);
-        goto fail;
-    }
-    for (;;) {
-        const ssize_t got = read(fd, buf + used, CONFIG_MAX_FILE_BYTES + 1 - used);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) {
-            set_err(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
-            goto fail;
-        }
-        if (got == 0) break;
-        used += (size_t)got;
-        if (used > CONFIG_MAX_FILE_BYTES) {
-            set_err(err, errlen, "config file %s is over %d MiB; a configuration is a small INI file (is this the right file?)",
-                    path, CONFIG_MAX_FILE_BYTES >> 20);
-            goto fail;
-        }
-    }
-    close(fd);
-    buf[used] = '\0';
-    *text = buf;
-    *len = used;
-    return 0;
-fail:
-    free(buf);
-    close(fd);
-    return -1;
-}
-
-static int load_ini(struct config *cfg, const char *path, char *err, size_t errlen)
-{
-    int set_on_line[256] = {0};
-    if (config_nkeys > sizeof set_on_line / sizeof set_on_line[0]) {
-        set_err(err, errlen, "internal: too many configuration keys");
-        return -1;
-    }
-    char *text;
-    size_t len;
-    if (read_config_file(path, &text, &len, err, errlen) != 0) return -1;
-    struct ini_state st = {cfg, path, text, text, text + len, 0, set_on_line, err, errlen, 0};
-    const int rc = ini_parse_stream(ini_line_reader, &st, on_ini_entry, &st);
-    free(text);
-    /* the first error of the file: the reader's or the handler's (st), or a line inih could not read (rc) */
-    if (rc > 0 && (st.failed_line == 0 || rc < st.failed_line)) {
-        set_err(err, errlen, "%s:%d: syntax error; expected '[section]' or 'key = value'", path, rc);
-        return -1;
-    }
-    if (st.failed_line != 0) return -1;
-    if (rc != 0) {
-        set_err(err, errlen, "%s: libinih failed (%d)", path, rc);
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- the command line, through getopt_long -------------------------------- */
@@ -457,7 +238,7 @@ int config_count_paths(struct config *cfg, char *err, size_t errlen)
     const struct config_key *pk = config_find_key("comm", "path");
     snprintf(list, sizeof list, "%s", cfg->paths);
     for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), n++)
-        if (parse_value(cfg, pk, tok) != 0) {
+        if (config_parse_value(cfg, pk, tok) != 0) {
             set_err(err, errlen, "comm.paths = '%s': '%s' is not a path; use auto, nvlink, pcie or net", cfg->paths, tok);
             return -1;
         }
@@ -466,11 +247,11 @@ int config_count_paths(struct config *cfg, char *err, size_t errlen)
 }
 
 
-int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+static int load_args(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < config_nkeys; i++)
-        if (parse_value(cfg, &config_keys[i], config_keys[i].default_value) != 0) {
+        if (config_parse_value(cfg, &config_keys[i], config_keys[i].default_value) != 0) {
             set_err(err, errlen, "internal: default of %s.%s does not parse", config_keys[i].section, config_keys[i].name);
             return -1;
         }
@@ -512,7 +293,7 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
             const char *unknown = argv[optind - 1];
             const int transports = strncmp(unknown, "--comm.transports", 17) == 0;
             if (transports || strncmp(unknown, "--comm.transport", 16) == 0 || strncmp(unknown, "--transport", 11) == 0) {
-                set_err(err, errlen, "%s: %s", unknown, renamed_key("comm", transports ? "transports" : "transport"));
+                set_err(err, errlen, "%s: %s", unknown, config_renamed_key("comm", transports ? "transports" : "transport"));
                 return -1;
             }
             set_err(err, errlen, "unknown option '%s'; options are --config FILE and --section.key=value (see dpscale run --help)",
@@ -571,13 +352,13 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
             return -1;
         }
         snprintf(cfg->config_path, sizeof cfg->config_path, "%s", config_path);
-        if (load_ini(cfg, config_path, err, errlen) != 0) return -1;
+        if (config_load_ini(cfg, config_path, err, errlen) != 0) return -1;
     }
     for (int i = 0; i < noverrides; i++) {
         const struct config_key *key = &config_keys[overrides[i].key];
-        if (parse_value(cfg, key, overrides[i].value) != 0) {
+        if (config_parse_value(cfg, key, overrides[i].value) != 0) {
             char accepted[512];
-            describe_accepted(key, accepted, sizeof accepted);
+            config_describe_accepted(key, accepted, sizeof accepted);
             set_err(err, errlen, "command line %s: '%s' is not accepted for %s.%s; expected %s", overrides[i].flag,
                     overrides[i].value, key->section, key->name, accepted);
             return -1;
@@ -624,6 +405,17 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
         return -1;
     }
     return 0;
+}
+
+int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    if (errlen > 0) err[0] = '\0';
+    const int rc = load_args(cfg, argc, argv, err, errlen);
+    /* one line whatever the input: a flag's value or a file name may hold a line break */
+    if (rc < 0)
+        for (char *p = err; *p != '\0'; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    return rc;
 }
 
 double config_loss_scale(const struct config *cfg)
@@ -689,7 +481,7 @@ void config_print_help(const char *prog)
             section = k->section;
             printf("[%s]\n", section);
         }
-        describe_accepted(k, accepted, sizeof accepted);
+        config_describe_accepted(k, accepted, sizeof accepted);
         printf("  %-14s %s (default '%s'; %s)\n", k->name, k->help, k->default_value, accepted);
     }
 }
