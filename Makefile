@@ -88,3 +88,48 @@ bench: all
 
 clean:
 	rm -rf build bin
+
+# ---- sanitizers --------------------------------------------------------------
+#   make test-sanitize  the CPU path (CUDA=0) built with ASan + UBSan into build/sanitize/, its unit tests,
+#                       then a 2-rank integration subset (a run of mlp-tiny, gradcheck, bad configs, a report)
+SAN_DIR := build/sanitize
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_CFLAGS := $(filter-out -O3 -DDPSCALE_HAVE_CUDA -I$(CUDA_HOME)/include,$(CFLAGS)) -O1 $(SAN_FLAGS)
+SAN_LDLIBS := $(filter-out -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static,$(LDLIBS))
+SAN_OBJ := $(patsubst %.c,$(SAN_DIR)/%.o,$(filter-out $(CUDA_HOST_SRC),$(SRC)))
+SAN_LIB_OBJ := $(filter-out $(SAN_DIR)/src/main.o,$(SAN_OBJ))
+# test_h5out.c hands H5Dwrite a host list shorter than world_size x 64 bytes: ASan stops it with a
+# global-buffer-overflow in the test itself (its fix is another change's); it joins when that is in.
+SAN_UNIT_SKIP := test_h5out
+SAN_UNIT := $(filter-out $(SAN_UNIT_SKIP:%=$(SAN_DIR)/bin/tests/%),$(patsubst tests/unit/%.c,$(SAN_DIR)/bin/tests/%,$(wildcard tests/unit/test_*.c)))
+# The unit tests run with leak detection; the MPI runs without, since Open MPI's plugins leak and are
+# unloaded before LeakSanitizer can name them. Any ASan or UBSan error stops the process either way.
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+SAN_MPI_ENV := ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+SAN_INTEGRATION := tests/integration/test_result_file.py \
+	"tests/integration/test_training.py::test_backward_matches_finite_differences[2]" \
+	tests/integration/test_bad_input.py::test_bad_ini_file_names_file_and_line \
+	tests/integration/test_bad_input.py::test_a_nul_byte_in_the_config_is_refused_with_its_line \
+	tests/integration/test_bad_input.py::test_an_option_without_its_value_does_not_swallow_the_next_option \
+	tests/integration/test_bad_input.py::test_a_long_line_is_refused_with_its_true_line_and_a_long_comment_is_fine \
+	tests/integration/test_report.py::test_markdown_rows_match_the_file \
+	tests/integration/test_report.py::test_bad_files_are_named_and_the_others_still_reported
+
+.PHONY: test-sanitize
+$(SAN_DIR)/%.o: %.c $(wildcard src/*.h src/models/*.h mpi/*.h comm/*.h kernels/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(SAN_CFLAGS) -c -o $@ $<
+
+$(SAN_DIR)/bin/dpscale: $(SAN_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(SAN_CFLAGS) -o $@ $^ $(SAN_LDLIBS)
+
+$(SAN_DIR)/bin/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(SAN_LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(SAN_CFLAGS) -Isrc -o $@ $< $(SAN_LIB_OBJ) $(SAN_LDLIBS)
+
+test-sanitize: deps $(SAN_DIR)/bin/dpscale $(SAN_UNIT)
+	@tools/deps.sh check tests
+	@$(SAN_ENV) tests/unit/run_all.sh $(SAN_UNIT)
+	$(SAN_MPI_ENV) DPSCALE_BINARY=$(CURDIR)/$(SAN_DIR)/bin/dpscale $(PYTHON) -m pytest -q -p no:cacheprovider $(SAN_INTEGRATION)
+
