@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "../mpi/mpi_check.h"
+#include "../src/watchdog.h"
 #include "../src/cuda_check.h"
 #include "comm_internal.h"
 
@@ -62,6 +63,17 @@ static void abort_active(void)
     g_active = NULL;
 }
 
+/* For the watchdog's thread (watchdog.h): NCCL's asynchronous error, if any. */
+static int poll_active(char *why, size_t len)
+{
+    ncclResult_t async = ncclSuccess;
+    if (g_active == NULL || ncclCommGetAsyncError(g_active, &async) != ncclSuccess) return 0;
+    if (async == ncclSuccess || async == ncclInProgress) return 0;
+    snprintf(why, len, "NCCL reported an asynchronous error: %s (%s)", ncclGetErrorString(async),
+             ncclGetLastError(g_active));
+    return 1;
+}
+
 static int nccl_open(struct comm *c, char *err, size_t errlen)
 {
     if (c->compute_stream == NULL) {
@@ -86,6 +98,7 @@ static int nccl_open(struct comm *c, char *err, size_t errlen)
     c->impl = s;
     g_active = s->comm;
     mpi_set_library_abort(abort_active);
+    watchdog_set_library(poll_active, abort_active);
     return 0;
 }
 
@@ -99,6 +112,7 @@ static void nccl_close(struct comm *c)
         if (s->buf[i].handle != NULL) CHECK_NCCL(ncclCommDeregister(s->comm, s->buf[i].handle));
         CHECK_NCCL(ncclMemFree(s->buf[i].ptr));
     }
+    watchdog_set_library(NULL, NULL); /* the thread polls it no more once this returns */
     g_active = NULL;
     mpi_set_library_abort(NULL);
     CHECK_NCCL(ncclCommDestroy(s->comm));

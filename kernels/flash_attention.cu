@@ -24,6 +24,18 @@
 #define FA_TILE 64   /* rows of the tiles a block loops over */
 #define FA_THREADS 128
 #define FA_PAD 8     /* row padding (elements): ldmatrix rows 16 bytes apart in banks */
+/* Blocks an SM must hold (__launch_bounds__' second argument, so the register budget per
+ * thread): 1 lets ptxas take what it likes (forward 135 registers: 3 blocks an SM; dK dV
+ * 240: 2). Built with -DFA_MIN_BLOCKS_FWD=4 etc. for the A/B in tests/gpu. */
+#ifndef FA_MIN_BLOCKS_FWD
+#define FA_MIN_BLOCKS_FWD 1
+#endif
+#ifndef FA_MIN_BLOCKS_DKDV
+#define FA_MIN_BLOCKS_DKDV 1
+#endif
+#ifndef FA_MIN_BLOCKS_DQ
+#define FA_MIN_BLOCKS_DQ 1
+#endif
 
 /* ---- the instructions ------------------------------------------------------------------ */
 
@@ -220,7 +232,7 @@ static __host__ __device__ __forceinline__ int tiles(int n) { return (n + FA_TIL
  * tiles of shared memory: Q's, once its fragments are in registers, holds every other
  * K, V pair, so that the next pair loads while this one is used. */
 template <typename T, int D>
-__global__ void __launch_bounds__(FA_THREADS) fa_forward(T *out, float *lse, const T *qkv, int T_, int H, int C,
+__global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS_FWD) fa_forward(T *out, float *lse, const T *qkv, int T_, int H, int C,
                                                          int causal, float sl2)
 {
     __shared__ __align__(16) tile_t<T, D> sm[4];
@@ -340,7 +352,7 @@ __device__ __forceinline__ void load_row_stats(float *sL, float *sD, const float
  * dP^T = V dO^T, dS^T = P^T (dP^T - delta), dK += dS^T Q. K and V live in registers after
  * the first load, and the (Q, dO) tiles of the next query tile load while this one is used. */
 template <typename T, int D>
-__global__ void __launch_bounds__(FA_THREADS) fa_backward_dkdv(T *dqkv, const T *qkv, const T *dout, const float *lse,
+__global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS_DKDV) fa_backward_dkdv(T *dqkv, const T *qkv, const T *dout, const float *lse,
                                                                const float *delta, int T_, int H, int C, int causal,
                                                                float sl2, float scale)
 {
@@ -415,7 +427,7 @@ __global__ void __launch_bounds__(FA_THREADS) fa_backward_dkdv(T *dqkv, const T 
  * dS = P (dP - delta), dQ += dS K. Q and dO live in registers after the first load; the
  * next K, V pair loads while this one is used, as in the forward. */
 template <typename T, int D>
-__global__ void __launch_bounds__(FA_THREADS) fa_backward_dq(T *dqkv, const T *qkv, const T *dout, const float *lse,
+__global__ void __launch_bounds__(FA_THREADS, FA_MIN_BLOCKS_DQ) fa_backward_dq(T *dqkv, const T *qkv, const T *dout, const float *lse,
                                                              const float *delta, int T_, int H, int C, int causal,
                                                              float sl2, float scale)
 {

@@ -190,3 +190,36 @@ char *world_gather_hosts(const struct launch *l)
     CHECK_MPI(MPI_Gather(l->host, 64, MPI_CHAR, all, 64, MPI_CHAR, 0, MPI_COMM_WORLD));
     return all;
 }
+
+void *world_gather_bytes(const void *mine, size_t bytes)
+{
+    int rank, size;
+    CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (bytes > INT_MAX) DP_FATAL(NULL, "world_gather_bytes: %zu bytes per rank is more than MPI_Gather takes", bytes);
+    char *all = NULL;
+    if (rank == 0) {
+        all = calloc((size_t)size, bytes);
+        CHECK_ALLOC(all);
+    }
+    CHECK_MPI(MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
+    return all;
+}
+
+void mpi_library_versions(char *library, size_t liblen, char *standard, size_t stdlen, char *built, size_t builtlen)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0, version = 0, subversion = 0;
+    if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS) lib[0] = '\0';
+    while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == '\0' || lib[len - 1] == ' ')) lib[--len] = '\0';
+    snprintf(library, liblen, "%s", lib);
+    if (MPI_Get_version(&version, &subversion) == MPI_SUCCESS) snprintf(standard, stdlen, "%d.%d", version, subversion);
+    else snprintf(standard, stdlen, "unknown");
+#if defined(OMPI_MAJOR_VERSION)
+    snprintf(built, builtlen, "Open MPI %d.%d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
+#elif defined(MPICH_VERSION)
+    snprintf(built, builtlen, "MPICH %s", MPICH_VERSION);
+#else
+    snprintf(built, builtlen, "MPI %d.%d", MPI_VERSION, MPI_SUBVERSION);
+#endif
+}

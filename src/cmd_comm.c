@@ -73,9 +73,10 @@ int cmd_comm(int argc, char **argv)
     }
     struct result_file out;
     if ((rc = result_file_prepare(&s, &out)) != EXIT_OK) return rc;
-    say("dpscale %s — allreduce bandwidth, %d ranks on %d node(s), backend %s on %s, %s over path %s\n", DPSCALE_VERSION,
-        s.launch.size, s.launch.nnodes, s.backend.ops->name, s.backend.info.device_name, session_library_name(&s),
-        config_value_name(&s.cfg, "comm", "path"));
+    if (!log_quiet()) /* the header; --quiet leaves the tables alone */
+        say("dpscale %s — allreduce bandwidth, %d ranks on %d node(s), backend %s on %s, %s over path %s\n",
+            DPSCALE_VERSION, s.launch.size, s.launch.nnodes, s.backend.ops->name, s.backend.info.device_name,
+            session_library_name(&s), config_value_name(&s.cfg, "comm", "path"));
 
     int counts[CONFIG_MAX_SWEEP], ncounts = 0;
     for (int i = 0; i < s.cfg.nsweep; i++)

@@ -23,7 +23,7 @@ int cmd_config(int argc, char **argv)
     char err[1024];
     int rc = config_load(&cfg, n, rest, err, sizeof err);
     if (rc == 1) {
-        config_print_help("dpscale");
+        command_print_help(command_find("config"), stdout);
         return EXIT_OK;
     }
     if (rc != 0) {
@@ -43,7 +43,7 @@ int cmd_config(int argc, char **argv)
         printf("%s = %s\n", name, value);
     }
     if (get != NULL) {
-        fprintf(stderr, "dpscale: error: --get %s: no such key; dpscale run --help lists them\n", get);
+        fprintf(stderr, "dpscale: error: --get %s: no such key; dpscale config --help lists them\n", get);
         return EXIT_BAD_INPUT;
     }
     return EXIT_OK;

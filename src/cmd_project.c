@@ -15,6 +15,7 @@
 #include "error.h"
 #include "h5out.h"
 #include "h5read.h"
+#include "log.h"
 #include "project.h"
 #include "session.h"
 #include "systems.h"
@@ -306,7 +307,7 @@ static int read_curves(hid_t f, struct allreduce_curve *c, int max, char *where,
 /* A projected row in /summary's terms: what the projection does not know is NaN. */
 static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, const struct projected_step *s, double step1_s)
 {
-#define NOT_KNOWN(name) r->name = NAN;
+#define NOT_KNOWN(name, ...) r->name = NAN;
     RUN_SUMMARY_DOUBLES(NOT_KNOWN)
 #undef NOT_KNOWN
     snprintf(r->library, sizeof r->library, "proj");
@@ -347,6 +348,34 @@ static int read_calibration(const char *path, struct source *cal, char *err, siz
     return rc;
 }
 
+static void usage(FILE *out)
+{
+    if (log_rank() != 0) return; /* once per launch */
+    fprintf(out,
+            "usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference]\n"
+            "                       [--interference-from OTHER.h5] [--output FILE.h5]\n\n"
+            "RESULT's 1-GPU step projected onto each GPU count of a target's allreduce curves, beside\n"
+            "RESULT's measured runs of the same count (docs/PROJECTION.md). Reads files only: no MPI,\n"
+            "no GPU, no configuration keys. stdout: the projected step, communication and efficiency\n"
+            "per GPU count, each labelled projected, with its inputs' sources.\n\n"
+            "options:\n"
+            "  --comm COMM.h5            the target's curves: a dpscale comm file measured there\n"
+            "  --system SYSTEM.ini       or a catalog entry (configs/systems/): its busbw curves, and the\n"
+            "                            compute scaled by the ratio of peak TFLOP/s when its GPU is not\n"
+            "                            RESULT's (labelled so in every row)\n"
+            "  --no-interference         leave out the slowdown and imbalance RESULT's multi-GPU run measured\n"
+            "  --interference-from OTHER.h5\n"
+            "                            take them from OTHER's multi-GPU run instead (another model measured\n"
+            "                            on the same transport): its slowdown per share of backward with\n"
+            "                            communication beside it, and its imbalance as a share of the step\n"
+            "  --output FILE.h5          also write the projection to a new HDF5 file (/summary and\n"
+            "                            /projection) that dpscale report shows as projected, never beside\n"
+            "                            measured rows of the same table; never overwritten\n"
+            "  -h, --help                this help\n\n"
+            "exit status: 0 projected (and written); 1 the output could not be written; 2 bad arguments,\n"
+            "or a file that cannot be read as what it should be\n");
+}
+
 int cmd_project(int argc, char **argv)
 {
     const char *result = NULL, *comm = NULL, *system = NULL, *output = NULL, *calibration = NULL;
@@ -362,18 +391,7 @@ int cmd_project(int argc, char **argv)
         else if (strcmp(argv[i], "--system") == 0 && i + 1 < argc) system = argv[++i];
         else if (strncmp(argv[i], "--system=", 9) == 0) system = argv[i] + 9;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference]\n"
-                   "                       [--interference-from OTHER.h5] [--output FILE.h5]\n"
-                   "  RESULT's 1-GPU step projected onto each GPU count of COMM's allreduce curves (a dpscale comm\n"
-                   "  file measured on the target), beside RESULT's measured runs of the same count (docs/PROJECTION.md);\n"
-                   "  --system: a catalog entry (configs/systems/): its busbw curves, and the compute scaled by the\n"
-                   "  ratio of peak TFLOP/s when its GPU is not RESULT's (labelled so in every row);\n"
-                   "  --no-interference: leave out the slowdown and imbalance RESULT's multi-GPU run measured;\n"
-                   "  --interference-from: take them from OTHER's multi-GPU run instead (another model measured on\n"
-                   "  the same transport): the slowdown per share of backward with communication beside it, and\n"
-                   "  the imbalance as a share of the step;\n"
-                   "  --output: also write the projection to a new HDF5 file (/summary and /projection) that\n"
-                   "  dpscale report shows as projected, never beside measured rows of the same table\n");
+            usage(stdout);
             return EXIT_OK;
         } else if (argv[i][0] != '-' && result == NULL) result = argv[i];
         else {
@@ -517,19 +535,13 @@ int cmd_project(int argc, char **argv)
                    sysd->curves[i].source, sysd->curves[i].derived[0] ? "; DERIVED: " : "", sysd->curves[i].derived);
         printf("efficiency = the projected 1-GPU step (%.3f ms) / the projected N-GPU step; measured = the file's own run\n",
                one.step_s * 1e3);
-        if (output != NULL) {
-            char target[600], created[32], cmdline[2048] = "dpscale project";
-            const time_t now = time(NULL);
-            strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-            for (int i = 1; i < argc; i++) {
-                const size_t used = strlen(cmdline);
-                snprintf(cmdline + used, sizeof cmdline - used, " %s", argv[i]);
-            }
+        if (output != NULL) { /* its provenance (version, command line, times) the writer collects */
+            char target[600];
             snprintf(target, sizeof target, "%s (%s)", comm != NULL ? comm : system, where);
             const struct h5out_projection hp = {
                 result, target, compute_note,
                 src.ready_measured ? "measured (bucket_ready_compute_only_s)" : "assumed: spread over backward in proportion to the bytes",
-                src.interference, src.imbalance_s * scale, rows, nc + 1, &csrc[0][0], DPSCALE_VERSION, created, cmdline};
+                src.interference, src.imbalance_s * scale, rows, nc + 1, &csrc[0][0]};
             if (h5out_write_projection(output, &hp, err, sizeof err) != 0) {
                 fprintf(stderr, "dpscale: error: project: %s\n", err);
                 rc = EXIT_FAILURE_RUN;

@@ -1,6 +1,7 @@
 /* cmd_report.c — `dpscale report FILE.h5|FOLDER ...`: the tables of result files of
  * every kind (scaling, busbw by size, topology) as Markdown, CSV or JSON, systems
- * side by side (--compare), and a plot (--plot). A folder stands for its *.h5 files.
+ * side by side (--compare), a plot (--plot), or a procurement document with its
+ * figures (--doc OUT.md). A folder stands for its *.h5 files.
  * A file that cannot be read is named on stderr with the reason and skipped; the
  * others are still reported, and the exit status (1) says that one was bad. No MPI
  * is needed. */
@@ -21,7 +22,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: dpscale report [--format markdown|csv|json] [--table run|comm|topo] [--compare] [--plot OUT.png|OUT.svg]\n"
-            "                      [--price-per-gpu-hour P[,P...]] FILE.h5|FOLDER ...\n\n"
+            "                      [--price-per-gpu-hour P[,P...]] FILE.h5|FOLDER ...\n"
+            "       dpscale report --doc OUT.md [--plot OUT.png|OUT.svg] [--price-per-gpu-hour P[,P...]] FILE.h5|FOLDER ...\n\n"
             "  Every kind of result file has its table: run files (dpscale run, dpscale project) the scaling\n"
             "  table; comm files (dpscale comm) allreduce busbw by size in nccl-tests' columns; topo files\n"
             "  (dpscale topo) the link matrix and the copy matrices. A FOLDER stands for its *.h5 files.\n\n"
@@ -30,11 +32,16 @@ static void usage(FILE *out)
             "  --table                the table of run, comm or topo files alone\n"
             "  --compare              systems side by side (every library and path of every run file), the first as\n"
             "                         reference, with per-GPU, per-joule and (with prices) per-dollar figures and ratios\n"
-            "  --plot                 efficiency and throughput of the run files against GPU count, through gnuplot\n"
+            "  --plot                 speedup and efficiency of the run files against GPU count, with the ideal, through\n"
+            "                         gnuplot; an existing plot is replaced\n"
+            "  --doc                  a procurement document in Markdown instead of the tables on stdout: per model, one\n"
+            "                         column per system and one row per GPU count (per GPU, efficiency, step spread, power,\n"
+            "                         per joule, per dollar), its figure in OUT-figs/, projections apart, busbw side by\n"
+            "                         side, every file's provenance; the document and figures are replaced when they exist\n"
             "  --price-per-gpu-hour   one price for every file, or one per file in order (any currency)\n\n"
             "exit status: 0 every file was reported; 1 a file could not be read (missing, not HDF5, truncated,\n"
             "not dpscale's, a newer schema: each is named on stderr with the reason, and the others are still\n"
-            "reported) or the plot could not be drawn; 2 bad options\n");
+            "reported) or the plot or a figure could not be drawn; 2 bad options\n");
 }
 
 static int ends_with(const char *s, const char *tail)
@@ -72,7 +79,8 @@ static int expand(char **args, int nargs, char ***paths, int *bad)
                 continue;
             }
             const size_t len = strlen(args[i]) + strlen(list[k]->d_name) + 2;
-            if ((p[n] = malloc(len)) != NULL) snprintf(p[n++], len, "%s/%s", args[i], list[k]->d_name);
+            const int slash = ends_with(args[i], "/"); /* results/ names results/a.h5, not results//a.h5 */
+            if ((p[n] = malloc(len)) != NULL) snprintf(p[n++], len, "%s%s%s", args[i], slash ? "" : "/", list[k]->d_name);
         }
         for (int k = 0; k < m; k++) free(list[k]);
         free(list);
@@ -106,21 +114,44 @@ static int parse_prices(const char *list, double *price)
     return n;
 }
 
+/* --doc: the document, with the command line that made it; 0, or -1 (said on stderr). */
+static int write_doc(const char *out, int argc, char **argv, const struct report_file *files, int n,
+                     const struct report_request *tables)
+{
+    char command[2048] = "dpscale", err[512];
+    for (int i = 0; i < argc; i++) {
+        const size_t used = strlen(command);
+        const int quote = strpbrk(argv[i], " \t'\"") != NULL;
+        snprintf(command + used, sizeof command - used, quote ? " '%s'" : " %s", argv[i]);
+    }
+    struct stat st;
+    const int existed = stat(out, &st) == 0;
+    const struct report_doc_request req = {.command = command, .unreadable = tables->unreadable, .nbad = tables->nbad};
+    const int rc = report_doc_write(out, stderr, files, n, &req, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "dpscale: error: --doc %s: %s\n", out, err);
+        return -1;
+    }
+    fprintf(stderr, "wrote %s%s\n", out, existed ? " (replacing the one there)" : "");
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'}, {"compare", no_argument, NULL, 'c'}, {"plot", required_argument, NULL, 'p'},
         {"price-per-gpu-hour", required_argument, NULL, 'd'}, {"table", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"doc", required_argument, NULL, 'D'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     struct report_request req = {.format = REPORT_MARKDOWN, .only = -1};
-    const char *plot = NULL, *prices = NULL;
-    int c;
+    const char *plot = NULL, *prices = NULL, *doc = NULL;
+    int c, tables_asked = 0;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'f':
+            tables_asked = 1;
             if (strcmp(optarg, "markdown") == 0) req.format = REPORT_MARKDOWN;
             else if (strcmp(optarg, "csv") == 0) req.format = REPORT_CSV;
             else if (strcmp(optarg, "json") == 0) req.format = REPORT_JSON;
@@ -130,6 +161,7 @@ int cmd_report(int argc, char **argv)
             }
             break;
         case 't':
+            tables_asked = 1;
             if (strcmp(optarg, "run") == 0) req.only = REPORT_RUNS;
             else if (strcmp(optarg, "comm") == 0) req.only = REPORT_COMM;
             else if (strcmp(optarg, "topo") == 0) req.only = REPORT_TOPO;
@@ -138,8 +170,9 @@ int cmd_report(int argc, char **argv)
                 return EXIT_BAD_INPUT;
             }
             break;
-        case 'c': req.compare = 1; break;
+        case 'c': req.compare = 1, tables_asked = 1; break;
         case 'p': plot = optarg; break;
+        case 'D': doc = optarg; break;
         case 'd': prices = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         default:
@@ -150,6 +183,11 @@ int cmd_report(int argc, char **argv)
     }
     if (argc - optind < 1) {
         usage(stderr);
+        return EXIT_BAD_INPUT;
+    }
+    if (doc != NULL && tables_asked) {
+        fprintf(stderr, "dpscale: error: --doc writes a Markdown document of every table: leave out --format, --table "
+                        "and --compare\n");
         return EXIT_BAD_INPUT;
     }
     double price[MAX_PRICES] = {0};
@@ -191,10 +229,13 @@ int cmd_report(int argc, char **argv)
     report_label(files, ngood);
     req.unreadable = (const char *const *)unreadable;
     req.nbad = nbad;
-    report_write(stdout, stderr, files, ngood, &req);
+    if (doc != NULL) bad |= write_doc(doc, argc, argv, files, ngood, &req) != 0;
+    else report_write(stdout, stderr, files, ngood, &req);
     fflush(stdout);
     if (plot != NULL) {
         char err[512];
+        struct stat st;
+        const int existed = stat(plot, &st) == 0;
         struct report_file *runs = calloc(nruns > 0 ? (size_t)nruns : 1, sizeof *runs);
         int k = 0;
         for (int i = 0; runs != NULL && i < ngood; i++)
@@ -206,7 +247,7 @@ int cmd_report(int argc, char **argv)
             fprintf(stderr, "dpscale: error: %s\n", err);
             bad = 1;
         } else {
-            fprintf(stderr, "wrote %s\n", plot);
+            fprintf(stderr, "wrote %s%s\n", plot, existed ? " (replacing the one there)" : "");
         }
         free(runs);
     }

@@ -23,6 +23,7 @@
 
 static void print_header(const struct session *s, const char *path)
 {
+    if (log_quiet()) return; /* --quiet: the tables alone */
     const struct config *c = &s->cfg;
     const struct model *m = s->model;
     char sweep[128];

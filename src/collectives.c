@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "halfconv.h"
+#include "watchdog.h"
 
 static double *calloc_doubles(size_t n)
 {
@@ -112,12 +113,15 @@ void collective_measure(struct backend *be, struct group *g, struct comm *c, con
     CHECK_ALLOC(host);
 
     double *mine = calloc_doubles((size_t)ns), *wrong = calloc_doubles((size_t)ns);
+    watchdog_arm("allreduce sweep"); /* a "step" is one size */
     for (int k = 0; k < ns; k++) {
+        watchdog_note(k, -1);
         mine[k] = time_allreduces(be, g, c, send, recv, sizes[k], dtype, cfg->coll_warmup, cfg->coll_iters);
         wrong[k] = check_once(be, g, c, send, recv, host, sizes[k], dtype);
     }
     double *all = rank == 0 ? calloc_doubles((size_t)ns * n) : NULL;
     group_gather_doubles(g, mine, (size_t)ns, all);
+    watchdog_idle();
     if (rank == 0) {
         out->size_bytes = calloc_doubles((size_t)ns);
         out->time_s = calloc_doubles((size_t)ns * n);

@@ -468,20 +468,34 @@ int config_resolve_for_world(struct config *cfg, int world_size, char *err, size
     return 0;
 }
 
-void config_print_help(const char *prog)
+/* Is `key` named by a word of `only`: its section, or section.key? */
+static int key_listed(const struct config_key *k, const char *only)
 {
-    printf("usage: mpirun -np N %s run [--config FILE.ini] [--section.key=value ...]\n\n", prog);
-    printf("Every key can be set in the INI file under [section] or on the command line.\n");
-    printf("Aliases: --backend, --sweep, --precision, --path, --library, --output-dir, -o/--output.\n\n");
+    if (only == NULL) return 1;
+    const size_t ls = strlen(k->section), ln = strlen(k->name);
+    for (const char *w = only; *w;) {
+        const size_t n = strcspn(w, " ");
+        if ((n == ls && strncmp(w, k->section, ls) == 0) ||
+            (n == ls + 1 + ln && strncmp(w, k->section, ls) == 0 && w[ls] == '.' && strncmp(w + ls + 1, k->name, ln) == 0))
+            return 1;
+        w += n;
+        w += strspn(w, " ");
+    }
+    return 0;
+}
+
+void config_print_keys(FILE *out, const char *only)
+{
     const char *section = "";
     for (size_t i = 0; i < config_nkeys; i++) {
         const struct config_key *k = &config_keys[i];
         char accepted[256];
+        if (!key_listed(k, only)) continue;
         if (strcmp(section, k->section) != 0) {
             section = k->section;
-            printf("[%s]\n", section);
+            fprintf(out, "[%s]\n", section);
         }
         config_describe_accepted(k, accepted, sizeof accepted);
-        printf("  %-14s %s (default '%s'; %s)\n", k->name, k->help, k->default_value, accepted);
+        fprintf(out, "  %-14s %s (default '%s'; %s)\n", k->name, k->help, k->default_value, accepted);
     }
 }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CONFIG_MAX_SWEEP 32
 #define CONFIG_STR_LEN 256
@@ -78,9 +79,11 @@ struct config {
     int nsweep; /* 0 = powers of two up to the world size */
     char output_dir[CONFIG_STR_LEN];
     char output[CONFIG_STR_LEN]; /* "" = dpscale-<utc>-<job>.h5 in output_dir */
+    char system_label[CONFIG_STR_LEN]; /* the user's name for the system measured, in the file and the report */
     int save_params;
     int threads; /* BLAS threads per rank on the CPU backend; 0 = cores / local ranks */
     double peak_tflops; /* peak of the GPU in the run's precision for MFU; 0 = from the table */
+    double timeout_s;   /* the watchdog's deadline for a step or a collective; 0 = automatic (src/watchdog.h) */
 
     /* [comm] */
     int library;         /* enum comm_library: who reduces the gradients */
@@ -168,6 +171,9 @@ int config_batch_per_rank(const struct config *cfg, int n);
 /* Write "section.key = value" of every key to `out` through `emit`. */
 void config_format_value(const struct config *cfg, const struct config_key *key, char *buf, size_t len);
 
-void config_print_help(const char *prog);
+/* The keys named in `only` ("model train run.backend": whole sections or single
+ * keys; NULL = every key), by section, with their help, default and accepted values:
+ * what a subcommand's --help lists. */
+void config_print_keys(FILE *out, const char *only);
 
 #endif

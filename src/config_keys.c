@@ -101,7 +101,12 @@ const struct config_key config_keys[] = {
      "rank counts to run, e.g. 1,2,4; empty = powers of two up to the world size"},
     {"run", "output_dir", KEY_STRING, OFF(output_dir), 0, 0, NULL, "out", "folder of the result file"},
     {"run", "output", KEY_STRING, OFF(output), 0, 0, NULL, "", "result file name; empty = dpscale-<utc>-<job>.h5"},
+    {"run", "system_label", KEY_STRING, OFF(system_label), 0, 0, NULL, "",
+     "your name for the system measured (\"4 x H200 SXM, rack 12\"): in the result file and the report's labels"},
     {"run", "save_params", KEY_BOOL, OFF(save_params), 0, 0, NULL, "off", "store the final parameters of every run"},
+    {"run", "timeout_s", KEY_DOUBLE, OFF(timeout_s), 0, 1e7, NULL, "0",
+     "seconds a step or a collective may make no progress before the watchdog ends the job; 0 = automatic: "
+     "600 until a step is done, then 20 x the slowest step, at least 120"},
     {"run", "threads", KEY_INT, OFF(threads), 0, 4096, NULL, "0", "BLAS threads per rank (cpu); 0 = cores / ranks on the node"},
 
     {"run", "peak_tflops", KEY_DOUBLE, OFF(peak_tflops), 0, 1e6, NULL, "0",

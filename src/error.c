@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
+
 static char g_host[64] = "?";
 static int g_rank = -1;
 static void (*g_abort_hook)(int) = NULL;
@@ -45,25 +47,9 @@ void dp_error_print(const char *file, int line, const char *hint, const char *fm
     va_end(ap);
 }
 
-int dp_launch_rank(void)
-{
-    if (g_rank >= 0) return g_rank;
-    /* the launchers' own variables first: SLURM_PROCID is also set (to 0) in a batch
-     * script that runs mpirun itself */
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v == NULL || v[0] < '0' || v[0] > '9') continue;
-        char *end;
-        const long r = strtol(v, &end, 10);
-        if (*end == '\0' && r >= 0 && r <= INT32_MAX) return (int)r;
-    }
-    return -1;
-}
-
 void dp_error_once(const char *fmt, ...)
 {
-    if (dp_launch_rank() > 0) {
+    if (log_rank() != 0) {
         /* mpirun ends the whole job at the first non-zero exit: a quiet rank that left
          * at once could have rank 0 killed before its line is out */
         const struct timespec pause = {2, 0};
@@ -79,8 +65,13 @@ void dp_error_once(const char *fmt, ...)
     fflush(stderr);
 }
 
+static volatile int g_ending = 0;
+
+void dp_error_ending(void) { g_ending = 1; }
+
 void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
 {
+    while (g_ending) pause(); /* the job is being ended (the watchdog): this failure is its echo */
     va_list ap;
     va_start(ap, fmt);
     vprint(file, line, hint, fmt, ap);

@@ -1,14 +1,12 @@
 /* h5w.c — writing HDF5 with a sticky error (h5w.h): the first failed call records what
- * failed and every later one is skipped; attributes, datasets, groups; and the file
- * built in memory and written out all-or-nothing. */
+ * failed and every later one is skipped; attributes, datasets with their units from
+ * schema.h, UTF-8 string datasets, compound tables, groups. */
 #include "h5w.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "error.h"
 
@@ -51,6 +49,14 @@ void h5_close(hid_t id)
     }
 }
 
+hid_t h5w_text_type(struct h5w *w)
+{
+    hid_t type = CHECK_H5(w, H5Tcopy(H5T_C_S1));
+    CHECK_H5(w, H5Tset_size(type, H5T_VARIABLE));
+    CHECK_H5(w, H5Tset_cset(type, H5T_CSET_UTF8));
+    return type;
+}
+
 void attr_write(struct h5w *w, hid_t obj, const char *name, hid_t type, const void *value)
 {
     hid_t space = CHECK_H5(w, H5Screate(H5S_SCALAR));
@@ -62,9 +68,7 @@ void attr_write(struct h5w *w, hid_t obj, const char *name, hid_t type, const vo
 
 void attr_str(struct h5w *w, hid_t obj, const char *name, const char *value)
 {
-    hid_t type = CHECK_H5(w, H5Tcopy(H5T_C_S1));
-    CHECK_H5(w, H5Tset_size(type, H5T_VARIABLE));
-    CHECK_H5(w, H5Tset_cset(type, H5T_CSET_UTF8));
+    hid_t type = h5w_text_type(w);
     const char *v = value != NULL ? value : "";
     attr_write(w, obj, name, type, &v);
     h5_close(type);
@@ -81,15 +85,117 @@ void attr_f64(struct h5w *w, hid_t obj, const char *name, double value)
     attr_write(w, obj, name, H5T_NATIVE_DOUBLE, &value);
 }
 
-void dataset_write(struct h5w *w, hid_t parent, const char *name, hid_t type, int rank, const hsize_t *dims,
-                          const void *data, const char *units)
+void attr_strs(struct h5w *w, hid_t obj, const char *name, const char *const *values, size_t n)
 {
+    hsize_t dims[1] = {(hsize_t)n};
+    hid_t type = h5w_text_type(w);
+    hid_t space = CHECK_H5(w, H5Screate_simple(1, dims, NULL));
+    hid_t attr = CHECK_H5(w, H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+    if (n > 0) CHECK_H5(w, H5Awrite(attr, type, values));
+    h5_close(attr);
+    h5_close(space);
+    h5_close(type);
+}
+
+/* The schema's entry, or a recorded failure: a dataset the schema does not define has no units. */
+static const struct schema_entry *entry_of(struct h5w *w, enum schema_table t, const char *name, int line)
+{
+    const struct schema_entry *e = schema_find(t, name);
+    if (e == NULL && !w->failed) {
+        char what[160];
+        snprintf(what, sizeof what, "writing %s, which schema.h does not define,", name);
+        h5w_fail(w, what, line);
+    }
+    return e;
+}
+
+static void describe(struct h5w *w, hid_t dset, const struct schema_entry *e)
+{
+    attr_str(w, dset, "units", e->units);
+    attr_str(w, dset, "description", e->meaning);
+}
+
+void dataset_write_as(struct h5w *w, hid_t parent, enum schema_table t, const char *entry, const char *name, hid_t type,
+                      int rank, const hsize_t *dims, const void *data)
+{
+    const struct schema_entry *e = entry_of(w, t, entry, __LINE__);
+    if (e == NULL) return;
     hid_t space = CHECK_H5(w, H5Screate_simple(rank, dims, NULL));
     hid_t dset = CHECK_H5(w, H5Dcreate2(parent, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     CHECK_H5(w, H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
-    if (units != NULL) attr_str(w, dset, "units", units);
+    describe(w, dset, e);
     h5_close(dset);
     h5_close(space);
+}
+
+void dataset_write(struct h5w *w, hid_t parent, enum schema_table t, const char *name, hid_t type, int rank,
+                   const hsize_t *dims, const void *data)
+{
+    dataset_write_as(w, parent, t, name, name, type, rank, dims, data);
+}
+
+void strings_write(struct h5w *w, hid_t parent, enum schema_table t, const char *name, const char *data, size_t width,
+                   int rank, const hsize_t *dims)
+{
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
+    const char **v = calloc(n + 1, sizeof *v);
+    char *copy = calloc(n * (width + 1) + 1, 1);
+    CHECK_ALLOC(v);
+    CHECK_ALLOC(copy);
+    for (size_t i = 0; i < n; i++) { /* each field NUL-terminated, even a full one */
+        memcpy(copy + i * (width + 1), data + i * width, width);
+        v[i] = copy + i * (width + 1);
+    }
+    hid_t type = h5w_text_type(w);
+    dataset_write(w, parent, t, name, type, rank, dims, n > 0 ? (const void *)v : NULL);
+    h5_close(type);
+    free(copy);
+    free(v);
+}
+
+void table_write(struct h5w *w, hid_t parent, const char *name, enum schema_table t, const struct h5w_column *cols,
+                 int ncols, size_t nrows)
+{
+    /* every member is 8 bytes (a char *, an int64, a double): row k, column c at (k * ncols + c) * 8 */
+    const size_t row = (size_t)ncols * 8;
+    char *rows = calloc(nrows * row + 1, 1);
+    const char **units = calloc((size_t)ncols + 1, sizeof *units), **meanings = calloc((size_t)ncols + 1, sizeof *meanings);
+    CHECK_ALLOC(rows);
+    CHECK_ALLOC(units);
+    CHECK_ALLOC(meanings);
+    hid_t text = h5w_text_type(w);
+    hid_t type = CHECK_H5(w, H5Tcreate(H5T_COMPOUND, row));
+    for (int c = 0; c < ncols; c++) {
+        const struct schema_entry *e = entry_of(w, t, cols[c].name, __LINE__);
+        units[c] = e != NULL ? e->units : "";
+        meanings[c] = e != NULL ? e->meaning : "";
+        const hid_t member = cols[c].kind == H5W_TEXT ? text : cols[c].kind == H5W_I64 ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE;
+        CHECK_H5(w, H5Tinsert(type, cols[c].name, (size_t)c * 8, member));
+        for (size_t k = 0; k < nrows; k++) {
+            char *cell = rows + k * row + (size_t)c * 8;
+            if (cols[c].kind == H5W_TEXT) {
+                const char *s = ((const char *const *)cols[c].data)[k];
+                s = s != NULL ? s : "";
+                memcpy(cell, &s, sizeof s);
+            } else {
+                memcpy(cell, (const char *)cols[c].data + k * 8, 8);
+            }
+        }
+    }
+    hsize_t dims[1] = {(hsize_t)nrows};
+    hid_t space = CHECK_H5(w, H5Screate_simple(1, dims, NULL));
+    hid_t dset = CHECK_H5(w, H5Dcreate2(parent, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    if (nrows > 0) CHECK_H5(w, H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows));
+    attr_strs(w, dset, "units", units, (size_t)ncols);
+    attr_strs(w, dset, "description", meanings, (size_t)ncols);
+    h5_close(dset);
+    h5_close(space);
+    h5_close(type);
+    h5_close(text);
+    free(units);
+    free(meanings);
+    free(rows);
 }
 
 hid_t h5_group_create(struct h5w *w, hid_t parent, const char *name)
@@ -101,101 +207,7 @@ hid_t h5_group_create(struct h5w *w, hid_t parent, const char *name)
  * a library and path. */
 hid_t group_open_or_create(struct h5w *w, hid_t parent, const char *name)
 {
+    if (w->failed) return -1;
     return H5Lexists(parent, name, H5P_DEFAULT) > 0 ? CHECK_H5(w, H5Gopen2(parent, name, H5P_DEFAULT))
                                                     : h5_group_create(w, parent, name);
-}
-
-
-/* Fixed-length strings, `width` bytes each. */
-void strings_write(struct h5w *w, hid_t parent, const char *name, const char *data, int n, int width)
-{
-    hid_t type = CHECK_H5(w, H5Tcopy(H5T_C_S1));
-    CHECK_H5(w, H5Tset_size(type, (size_t)width));
-    hsize_t dims[1] = {(hsize_t)(n > 0 ? n : 0)};
-    dataset_write(w, parent, name, type, 1, dims, data, NULL);
-    h5_close(type);
-}
-
-
-/* Write `bytes` to a new file `path` (never an existing one), fsync'ed; -1 on any failure. */
-static int write_new_file(const char *path, const void *data, size_t bytes)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) return -1;
-    const char *p = data;
-    size_t left = bytes;
-    while (left > 0) {
-        ssize_t n = write(fd, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            int saved = errno ? errno : ENOSPC;
-            close(fd);
-            unlink(path);
-            errno = saved;
-            return -1;
-        }
-        p += n;
-        left -= (size_t)n;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        int saved = errno;
-        unlink(path);
-        errno = saved;
-        return -1;
-    }
-    return 0;
-}
-
-/* The in-memory file (HDF5's core driver) that h5out builds: HDF5 never holds a
- * half-written file on disk, and a full disk is one failed write() that we can clean up
- * after, not a library left in an odd state. */
-hid_t image_open(struct h5w *w, const char *path, hid_t *fapl)
-{
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors come back to us; we print one line */
-    *fapl = CHECK_H5(w, H5Pcreate(H5P_FILE_ACCESS));
-    CHECK_H5(w, H5Pset_fapl_core(*fapl, 1 << 20, 0));
-    return CHECK_H5(w, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, *fapl));
-}
-
-/* Write the in-memory file out as NAME.tmp, then link it to NAME (never over an existing
- * file). Returns 0, or -1 with a message (nothing left behind but a complete NAME.tmp
- * when only the link failed). */
-int image_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fapl, char *err, size_t errlen)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    void *image = NULL;
-    ssize_t size = -1;
-    if (file >= 0) {
-        CHECK_H5(w, H5Fflush(file, H5F_SCOPE_GLOBAL));
-        size = w->failed ? -1 : H5Fget_file_image(file, NULL, 0);
-        if (size > 0) {
-            image = malloc((size_t)size);
-            CHECK_ALLOC(image);
-            if (H5Fget_file_image(file, image, (size_t)size) != size) h5w_fail(w, "H5Fget_file_image", __LINE__);
-        } else {
-            h5w_fail(w, "H5Fget_file_image", __LINE__);
-        }
-        H5Fclose(file);
-    }
-    if (fapl >= 0) H5Pclose(fapl);
-    if (w->failed) {
-        free(image);
-        snprintf(err, errlen, "building %s failed, nothing was written: %s", path, w->err);
-        return -1;
-    }
-    errno = 0;
-    int rc = write_new_file(tmp, image, (size_t)size);
-    free(image);
-    if (rc != 0) {
-        snprintf(err, errlen, "writing %s failed, nothing was kept: %s", tmp, strerror(errno));
-        return -1;
-    }
-    /* link() fails rather than replace: a result that appeared meanwhile survives */
-    if (link(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot create %s: %s; the complete result is kept in %s", path, strerror(errno), tmp);
-        return -1;
-    }
-    unlink(tmp);
-    return 0;
 }

@@ -1,14 +1,17 @@
-/* h5w.h — the HDF5 writing h5out.c builds on: a sticky error (the first failed call
+/* h5w.h — the HDF5 writing h5out*.c build on: a sticky error (the first failed call
  * records what failed and why, every later call is skipped, so a writer reads top to
- * bottom without an error branch per line), attributes, datasets and groups, and a file
- * built in memory (HDF5's core driver) then written out as NAME.tmp and linked to NAME,
- * so that a crash or a full disk never leaves a half-written file and an existing one
- * is never overwritten. */
+ * bottom without an error branch per line); attributes; datasets, string datasets and
+ * compound tables that take their units and meaning from schema.h (a name the schema
+ * does not define is an error, so every dataset has its `units`); groups. Every string
+ * is written UTF-8, variable-length. h5file.h puts the file on disk. */
 #ifndef DPSCALE_H5W_H
 #define DPSCALE_H5W_H
 
 #include <hdf5.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "schema.h"
 
 struct h5w {
     int failed;
@@ -21,20 +24,40 @@ hid_t h5w_check(struct h5w *w, hid_t rc, const char *what, int line);
 void h5w_fail(struct h5w *w, const char *what, int line);
 void h5_close(hid_t id);
 
+/* A new variable-length UTF-8 string type (close it with h5_close). */
+hid_t h5w_text_type(struct h5w *w);
+
 void attr_write(struct h5w *w, hid_t obj, const char *name, hid_t type, const void *value);
 void attr_str(struct h5w *w, hid_t obj, const char *name, const char *value);
 void attr_i64(struct h5w *w, hid_t obj, const char *name, long long value);
 void attr_f64(struct h5w *w, hid_t obj, const char *name, double value);
-void dataset_write(struct h5w *w, hid_t parent, const char *name, hid_t type, int rank, const hsize_t *dims,
-                   const void *data, const char *units);
-/* Fixed-length strings, `width` bytes each. */
-void strings_write(struct h5w *w, hid_t parent, const char *name, const char *data, int n, int width);
+/* An attribute holding n strings (a 1-D array). */
+void attr_strs(struct h5w *w, hid_t obj, const char *name, const char *const *values, size_t n);
+
+/* A dataset of numbers; `units` and `description` attributes from table t of the schema. */
+void dataset_write(struct h5w *w, hid_t parent, enum schema_table t, const char *name, hid_t type, int rank,
+                   const hsize_t *dims, const void *data);
+/* The same under another name (the /dump inputs, which the model names) with the
+ * units of the schema's entry `entry`. */
+void dataset_write_as(struct h5w *w, hid_t parent, enum schema_table t, const char *entry, const char *name, hid_t type,
+                      int rank, const hsize_t *dims, const void *data);
+/* A dataset of strings taken from fixed-width fields, `width` bytes each, NUL-terminated. */
+void strings_write(struct h5w *w, hid_t parent, enum schema_table t, const char *name, const char *data, size_t width,
+                   int rank, const hsize_t *dims);
+
+/* A compound table (one row per entry, one call in pandas), given column by column:
+ * H5W_TEXT columns point at nrows `const char *`, H5W_I64 at int64_t, H5W_F64 at
+ * double. Its `units` and `description` attributes are arrays, one per column. */
+enum h5w_kind { H5W_TEXT, H5W_I64, H5W_F64 };
+struct h5w_column {
+    const char *name;
+    enum h5w_kind kind;
+    const void *data;
+};
+void table_write(struct h5w *w, hid_t parent, const char *name, enum schema_table t, const struct h5w_column *cols,
+                 int ncols, size_t nrows);
+
 hid_t h5_group_create(struct h5w *w, hid_t parent, const char *name);
 hid_t group_open_or_create(struct h5w *w, hid_t parent, const char *name);
-
-/* A new file built in memory; image_close_and_write writes it out (0, or -1 with a
- * message in err; nothing left behind but a complete NAME.tmp when only the link failed). */
-hid_t image_open(struct h5w *w, const char *path, hid_t *fapl);
-int image_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fapl, char *err, size_t errlen);
 
 #endif

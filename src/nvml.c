@@ -31,6 +31,10 @@ typedef int (*nvml_pci_fn)(void *, struct nvml_pci_info *);
 typedef int (*nvml_remote_pci_fn)(void *, unsigned, struct nvml_pci_info *);
 typedef int (*nvml_fields_fn)(void *, int, struct nvml_field_value *);
 typedef int (*nvml_ancestor_fn)(void *, void *, int *);
+struct nvml_memory { /* nvmlMemory_t */
+    unsigned long long total, free, used;
+};
+typedef int (*nvml_memory_fn)(void *, struct nvml_memory *);
 
 #define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138
 #define NVML_NVLINK_MAX_LINKS 18
@@ -49,6 +53,10 @@ static struct {
     nvml_remote_pci_fn remote_pci;
     nvml_fields_fn fields;
     nvml_ancestor_fn ancestor;
+    nvml_dev_str_fn uuid;
+    nvml_memory_fn memory;
+    nvml_uint_fn power_limit;
+    nvml_link_uint_fn app_clock;
 } lib;
 
 static int load(void)
@@ -72,6 +80,10 @@ static int load(void)
     lib.remote_pci = (nvml_remote_pci_fn)dlsym(h, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
     lib.fields = (nvml_fields_fn)dlsym(h, "nvmlDeviceGetFieldValues");
     lib.ancestor = (nvml_ancestor_fn)dlsym(h, "nvmlDeviceGetTopologyCommonAncestor");
+    lib.uuid = (nvml_dev_str_fn)dlsym(h, "nvmlDeviceGetUUID");
+    lib.memory = (nvml_memory_fn)dlsym(h, "nvmlDeviceGetMemoryInfo");
+    lib.power_limit = (nvml_uint_fn)dlsym(h, "nvmlDeviceGetEnforcedPowerLimit");
+    lib.app_clock = (nvml_link_uint_fn)dlsym(h, "nvmlDeviceGetApplicationsClock");
     lib.ok = init != NULL && lib.by_bus != NULL && init() == 0;
     return lib.ok;
 }
@@ -161,4 +173,27 @@ int nvml_common_ancestor(const struct nvml_gpu *a, const struct nvml_gpu *b)
     int level = -1;
     if (!a->available || !b->available || lib.ancestor == NULL) return -1;
     return lib.ancestor(a->device, b->device, &level) == 0 ? level : -1;
+}
+
+void nvml_uuid(const struct nvml_gpu *g, char *buf, size_t len)
+{
+    if (!g->available || lib.uuid == NULL || lib.uuid(g->device, buf, (unsigned)len) != 0) buf[0] = '\0';
+}
+
+long long nvml_memory_bytes(const struct nvml_gpu *g)
+{
+    struct nvml_memory m;
+    return g->available && lib.memory != NULL && lib.memory(g->device, &m) == 0 ? (long long)m.total : -1;
+}
+
+double nvml_power_limit_w(const struct nvml_gpu *g)
+{
+    unsigned mw = 0;
+    return g->available && lib.power_limit != NULL && lib.power_limit(g->device, &mw) == 0 ? mw / 1000.0 : -1.0;
+}
+
+int nvml_app_clock_mhz(const struct nvml_gpu *g, int memory)
+{
+    unsigned mhz = 0; /* nvmlClockType_t: NVML_CLOCK_GRAPHICS 0, NVML_CLOCK_MEM 2 */
+    return g->available && lib.app_clock != NULL && lib.app_clock(g->device, memory ? 2u : 0u, &mhz) == 0 ? (int)mhz : -1;
 }

@@ -22,6 +22,14 @@ double nvml_energy_j(const struct nvml_gpu *g);
  * negative when the counter is unavailable. */
 double nvml_nvlink_tx_bytes(const struct nvml_gpu *g);
 
+/* For the provenance of a result file: the GPU's UUID ("" unknown), its memory in
+ * bytes, its enforced power limit in watts and an application clock (graphics, or
+ * memory when `memory`) in MHz, each negative when unknown. */
+void nvml_uuid(const struct nvml_gpu *g, char *buf, size_t len);
+long long nvml_memory_bytes(const struct nvml_gpu *g);
+double nvml_power_limit_w(const struct nvml_gpu *g);
+int nvml_app_clock_mhz(const struct nvml_gpu *g, int memory);
+
 /* For topology detection: every GPU NVML sees, its links and its PCIe path. */
 int nvml_device_count(void);
 int nvml_open_index(struct nvml_gpu *g, int index);

@@ -6,7 +6,8 @@
  * report_read*.c read a file (refusing what dpscale did not write, or a newer schema;
  * schema 1 files are still read); report_print.c, report_compare.c, report_comm.c
  * and report_topo.c write the tables as Markdown, CSV (csv.h) or JSON (jansson);
- * report_doc.c puts one report together; report_plot.c draws through gnuplot. A
+ * report_doc.c puts one report together; report_plot.c draws through gnuplot;
+ * report_doc_write.c writes the procurement document (--doc, report_doc.h). A
  * system is one (library, path) of one file: "NVIDIA H200, nccl over nvlink". */
 #ifndef DPSCALE_REPORT_H
 #define DPSCALE_REPORT_H
@@ -34,6 +35,7 @@ struct report_row {
     int nranks, nodes, global_batch;
     double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
     double step_s, comm_exposed_s, allreduce_busbw_gbps, mfu, joules_per_sample, avg_power_w;
+    double step_p05_s, step_p95_s; /* the spread of the step over iterations; NaN where the file has none */
 };
 
 /* One allreduce sweep of a comm file: /collectives/<library>/<path>/n<N>. */
@@ -75,6 +77,7 @@ struct report_file {
     char device[96];    /* /system device_name */
     char host[64];      /* first host of the launch */
     char created[32];
+    char system_label[96]; /* run.system_label (schema 5), "" when none was given */
     /* what must match for two files to be compared */
     char model[48];       /* the preset's label (model.name) */
     char model_type[16];  /* /model type (schema 4); "mlp" before */
@@ -157,7 +160,23 @@ json_t *report_json_number(double v);              /* a JSON number, or null for
 json_t *report_json_count(double v);               /* a JSON integer, or null for NaN and infinities */
 int report_json_set(json_t *obj, const char *key, json_t *v); /* json_object_set_new that tolerates v == NULL as null */
 
-/* Efficiency and throughput against GPU count, through gnuplot. Returns 0 or -1 with a message. */
+/* Speedup and efficiency against GPU count, through gnuplot, each system of the run
+ * files one line labelled by what sets it apart, the ideal drawn straight; an existing
+ * plot is replaced whole. Returns 0 or -1 with a message. */
 int report_plot(const char *out_path, const struct report_file *files, int n, char *err, size_t errlen);
+
+/* --doc OUT.md: the procurement document of files of every kind (report_doc_write.c),
+ * its figures in OUT-figs/ (OUT without .md), both replaced whole when they exist.
+ * `command`: the command line quoted in the document (NULL: none); `unreadable`:
+ * nbad "path: reason" lines, listed in it. Returns 0; 1 when the document was written
+ * but a figure could not be drawn (named on warn and in the document); -1 with err
+ * when the document could not be written. */
+struct report_doc_request {
+    const char *command;
+    const char *const *unreadable;
+    int nbad;
+};
+int report_doc_write(const char *out_path, FILE *warn, const struct report_file *files, int n,
+                     const struct report_doc_request *req, char *err, size_t errlen);
 
 #endif

@@ -69,8 +69,8 @@ void report_system_label(const struct report_file *f, const struct report_row *r
 {
     if (f->projected) /* never to be read as a measurement */
         snprintf(buf, len, "PROJECTED, not measured: %s's step onto %.100s", f->device, f->projection_target);
-    else
-        snprintf(buf, len, "%s, %s over %s", f->device, r->library, r->path);
+    else /* the user's run.system_label first, where one was given */
+        snprintf(buf, len, "%s%s%s, %s over %s", f->system_label, f->system_label[0] ? ": " : "", f->device, r->library, r->path);
 }
 
 int report_same_system(const struct report_row *a, const struct report_row *b)

@@ -15,7 +15,24 @@
 #include "h5read.h"
 #include "report.h"
 #include "report_read.h"
+#include "schema.h"
 #include "utf8.h"
+
+static int has_member(hid_t dset, const char *name)
+{
+    hid_t ft = H5Dget_type(dset);
+    const int found = ft >= 0 && H5Tget_class(ft) == H5T_COMPOUND && H5Tget_member_index(ft, name) >= 0;
+    if (ft >= 0) H5Tclose(ft);
+    return found;
+}
+
+const char *report_name_in(hid_t loc, hid_t dset, const char *name)
+{
+    const char *former = schema_former_name(name);
+    if (former == NULL) return name;
+    if (dset >= 0) return !has_member(dset, name) && has_member(dset, former) ? former : name;
+    return !h5_exists(loc, name) && h5_exists(loc, former) ? former : name;
+}
 
 void report_schema1_transport(const char *transport, char *library, size_t liblen, char *path, size_t pathlen)
 {
@@ -24,22 +41,29 @@ void report_schema1_transport(const char *transport, char *library, size_t lible
     utf8_copy(path, pathlen, is_path ? transport : "auto");
 }
 
-/* The first entry of /system/hosts (one fixed-length host name per rank). */
+/* The first entry of /system/hosts (one host name per rank: variable-length UTF-8
+ * from schema 5, fixed-length before). */
 static void first_host(hid_t file, char *buf, size_t len)
 {
     buf[0] = '\0';
     if (!h5_exists(file, "system/hosts")) return;
     hid_t h = H5Dopen2(file, "system/hosts", H5P_DEFAULT);
     if (h < 0) return;
-    hid_t ht = H5Dget_type(h), hs = H5Dget_space(h);
-    char first[256] = "";
+    hid_t ht = H5Dget_type(h), hs = H5Dget_space(h), mt = H5Tcopy(H5T_C_S1);
+    char first[256] = "", *vfirst = NULL;
     hsize_t one = 1, zero = 0;
     hid_t ms = H5Screate_simple(1, &one, NULL);
-    if (H5Tget_class(ht) == H5T_STRING && H5Tis_variable_str(ht) <= 0 && H5Tget_size(ht) < sizeof first &&
-        H5Sget_simple_extent_npoints(hs) > 0 && H5Sselect_hyperslab(hs, H5S_SELECT_SET, &zero, NULL, &one, NULL) >= 0 &&
-        H5Dread(h, ht, ms, hs, H5P_DEFAULT, first) >= 0)
-        utf8_copy(buf, len, first);
+    const int vlen = H5Tis_variable_str(ht) > 0;
+    H5Tset_cset(mt, H5Tget_cset(ht));
+    H5Tset_size(mt, vlen ? H5T_VARIABLE : sizeof first - 1);
+    if (H5Tget_class(ht) == H5T_STRING && (vlen || H5Tget_size(ht) < sizeof first) && H5Sget_simple_extent_npoints(hs) > 0 &&
+        H5Sselect_hyperslab(hs, H5S_SELECT_SET, &zero, NULL, &one, NULL) >= 0 &&
+        H5Dread(h, mt, ms, hs, H5P_DEFAULT, vlen ? (void *)&vfirst : (void *)first) >= 0) {
+        utf8_copy(buf, len, vlen ? (vfirst != NULL ? vfirst : "") : first);
+        if (vfirst != NULL) H5free_memory(vfirst);
+    }
     H5Sclose(ms);
+    H5Tclose(mt);
     H5Sclose(hs);
     H5Tclose(ht);
     H5Dclose(h);
@@ -99,6 +123,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
         goto done;
     }
     h5_attr_str(file, "created_utc", f->created, sizeof f->created);
+    h5_attr_str(file, "system_label", f->system_label, sizeof f->system_label); /* schema 5; "" before */
     if (h5_exists(file, "system")) {
         hid_t sys = H5Gopen2(file, "system", H5P_DEFAULT);
         if (sys < 0) {

@@ -13,6 +13,12 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
 int report_read_comm(hid_t file, int schema, struct report_file *f, char *err, size_t errlen);
 int report_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen);
 
+/* The name a dataset or /summary column has in this file: `name` (schema.h), or the
+ * name it had before schema 5 (allreduce_busbw_gbps for allreduce_busbw_GBps) where
+ * only that one is there. `dset` >= 0: a column of that compound dataset; else a
+ * link under loc. */
+const char *report_name_in(hid_t loc, hid_t dset, const char *name);
+
 /* Schema 1 named a run or sweep by one `transport`: a library ("mpi", "nccl": path
  * auto) or a path that only NCCL took ("nvlink", "pcie", "net"). */
 void report_schema1_transport(const char *transport, char *library, size_t liblen, char *path, size_t pathlen);

@@ -63,7 +63,7 @@ static int read_sweep(hid_t file, const char *group, struct report_sweep *s, cha
         goto done;
     }
     s->nsizes = (int)d[0];
-    const char *names[] = {"algbw_gbps", "busbw_gbps", "wrong_elements"};
+    const char *names[] = {report_name_in(g, -1, "algbw_GBps"), report_name_in(g, -1, "busbw_GBps"), "wrong_elements"};
     double *into[] = {s->algbw_gbps, s->busbw_gbps, s->wrong};
     for (int k = 0; k < 3; k++)
         if (h5_read_doubles(g, names[k], into[k], REPORT_MAX_SIZES, d) != 0 || (int)d[0] != s->nsizes || d[1] != 1) {

@@ -45,19 +45,25 @@ static long long first_run_parameters(hid_t file)
 }
 
 /* Whether the compound dataset has a member of that name (HDF5 reads a missing
- * member as untouched memory, without an error). */
-static int has_column(hid_t dset, const char *name)
+ * member as untouched memory, without an error); *vlen: it is a variable-length string. */
+static int has_column(hid_t dset, const char *name, int *vlen)
 {
     hid_t ft = H5Dget_type(dset);
-    const int found = ft >= 0 && H5Tget_class(ft) == H5T_COMPOUND && H5Tget_member_index(ft, name) >= 0;
+    const int idx = ft >= 0 && H5Tget_class(ft) == H5T_COMPOUND ? H5Tget_member_index(ft, name) : -1;
+    if (idx >= 0 && vlen != NULL) {
+        hid_t mt = H5Tget_member_type(ft, (unsigned)idx);
+        *vlen = H5Tget_class(mt) == H5T_STRING && H5Tis_variable_str(mt) > 0;
+        H5Tclose(mt);
+    }
     if (ft >= 0) H5Tclose(ft);
-    return found;
+    return idx >= 0;
 }
 
 /* One column of /summary by name, as doubles. */
 static int read_column(hid_t dset, const char *name, double *out)
 {
-    if (!has_column(dset, name)) return -1;
+    name = report_name_in(-1, dset, name);
+    if (!has_column(dset, name, NULL)) return -1;
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(double));
     H5Tinsert(t, name, 0, H5T_NATIVE_DOUBLE);
     int rc = H5Dread(dset, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0 ? -1 : 0;
@@ -65,25 +71,34 @@ static int read_column(hid_t dset, const char *name, double *out)
     return rc;
 }
 
-#define TEXT_LEN 16 /* the text columns of /summary: 16 bytes in schema 1, 8 in schema 2 */
+#define TEXT_LEN 16 /* the text columns of /summary: 16 bytes in schema 1, 8 in schema 2 to 4, any length from 5 */
 
-/* One text column of /summary by name, each entry NUL-terminated and well-formed UTF-8. */
+/* One text column of /summary by name, each entry NUL-terminated and well-formed UTF-8
+ * (fixed-length strings before schema 5, variable-length UTF-8 from it). */
 static int read_text_column(hid_t dset, const char *name, int n, char out[][TEXT_LEN])
 {
     char buf[REPORT_MAX_ROWS][TEXT_LEN];
-    if (!has_column(dset, name)) return -1;
+    char *vbuf[REPORT_MAX_ROWS] = {NULL};
+    int vlen = 0;
+    if (!has_column(dset, name, &vlen)) return -1;
     hid_t str = H5Tcopy(H5T_C_S1);
-    H5Tset_size(str, TEXT_LEN - 1);
-    hid_t t = H5Tcreate(H5T_COMPOUND, TEXT_LEN);
+    if (vlen) H5Tset_cset(str, H5T_CSET_UTF8);
+    H5Tset_size(str, vlen ? H5T_VARIABLE : TEXT_LEN - 1);
+    hid_t t = H5Tcreate(H5T_COMPOUND, vlen ? sizeof(char *) : TEXT_LEN);
     H5Tinsert(t, name, 0, str);
     memset(buf, 0, sizeof buf);
-    int rc = H5Dread(dset, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0 ? -1 : 0;
+    int rc = H5Dread(dset, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, vlen ? (void *)vbuf : (void *)buf) < 0 ? -1 : 0;
+    for (int i = 0; i < n; i++) {
+        if (vlen) {
+            utf8_copy(out[i], TEXT_LEN, vbuf[i] != NULL ? vbuf[i] : "");
+            if (vbuf[i] != NULL) H5free_memory(vbuf[i]);
+        } else {
+            buf[i][TEXT_LEN - 1] = '\0';
+            utf8_copy(out[i], TEXT_LEN, buf[i]);
+        }
+    }
     H5Tclose(t);
     H5Tclose(str);
-    for (int i = 0; i < n; i++) {
-        buf[i][TEXT_LEN - 1] = '\0';
-        utf8_copy(out[i], TEXT_LEN, buf[i]);
-    }
     return rc;
 }
 
@@ -152,7 +167,7 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
     COLUMN(efficiency, "efficiency")
     COLUMN(step_s, "step_median_s")
     COLUMN(comm_exposed_s, "comm_exposed_median_s")
-    COLUMN(allreduce_busbw_gbps, "allreduce_busbw_gbps")
+    COLUMN(allreduce_busbw_gbps, "allreduce_busbw_GBps")
     COLUMN(mfu, "mfu")
     COLUMN(joules_per_sample, "joules_per_sample")
     COLUMN(avg_power_w, "avg_power_w")
@@ -160,6 +175,11 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
     COLUMN(nodes, "nodes")
     COLUMN(global_batch, "global_batch")
 #undef COLUMN
+    /* the step's spread: in every schema so far, but not needed to read a file */
+    const int spread = read_column(sum, "step_p05_s", col) == 0;
+    for (int i = 0; i < f->nrows; i++) f->rows[i].step_p05_s = spread ? col[i] : NAN;
+    const int spread95 = read_column(sum, "step_p95_s", col) == 0;
+    for (int i = 0; i < f->nrows; i++) f->rows[i].step_p95_s = spread95 ? col[i] : NAN;
     if (schema >= 2) {
         if (read_text_column(sum, "library", f->nrows, names) != 0 || read_text_column(sum, "path", f->nrows, paths) != 0) {
             snprintf(err, errlen, "damaged: /summary has no readable library and path columns");

@@ -61,7 +61,7 @@ static int read_nics(hid_t g, struct report_topo *t)
     if (h5_read_strings(g, "nic_state", &t->nic_state[0][0], sizeof t->nic_state[0], REPORT_MAX_NICS, &got) != 0 ||
         got != (size_t)t->nnics)
         return -1;
-    if (h5_read_doubles(g, "nic_rate_gbps", t->nic_rate_gbps, REPORT_MAX_NICS, d) != 0 || d[0] != (size_t)t->nnics) return -1;
+    if (h5_read_doubles(g, report_name_in(g, -1, "nic_rate_Gbps"), t->nic_rate_gbps, REPORT_MAX_NICS, d) != 0 || d[0] != (size_t)t->nnics) return -1;
     if (h5_read_doubles(g, "nic_numa_node", t->nic_numa_node, REPORT_MAX_NICS, d) != 0 || d[0] != (size_t)t->nnics) return -1;
     return 0;
 }
@@ -94,10 +94,10 @@ int report_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen
         snprintf(err, errlen, "damaged: /system/topology's network adapters cannot be read");
         goto done;
     }
-    if (h5_exists(g, "peer_unidir_gbps")) { /* measured: all four matrices */
-        if (read_matrix(g, "peer_unidir_gbps", t->ngpus, t->unidir_gbps) != 0 ||
-            read_matrix(g, "peer_bidir_gbps", t->ngpus, t->bidir_gbps) != 0 ||
-            read_matrix(g, "peer_host_gbps", t->ngpus, t->host_gbps) != 0 ||
+    if (h5_exists(g, report_name_in(g, -1, "peer_unidir_GBps"))) { /* measured: all four matrices */
+        if (read_matrix(g, report_name_in(g, -1, "peer_unidir_GBps"), t->ngpus, t->unidir_gbps) != 0 ||
+            read_matrix(g, report_name_in(g, -1, "peer_bidir_GBps"), t->ngpus, t->bidir_gbps) != 0 ||
+            read_matrix(g, report_name_in(g, -1, "peer_host_GBps"), t->ngpus, t->host_gbps) != 0 ||
             read_matrix(g, "peer_latency_us", t->ngpus, t->latency_us) != 0) {
             snprintf(err, errlen, "damaged: /system/topology's copy matrices are not all %d x %d", t->ngpus, t->ngpus);
             goto done;

@@ -1,6 +1,7 @@
 /* result_file.h — the result file of a launch, as the subcommands see it: name it
  * and check it can be written before any work (rank 0 decides, every rank agrees),
- * then write it once at the end with the launch's identity and system. */
+ * then write it once at the end with the launch's provenance (every rank describes
+ * itself; rank 0 gathers and writes). */
 #ifndef DPSCALE_RESULT_FILE_H
 #define DPSCALE_RESULT_FILE_H
 
@@ -12,7 +13,6 @@
 
 struct result_file {
     char path[4096];
-    char created_utc[32];
     const struct peer_matrix *peers; /* set by dpscale topo when it measured them */
 };
 
@@ -20,7 +20,8 @@ struct result_file {
 int result_file_prepare(struct session *s, struct result_file *f);
 
 /* Collective. Rank 0 writes runs and/or collectives; returns 0 on every rank when
- * the file was written, -1 when it was not (nothing is left behind then). */
+ * the file was written, -1 when it was not (nothing is left behind then). argc and
+ * argv are no longer read: the command line is main()'s (provenance_note_command). */
 int result_file_write(struct session *s, const struct result_file *f, int argc, char **argv,
                       const struct run_result *runs, const struct run_summary *sums, int nruns,
                       const struct collective_result *colls, int ncolls);

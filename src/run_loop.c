@@ -19,9 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "error.h"
+#include "log.h"
 #include "session.h"
+#include "watchdog.h"
 
 /* Element `index` of a buffer of `dtype`. */
 static void *elem(void *base, size_t index, int dtype) { return (char *)base + index * dtype_size(dtype); }
@@ -103,6 +106,9 @@ static void start_bucket(struct run_loop *L, int k)
     const struct bucket *b = &L->plan.buckets[k];
     const int dt = L->ar_dtype;
     void *src = grad_src(L);
+    watchdog_note(L->step_index, k);
+    session_hang_if_pending(); /* tests only (DPSCALE_FAULT=...:hang): the peers wait in this reduction */
+    watchdog_entered();
     comm_begin(L->c, k);
     if (L->comm_buf != NULL) { /* the 16-bit copy of fp32 gradients, made on the library's stream */
         backend_set_stream(L->be, comm_stream(L->c));
@@ -335,7 +341,9 @@ static void one_step(struct run_loop *L, int s)
     struct backend_event **e = timed ? L->phase_ev + (size_t)(s - L->cfg->warmup) * NPHASES : NULL;
     const struct step_hook hook = {on_stage_begin, on_grads_done, L};
 
-    session_maybe_inject_fault(L->rank, s); /* tests only: a rank that dies mid-run */
+    session_maybe_inject_fault(L->rank); /* tests only: a rank that dies, stops or hangs mid-run */
+    L->step_index = s;
+    watchdog_note(s, -1);
     /* The samples of this rank: its slice of the global batch of step s. */
     const uint64_t first = (uint64_t)s * (uint64_t)L->B * L->N + (uint64_t)L->rank * (uint64_t)L->B;
     step_data(be, L->m, &L->rb, first, L->B, (uint64_t)L->cfg->seed);
@@ -407,6 +415,7 @@ void run_loop_steps(struct run_loop *L, int with_comm)
         one_step(L, s);
         const double dt = wall_clock_s() - t0; /* enqueue only, but for a launch queue that is full */
         if (s == 0 || dt < L->host_enqueue_s) L->host_enqueue_s = dt;
+        progress_step(); /* a line every few seconds on rank 0, outside the step's events */
     }
     if (L->with_comm) comm_wait_all(L->c);
     L->be->ops->synchronize(L->be);
@@ -469,6 +478,8 @@ void run_loop_comm_alone(struct run_loop *L, int reps, double *out)
     L->with_comm = 1;
     L->updating = 0;
     for (int i = 0; i < reps; i++) {
+        L->step_index = i;
+        watchdog_note(i, -1);
         be->ops->synchronize(be);
         group_barrier(L->g);
         be->ops->event_record(be, a);
@@ -477,6 +488,7 @@ void run_loop_comm_alone(struct run_loop *L, int reps, double *out)
         comm_wait_all(L->c);
         be->ops->event_record(be, b);
         out[i] = be->ops->event_elapsed_s(be, a, b);
+        progress_step();
     }
     L->with_comm = 0;
     be->ops->event_destroy(be, a);

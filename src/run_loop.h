@@ -42,6 +42,7 @@ struct run_loop {
     int timed_with_comm;    /* the last pass did: without, it has no exposed communication at all */
     int updating;           /* the pass in progress updates as buckets complete (train.overlap_update) */
     int last_ready;         /* the last bucket is reduced: its update is the one left after backward */
+    int step_index;         /* the step of the pass in progress (for the watchdog's notes) */
     struct backend_event **plan_updated;  /* [bucket of plan]: its update done, on the update stream */
     struct backend_event **stage_updated; /* [bucket of layers] */
     int next_bucket;        /* first bucket of this step not started (comm) or not updated (no comm) yet */

@@ -8,9 +8,11 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "error.h"
 #include "log.h"
 #include "step.h"
+#include "watchdog.h"
 
 int session_any_failed(int failed) { return world_max_int(failed ? 1 : 0) != 0; }
 
@@ -85,17 +87,23 @@ int session_start(int argc, char **argv, struct session *s)
 {
     char err[1024] = "";
     memset(s, 0, sizeof *s);
+    /* the environment as launched, before comm.path sets NCCL's variables */
+    provenance_start(&s->provenance);
+    provenance_environment(s->rank_provenance.environment, sizeof s->rank_provenance.environment);
     mpi_bootstrap(&argc, &argv, &s->launch);
     log_set_rank(s->launch.rank);
 
     int rc = config_load(&s->cfg, argc, argv, err, sizeof err);
-    if (rc == 1) { /* --help */
-        if (s->launch.rank == 0) config_print_help("dpscale");
+    if (rc == 1) { /* --help: this command's own (argv[0] names it), from rank 0 */
+        const struct command *cmd = command_find(argv[0]);
+        if (cmd != NULL) command_print_help(cmd, stdout);
+        provenance_free(&s->provenance);
         mpi_finish();
         return SESSION_DONE;
     }
     if (rc == 0) rc = config_resolve_for_world(&s->cfg, s->launch.size, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
+    snprintf(s->provenance.system_label, sizeof s->provenance.system_label, "%s", s->cfg.system_label);
 
     s->model = calloc(1, sizeof *s->model);
     CHECK_ALLOC(s->model);
@@ -122,9 +130,11 @@ int session_start(int argc, char **argv, struct session *s)
         DP_ERROR("start at most one rank per GPU, or give each task its own GPU (srun --gpus-per-task=1)",
                  "this rank and node-local rank %d both use GPU %s", other, s->backend.info.bus_id);
     if (session_any_failed(shares_gpu)) goto bad_input;
+    watchdog_start(s->cfg.timeout_s, s->launch.rank, s->launch.host);
     return EXIT_OK;
 
 bad_input:
+    provenance_free(&s->provenance);
     model_free(s->model);
     free(s->model);
     s->model = NULL;
@@ -160,23 +170,41 @@ int session_setup_path(struct session *s)
 
 void session_end(struct session *s)
 {
+    watchdog_stop();
+    provenance_free(&s->provenance);
     backend_close(&s->backend);
     model_free(s->model);
     free(s->model);
     mpi_finish();
 }
 
-void session_maybe_inject_fault(int world_rank, int step)
+static int g_hang_pending = 0; /* DPSCALE_FAULT's hang: in the next reduction */
+
+void session_hang_if_pending(void)
 {
-    static int parsed = 0, rank = -1, at_step = -1;
+    while (g_hang_pending) pause();
+}
+
+void session_maybe_inject_fault(int world_rank)
+{
+    static int parsed = 0, rank = -1, at_step = -1, step = -1;
     static char kind[16] = "";
     if (!parsed) {
         parsed = 1;
         const char *spec = getenv("DPSCALE_FAULT");
         if (spec == NULL || sscanf(spec, "%d:%d:%15s", &rank, &at_step, kind) != 3) rank = -1;
     }
+    step++; /* every step of every pass */
     if (rank != world_rank || step != at_step) return;
     if (strcmp(kind, "kill") == 0) raise(SIGKILL);
     if (strcmp(kind, "exit") == 0) _exit(3);
+    if (strcmp(kind, "stop") == 0) { /* as `kill -STOP`: the process is frozen, threads and all */
+        raise(SIGSTOP);
+        return; /* continued (SIGCONT): on as if nothing happened */
+    }
+    if (strcmp(kind, "hang") == 0) {
+        g_hang_pending = 1;
+        return;
+    }
     DP_FATAL(NULL, "fault injected by DPSCALE_FAULT at step %d", step);
 }

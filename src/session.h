@@ -12,8 +12,9 @@
 #include "model.h"
 #include "topo.h"
 #include "nccl_path.h"
+#include "provenance.h"
+#include "version.h"
 
-#define DPSCALE_VERSION "0.1.0"
 
 enum exit_code { EXIT_OK = 0, EXIT_FAILURE_RUN = 1, EXIT_BAD_INPUT = 2 };
 #define SESSION_DONE (-1) /* session_start() answered the command itself (--help) */
@@ -28,6 +29,8 @@ struct session {
     struct topo_node topo;       /* this node's, detected or from topo.fixture */
     struct nccl_settings nccl;   /* what comm.path set before NCCL started */
     char nccl_env[1024];         /* every NCCL_* variable NCCL saw */
+    struct provenance provenance; /* the launch's, from its start; every rank's on rank 0 once written */
+    struct provenance_rank rank_provenance; /* this rank's: its environment as launched, then its host and GPU */
 };
 
 /* Topology of this node and the NCCL settings of comm.path, checked against it.
@@ -55,8 +58,12 @@ int session_refuse_once(const struct session *s, int failed, const char *hint, c
 /* Every rank learns whether any failed; returns 1 if so. */
 int session_any_failed(int failed);
 
-/* Fault injection for the tests (DPSCALE_FAULT=rank:step:exit|kill|error): makes a
- * rank die or fail at a given step, so that "no hung job" can be checked. */
-void session_maybe_inject_fault(int world_rank, int step);
+/* Fault injection for the tests (DPSCALE_FAULT=rank:step:exit|kill|error|stop|hang):
+ * makes a rank die, fail, stop (SIGSTOP) or hang at a given step, counted over every
+ * step of every pass of the launch, so that "no hung job" can be checked. Called at
+ * each step's start. A hang lands in the rank's next reduction, where
+ * session_hang_if_pending (called before each) never returns. */
+void session_maybe_inject_fault(int world_rank);
+void session_hang_if_pending(void);
 
 #endif

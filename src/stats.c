@@ -101,7 +101,7 @@ void stats_summarize_run(const struct run_result *r, struct run_summary *s)
     s->overlap_efficiency = r->nranks > 1 ? 1.0 - s->phase_median_s[PHASE_COMM_EXPOSED] / s->allreduce_alone_s : NAN;
     s->loss_compute = s->loss_imbalance = s->loss_interference = s->loss_comm = NAN;
     const double ar = s->allreduce_alone_s;
-    s->allreduce_busbw_gbps = r->nranks > 1 && ar > 0 ? run_bus_bytes(r) / ar * (r->nranks - 1) / r->nranks / 1e9 : NAN;
+    s->allreduce_busbw_GBps = r->nranks > 1 && ar > 0 ? run_bus_bytes(r) / ar * (r->nranks - 1) / r->nranks / 1e9 : NAN;
     s->mfu = r->peak_tflops > 0 ? s->gemm_tflops / r->nranks / r->peak_tflops : NAN;
     s->joules_per_sample = r->energy_j / ((double)r->iters * r->global_batch);
     s->avg_power_w = r->energy_j / r->timed_wall_s / r->nranks;

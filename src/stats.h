@@ -9,35 +9,18 @@
 
 #include <stddef.h>
 
+#include "schema.h"
 #include "train.h"
 
 /* Every figure of a run's summary that is a real number, in the column order of the
- * /summary table; h5out.c writes them all from this one list. Times in seconds. */
-#define RUN_SUMMARY_DOUBLES(X)                                                                       \
-    X(step_median_s)          /* median over timed steps of the max over ranks */                   \
-    X(step_p05_s) X(step_p95_s)                                                                      \
-    X(forward_median_s) X(backward_median_s) X(comm_exposed_median_s) X(update_median_s)             \
-    X(compute_only_s)         /* the step without the allreduce: median of the max over ranks */    \
-    X(compute_only_mean_s)    /* the same, of the mean over ranks (a typical rank) */               \
-    X(compute_only_backward_s) /* backward without communication: median of the max over ranks */ \
-    X(allreduce_alone_s)      /* the step's communication by itself, ranks lined up; 0 on 1 rank */ \
-    X(overlap_efficiency)     /* 1 - exposed communication / allreduce alone */                     \
-    X(samples_per_s) X(samples_per_s_per_rank)                                                       \
-    X(speedup) X(efficiency)  /* against the 1-rank run of the launch; NaN without one */           \
-    X(loss_compute)           /* (typical compute - ideal step) / step */                            \
-    X(loss_imbalance)         /* (slowest compute - typical compute) / step */                      \
-    X(loss_interference)      /* (backward - compute-only backward) / step: backward slowed by comm beside it */ \
-    X(loss_comm)              /* (step - slowest compute) / step - interference; the four add up to 1 - efficiency */ \
-    X(gemm_tflops)            /* GEMM FLOP/s over all ranks at the median step */                   \
-    X(mfu)                    /* per GPU over the datasheet peak; NaN when unknown */               \
-    X(allreduce_busbw_gbps)   /* nccl-tests busbw of the allreduce alone */                         \
-    X(joules_per_sample) X(avg_power_w) /* NaN without an energy counter */                         \
-    X(final_loss)
+ * /summary table: X(name, units, meaning), the list of schema.h, where each is defined.
+ * Times in seconds. */
+#define RUN_SUMMARY_DOUBLES(X) SCHEMA_SUMMARY_REALS(X)
 
 struct run_summary {
     char library[8], path[8];
     int nranks, nnodes, batch_per_rank, global_batch;
-#define RUN_SUMMARY_DECLARE(name) double name;
+#define RUN_SUMMARY_DECLARE(name, ...) double name;
     RUN_SUMMARY_DOUBLES(RUN_SUMMARY_DECLARE)
 #undef RUN_SUMMARY_DECLARE
     double phase_median_s[NPHASES]; /* median over iterations of the max over ranks */

@@ -50,7 +50,7 @@ void table_print_scaling(FILE *out, const struct run_summary *runs, int n)
                 1e3 * r->forward_median_s,
                 1e3 * r->backward_median_s, 1e3 * r->comm_exposed_median_s, 1e3 * r->update_median_s,
                 1e3 * r->compute_only_s, 1e3 * r->allreduce_alone_s);
-        print_value(out, r->allreduce_busbw_gbps, 9, 2);
+        print_value(out, r->allreduce_busbw_GBps, 9, 2);
         print_value(out, r->overlap_efficiency, 8, 3);
         print_percent(out, r->loss_compute, 8);
         print_percent(out, r->loss_imbalance, 8);

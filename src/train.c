@@ -21,9 +21,11 @@
 #include <string.h>
 
 #include "error.h"
+#include "log.h"
 #include "session.h"
 #include "run_loop.h"
 #include "step.h"
+#include "watchdog.h"
 
 const char *const phase_names[NPHASES] = {"forward_s", "backward_s", "comm_exposed_s", "update_s", "step_s"};
 
@@ -80,6 +82,30 @@ static int check_memory(const struct config *cfg, const struct model *m, struct 
 }
 
 #define ALLREDUCE_ALONE_MAX_REPS 20
+
+/* The steps of a run on n ranks, for the progress lines: warm-up + timed steps in
+ * each pass, the repetitions of the communication alone counted as steps. */
+static long long run_steps(const struct config *cfg, int n)
+{
+    const long long steps = cfg->warmup + cfg->iters;
+    const int reps = cfg->iters < ALLREDUCE_ALONE_MAX_REPS ? cfg->iters : ALLREDUCE_ALONE_MAX_REPS;
+    return n > 1 ? 2 * steps + reps : steps;
+}
+
+/* The progress lines learn that the run on N ranks begins: its place in the sweep,
+ * its steps and those of the whole launch. */
+static void announce_run(const struct config *cfg, int N)
+{
+    long long launch = 0;
+    int index = 0;
+    for (int i = 0; i < cfg->nsweep; i++) {
+        launch += run_steps(cfg, cfg->sweep[i]);
+        if (cfg->sweep[i] == N && index == 0) index = i + 1;
+    }
+    if (index == 0) launch += run_steps(cfg, N); /* a run outside the sweep (dpscale bench) */
+    progress_point_begin(N, index > 0 ? index : 1, cfg->nsweep > 0 ? cfg->nsweep : 1, run_steps(cfg, N), launch,
+                         N > 1 ? "compute-only, comm-only, real" : "real");
+}
 
 /* Gather `rows` x `width` values of every rank into out[row][rank][width] on rank 0
  * (NULL elsewhere). */
@@ -188,6 +214,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     snprintf(out->library, sizeof out->library, "%s", library);
     snprintf(out->path, sizeof out->path, "%s", config_value_name(cfg, "comm", "path"));
 
+    announce_run(cfg, N);
     if (check_memory(cfg, m, be, g, local_size) != 0) return -1;
     struct run_loop L;
     run_loop_init(&L, cfg, m, be, g, c);
@@ -213,16 +240,22 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
 
     if (c != NULL) {
         /* 1. compute only */
+        progress_pass_begin("compute-only", cfg->warmup, iters);
         run_loop_reset(&L);
+        watchdog_arm("compute-only");
         run_loop_steps(&L, 0);
         run_loop_phase_times(&L, phases);
         keep_compute_only(phases, iters, compute, compute_bwd);
         run_loop_ready_times(&L, bready_co);
         /* 2. the communication alone */
+        progress_pass_begin("comm-only", 0, reps);
+        watchdog_arm("communication-alone");
         run_loop_comm_alone(&L, reps, alone);
     }
     /* 3. the real step, from the initial weights */
+    progress_pass_begin("real", cfg->warmup, iters);
     run_loop_reset(&L);
+    watchdog_arm("real");
     run_loop_steps(&L, 1);
     run_loop_phase_times(&L, phases);
     run_loop_bucket_times(&L, bstart, bend);
@@ -232,6 +265,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
         memcpy(bready_co, bready, (size_t)iters * nb * sizeof(double));
     }
 
+    watchdog_note(-1, -1); /* the outcome's reductions */
     double nvlink = L.nvlink_tx_bytes;
     group_sum_doubles(g, &nvlink, 1);
     out->nvlink_tx_bytes = nvlink;
@@ -275,6 +309,8 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     free(bready);
     free(bready_co);
     run_loop_free(&L);
+    watchdog_idle();
+    progress_point_end();
     return 0;
 }
 

@@ -3,13 +3,73 @@
   check.py loss-close A.h5 B.h5 RTOL        loss curves of two runs agree within RTOL (relative, every step)
   check.py inputs-equal A.h5 B.h5           two `dpscale dump` files hold the same step inputs (CPU vs CUDA)
   check.py params-close F.h5 RTOL           the saved parameters of every run in F agree with those of n1
-  check.py summary F.h5                     print the summary table of F
-Prints one line, and exits 1 when the check fails. Reads schema 2: runs in
-/runs/<library>/<path>/n<N>."""
+  check.py summary F.h5                     print the summary table of F (columns named as src/schema.h names them)
+Prints one line, and exits 1 when the check fails. Reads schema 2 and later: runs in
+/runs/<library>/<path>/n<N>.
+
+The names of columns and datasets are not written here but read from src/schema.h,
+the header the writer and the report use: schema() parses it, so that a column asked
+for that the writer does not write fails at once, by name (tests/integration runs
+`check.py summary` on a CPU file)."""
+import re
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
+
+SCHEMA_H = Path(__file__).resolve().parents[2] / "src" / "schema.h"
+
+# the columns `summary` prints: each must be a /summary column of schema.h
+SUMMARY_COLUMNS = ["nranks", "samples_per_s", "efficiency", "step_median_s", "backward_median_s",
+                   "comm_exposed_median_s", "allreduce_alone_s", "loss_interference", "loss_comm", "gemm_tflops", "mfu",
+                   "allreduce_busbw_GBps", "joules_per_sample", "avg_power_w"]
+
+
+def schema(path=SCHEMA_H):
+    """src/schema.h as {list name: {entry: (units or bytes, meaning)}}, e.g.
+    schema()["SCHEMA_SUMMARY_REALS"]["step_median_s"] == ("s", "median over ..."); entries in
+    the header's order. SCHEMA_FORMER_NAMES maps each former name to the current one."""
+    lists, current = {}, None
+    for line in Path(path).read_text().splitlines():
+        m = re.match(r"#define (SCHEMA_\w+)\(X\)", line)
+        if m:
+            current = lists.setdefault(m.group(1), {})
+            continue
+        if current is None:
+            continue
+        m = re.match(r'\s*X\((\w+), ("[^"]*"|\d+|\w+)(?:, "([^"]*)")?\)', line)
+        if m:
+            raw = m.group(2)  # "units" quoted; a size in bytes or a current name bare
+            value = raw[1:-1] if raw.startswith('"') else int(raw) if raw.isdigit() else raw
+            current[m.group(1)] = (value, m.group(3))
+        if not line.rstrip().endswith("\\"):
+            current = None
+    return lists
+
+
+def summary_columns():
+    """/summary's columns in order, with their units: text, then integers, then reals."""
+    s = schema()
+    out = {}
+    for part in ("SCHEMA_SUMMARY_TEXT", "SCHEMA_SUMMARY_INTS", "SCHEMA_SUMMARY_REALS"):
+        out.update({name: units for name, (units, _) in s[part].items()})
+    return out
+
+
+def table_frame(dataset):
+    """A compound table (/summary, /system/ranks) as a pandas DataFrame, its text as str
+    (h5py hands the UTF-8 strings of a compound table over as bytes)."""
+    import pandas as pd
+    df = pd.DataFrame(dataset[:])
+    for c in df.columns:
+        if df[c].dtype == object:
+            df[c] = df[c].map(lambda v: v.decode("utf-8") if isinstance(v, bytes) else v)
+    return df
+
+
+def summary_frame(f):
+    return table_frame(f["summary"])
 
 
 def first_system(f):
@@ -57,10 +117,21 @@ def inputs_equal(a, b):
 
 
 def summary(path):
+    """Print SUMMARY_COLUMNS of /summary; fail, naming them, when the schema or the file lacks any."""
+    known = summary_columns()
+    unknown = [c for c in SUMMARY_COLUMNS if c not in known]
+    if unknown:
+        print(f"summary: {unknown} are not /summary columns of {SCHEMA_H}: FAIL")
+        return False
     s = h5py.File(path)["summary"][:]
-    cols = ["nranks", "samples_per_s", "efficiency", "step_median_s", "backward_median_s", "comm_exposed_median_s",
-            "allreduce_alone_s", "loss_interference", "loss_comm", "gemm_tflops", "mfu", "allreduce_busbw_gbps", "joules_per_sample", "avg_power_w"]
-    print(" ".join(f"{c:>14s}" for c in cols))
+    former = {new: old for old, (new, _) in schema()["SCHEMA_FORMER_NAMES"].items()}
+    cols = [c if c in s.dtype.names else former.get(c, c) for c in SUMMARY_COLUMNS]  # files before schema 5 too
+    missing = [c for c in cols if c not in s.dtype.names]
+    if missing:
+        print(f"summary: {path} has no column {missing} (schema version "
+              f"{h5py.File(path).attrs['schema_version']}): FAIL")
+        return False
+    print(" ".join(f"{c:>14s}" for c in SUMMARY_COLUMNS))
     for row in s:
         print(" ".join(f"{row[c]:14.4g}" for c in cols))
     return True

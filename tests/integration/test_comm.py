@@ -23,8 +23,8 @@ def test_sweep_is_correct_and_self_consistent(outdir, in_place):
     assert list(sizes) == [2**18, 2**20, 2**22]  # 0.25, 1, 4 MiB: factor 4
     assert np.all(g["wrong_elements"][:] == 0)
     slowest = g["time_s"][:].max(axis=1)
-    assert np.allclose(g["algbw_gbps"][:], sizes / slowest / 1e9, rtol=1e-12)
-    assert np.allclose(g["busbw_gbps"][:], g["algbw_gbps"][:] * 2 * (2 - 1) / 2, rtol=1e-12)
+    assert np.allclose(g["algbw_GBps"][:], sizes / slowest / 1e9, rtol=1e-12)
+    assert np.allclose(g["busbw_GBps"][:], g["algbw_GBps"][:] * 2 * (2 - 1) / 2, rtol=1e-12)
     rows = [l.split() for l in p.stdout.splitlines() if l.strip()[:1].isdigit()]
     assert len(rows) == 3 and all(r[-1] == "0" for r in rows)
 
@@ -34,7 +34,7 @@ def test_sweeps_every_n_of_the_sweep(outdir):
     assert p.returncode == 0, p.stderr
     f = h5py.File(outdir / "c.h5")
     assert sorted(f["collectives/mpi/auto"].keys()) == ["n2", "n4"]
-    assert "runs" not in f and "model" not in f and f.attrs["schema_version"] == 4
+    assert "runs" not in f and "model" not in f and f.attrs["schema_version"] == 5
     assert f["system"].attrs["library"] == "mpi" and f["system"].attrs["path"] == "auto"
 
 

@@ -65,7 +65,7 @@ def test_csv_parses_back_to_the_file_figures(files):
         if row["gpus"] == "1":
             assert row["allreduce_busbw_gbps"] == ""  # no allreduce on one rank: empty, not 0
         else:
-            assert float(row["allreduce_busbw_gbps"]) == pytest.approx(mine["allreduce_busbw_gbps"], rel=1e-9)
+            assert float(row["allreduce_busbw_gbps"]) == pytest.approx(mine["allreduce_busbw_GBps"], rel=1e-9)
 
 
 def test_json_parses(files):
@@ -147,7 +147,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     newer = tmp_path / "newer.h5"
     shutil.copy(files / "a.h5", newer)
     with h5py.File(newer, "r+") as f:
-        f.attrs["schema_version"] = 5
+        f.attrs["schema_version"] = 6
     text = tmp_path / "notes.h5"
     text.write_text("not hdf5")
     p = report(truncated, foreign, files / "a.h5", newer, text)
@@ -156,7 +156,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     assert len(errors) == 4, p.stderr
     assert any("truncated.h5" in e and ("damaged" in e or "not an HDF5" in e) for e in errors)
     assert any("foreign.h5: not a dpscale result file" in e for e in errors)
-    assert any("newer.h5: schema version 5" in e and "update dpscale" in e for e in errors)
+    assert any("newer.h5: schema version 6" in e and "update dpscale" in e for e in errors)
     assert any("notes.h5: not an HDF5 file" in e for e in errors)
     assert str(files / "a.h5") in p.stdout  # the good one is still reported
 
@@ -384,7 +384,7 @@ def test_comm_file_gives_busbw_by_size_in_nccl_tests_columns(mixed):
                                   "count", "type", "redop", "time_us", "algbw_gbps", "busbw_gbps", "wrong"]
     g = h5py.File(mixed / "comm.h5")["collectives/mpi/auto/n2"]
     assert len(rows) == len(g["size_bytes"]) == 2
-    for r, size, t, algbw, busbw in zip(rows, g["size_bytes"], g["time_s"][:], g["algbw_gbps"], g["busbw_gbps"]):
+    for r, size, t, algbw, busbw in zip(rows, g["size_bytes"], g["time_s"][:], g["algbw_GBps"], g["busbw_GBps"]):
         assert (r["library"], r["path"], r["ranks"], r["type"], r["redop"]) == ("mpi", "auto", "2", "float", "sum")
         assert float(r["size_bytes"]) == size and float(r["count"]) == size / 4
         assert float(r["time_us"]) == pytest.approx(1e6 * t.max(), rel=1e-9)  # the slowest rank

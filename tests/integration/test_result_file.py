@@ -1,6 +1,8 @@
-"""The HDF5 result file holds what the README's schema (version 2) says, and its
+"""The HDF5 result file holds what the README's schema (version 5) says, and its
 summary figures can be recomputed from its own timing datasets. Runs live in
-/runs/<library>/<path>/n<N>; the 1-rank run communicates nothing."""
+/runs/<library>/<path>/n<N>; the 1-rank run communicates nothing. Provenance, units
+and types: test_provenance.py."""
+import h5py
 import numpy as np
 import pytest
 
@@ -18,7 +20,7 @@ def result(tmp_path_factory):
 
 def test_root_system_and_config_are_self_describing(result):
     f, _ = result
-    assert f.attrs["schema_version"] == 4
+    assert f.attrs["schema_version"] == 5
     assert f.attrs["writer"] == "dpscale"
     for key in ["dpscale_version", "created_utc", "command_line", "job_id"]:
         assert key in f.attrs
@@ -80,7 +82,7 @@ def test_the_one_rank_run_communicates_nothing(result):
     assert np.all(g["comm_exposed_s"][:] < 1e-6)
     s = f["summary"][:]
     one = s[s["nranks"] == 1][0]
-    assert one["allreduce_alone_s"] == 0 and np.isnan(one["allreduce_busbw_gbps"])
+    assert one["allreduce_alone_s"] == 0 and np.isnan(one["allreduce_busbw_GBps"])
     assert one["comm_exposed_median_s"] < 1e-6
     for loss in ("loss_compute", "loss_imbalance", "loss_interference", "loss_comm"):
         assert one[loss] == pytest.approx(0, abs=1e-12), loss
@@ -95,7 +97,9 @@ def test_summary_efficiency_agrees_with_the_timing_datasets(result):
     assert list(summary["nranks"]) == [1, 2]
     names = summary.dtype.names
     assert "transport" not in names and names[:2] == ("library", "path")
-    assert summary.dtype["library"].itemsize == 8 and summary.dtype["path"].itemsize == 8
+    for text in ("library", "path"):  # UTF-8 strings of any length
+        info = h5py.check_string_dtype(f["summary"].dtype[text])
+        assert info.encoding == "utf-8" and info.length is None, (text, info)
     assert list(summary["library"]) == [b"mpi", b"mpi"] and list(summary["path"]) == [b"auto", b"auto"]
     for col in ("compute_only_backward_s", "loss_interference"):
         assert col in names

@@ -47,7 +47,7 @@ def test_network_adapters_come_from_sys(outdir):
     assert "mlx5_0     InfiniBand     200 Gb/s  ACTIVE   NUMA 0" in p.stdout
     assert "mlx5_1     RoCE           100 Gb/s  DOWN     NUMA 1" in p.stdout
     t = h5py.File(outdir / "t.h5")["system/topology"]
-    assert list(t["nic_rate_gbps"][:]) == [200.0, 100.0]
+    assert list(t["nic_rate_Gbps"][:]) == [200.0, 100.0]
 
 
 def test_every_run_file_records_topology_and_nccl_environment(outdir):

@@ -1,5 +1,7 @@
 /* test_h5out.c — the result file: written, read back through the HDF5 C API and
- * compared; never overwritten; nothing left behind when the disk fills up. */
+ * compared; every dataset with its units, every string UTF-8 of variable length, the
+ * provenance at the root, on /system and in /system/ranks; a dataset the schema does
+ * not define refused; never overwritten; nothing left behind when the disk fills up. */
 #include <hdf5.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include "../../src/h5out.h"
+#include "../../src/h5w.h"
 #include "check.h"
 #include "test_model_of.h"
 #include "fake_run.h"
@@ -15,8 +18,8 @@ static char g_dir[64];
 
 static void fake_runs(struct run_result *runs, struct run_summary *sums, struct config *cfg)
 {
-    char err[256], *argv[] = {"run", "--model.layers=2", NULL};
-    config_load(cfg, 2, argv, err, sizeof err);
+    char err[256], *argv[] = {"run", "--model.layers=2", "--run.system_label=rack 12", NULL};
+    config_load(cfg, 3, argv, err, sizeof err);
     for (int k = 0; k < 2; k++) {
         runs[k] = fake_run(k + 1, 0.01 * (k + 1), 4);
         for (int p = 0; p < NPHASES; p++)
@@ -28,12 +31,29 @@ static void fake_runs(struct run_result *runs, struct run_summary *sums, struct 
     stats_fill_scaling(sums, 2);
 }
 
-static const struct h5out_system g_sys = {
-    .dpscale_version = "test", .created_utc = "2026-01-01T00:00:00Z", .command_line = "dpscale run",
-    .job_id = "", .backend = "cpu", .device_name = "cpu", .backend_library = "none", .mpi_library = "none",
-    .threads_per_rank = 1, .world_size = 2, .nnodes = 1, .hosts = "host-a\0...............................................................host-b",
+static struct provenance g_prov;
+static struct h5out_system g_sys = {
+    .prov = &g_prov, .backend = "cpu", .device_name = "cpu", .backend_library = "none", .mpi_library = "none",
+    .threads_per_rank = 1, .world_size = 2, .nnodes = 1, .ranks_per_node = 2,
+    .hosts = "host-a\0...............................................................host-b",
     .library = "mpi", .path = "auto",
 };
+
+/* The launch's provenance as a session holds it: two ranks, each its environment. */
+static void fake_provenance(void)
+{
+    char *argv[] = {"dpscale", "run", "--run.system_label=rack 12, 'east'", NULL};
+    provenance_note_command(3, argv);
+    provenance_start(&g_prov);
+    snprintf(g_prov.system_label, sizeof g_prov.system_label, "rack 12");
+    g_prov.nranks = 2;
+    g_prov.ranks = calloc(2, sizeof *g_prov.ranks);
+    for (int r = 0; r < 2; r++) {
+        snprintf(g_prov.ranks[r].environment, sizeof g_prov.ranks[r].environment, "CUDA_VISIBLE_DEVICES=%d\nNCCL_DEBUG=WARN\n", r);
+        provenance_rank_collect(&g_prov.ranks[r], r, r, r ? "host-b" : "host-a", "", "", -1);
+    }
+    provenance_finish(&g_prov);
+}
 
 /* A string attribute, as text ("" when missing). */
 static void read_attr_text(hid_t obj, const char *name, char *buf, size_t len)
@@ -74,12 +94,12 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/a.h5", g_dir);
     const struct model *m = test_model_of(2, 8, 16, 4);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0}, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL}, err, sizeof err) == 0);
 
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     CHECK(f >= 0);
     CHECK_NEAR(read_attr_double(f, "schema_version"), H5OUT_SCHEMA_VERSION, 0);
-    CHECK(H5OUT_SCHEMA_VERSION == 4);
+    CHECK(H5OUT_SCHEMA_VERSION == 5);
     char text[64];
     /* /model: the tensor table, in arena order */
     hid_t model_group = H5Gopen2(f, "model", H5P_DEFAULT);
@@ -168,15 +188,20 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     CHECK_NEAR(eff[0], 1.0, 1e-15);
     CHECK_NEAR(eff[1], sums[1].efficiency, 0);
     H5Tclose(t);
-    /* the library and path columns, 8-byte strings */
+    /* the library, path and label columns: variable-length UTF-8 strings */
     hid_t str = H5Tcopy(H5T_C_S1);
-    H5Tset_size(str, 8);
-    t = H5Tcreate(H5T_COMPOUND, 16);
+    H5Tset_size(str, H5T_VARIABLE);
+    H5Tset_cset(str, H5T_CSET_UTF8);
+    t = H5Tcreate(H5T_COMPOUND, 3 * sizeof(char *));
     H5Tinsert(t, "library", 0, str);
-    H5Tinsert(t, "path", 8, str);
-    char labels[2][16];
+    H5Tinsert(t, "path", sizeof(char *), str);
+    H5Tinsert(t, "system_label", 2 * sizeof(char *), str);
+    char *labels[2][3];
     CHECK(H5Dread(s, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0);
-    for (int k = 0; k < 2; k++) CHECK(strncmp(labels[k], "mpi", 8) == 0 && strncmp(labels[k] + 8, "auto", 8) == 0);
+    for (int k = 0; k < 2; k++) {
+        CHECK(strcmp(labels[k][0], "mpi") == 0 && strcmp(labels[k][1], "auto") == 0 && strcmp(labels[k][2], "rack 12") == 0);
+        for (int j = 0; j < 3; j++) H5free_memory(labels[k][j]);
+    }
     H5Tclose(t);
     t = H5Dget_type(s);
     CHECK(H5Tget_member_index(t, "transport") < 0); /* schema 1's column is gone */
@@ -203,13 +228,13 @@ TEST(existing_file_is_never_overwritten)
     FILE *f = fopen(path, "w");
     fputs("precious", f);
     fclose(f);
-    CHECK(h5out_choose_path(&cfg, "x", "y", path, sizeof path, err, sizeof err) != 0);
+    CHECK(h5file_choose_path(&cfg, "x", "y", path, sizeof path, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "already exists and is never overwritten");
     /* and the writer itself refuses to replace it */
     struct run_result runs[2];
     struct run_summary sums[2];
     fake_runs(runs, sums, &cfg);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0}, err, sizeof err) != 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL}, err, sizeof err) != 0);
     f = fopen(path, "r");
     char buf[16] = "";
     CHECK(fgets(buf, sizeof buf, f) != NULL && strcmp(buf, "precious") == 0);
@@ -232,7 +257,7 @@ TEST(full_disk_leaves_no_file_behind)
     signal(SIGXFSZ, SIG_IGN);
     small.rlim_max = old.rlim_max;
     setrlimit(RLIMIT_FSIZE, &small);
-    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0}, err, sizeof err);
+    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL}, err, sizeof err);
     setrlimit(RLIMIT_FSIZE, &old);
     CHECK(rc != 0);
     CHECK_CONTAINS(err, "nothing was kept");
@@ -242,8 +267,133 @@ TEST(full_disk_leaves_no_file_behind)
     runs[1].params = NULL;
 }
 
+/* Every dataset below the root has a `units` attribute; every string is UTF-8 of
+ * variable length (so pandas and h5py need no width, and any name fits). */
+static herr_t check_dataset(hid_t root, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)info;
+    int *bad = data;
+    hid_t d = H5Oopen(root, name, H5P_DEFAULT);
+    if (H5Iget_type(d) != H5I_DATASET) {
+        H5Oclose(d);
+        return 0;
+    }
+    hid_t t = H5Dget_type(d);
+    if (H5Aexists(d, "units") <= 0) {
+        printf("    %s has no units attribute\n", name);
+        (*bad)++;
+    }
+    const int n = H5Tget_class(t) == H5T_COMPOUND ? H5Tget_nmembers(t) : 1;
+    for (int i = 0; i < n; i++) {
+        hid_t m = H5Tget_class(t) == H5T_COMPOUND ? H5Tget_member_type(t, (unsigned)i) : H5Tcopy(t);
+        if (H5Tget_class(m) == H5T_STRING && (H5Tis_variable_str(m) <= 0 || H5Tget_cset(m) != H5T_CSET_UTF8)) {
+            printf("    %s (member %d) holds fixed-length or ASCII strings\n", name, i);
+            (*bad)++;
+        }
+        H5Tclose(m);
+    }
+    H5Tclose(t);
+    H5Dclose(d);
+    return 0;
+}
+
+TEST(every_dataset_has_units_and_every_string_is_utf8_of_variable_length)
+{
+    struct run_result runs[2];
+    struct run_summary sums[2];
+    struct config cfg;
+    char path[128], err[512];
+    fake_runs(runs, sums, &cfg);
+    snprintf(path, sizeof path, "%s/units.h5", g_dir);
+    const struct model *m = test_model_of(2, 8, 16, 4);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL}, err, sizeof err) == 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    int bad = 0;
+    CHECK(H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, check_dataset, &bad) >= 0);
+    CHECK(bad == 0);
+    /* counts are integers: bucket_elements, and the integer columns of /summary */
+    hid_t d = H5Dopen2(f, "runs/mpi/auto/n2/bucket_elements", H5P_DEFAULT), t = H5Dget_type(d);
+    CHECK(H5Tget_class(t) == H5T_INTEGER);
+    H5Tclose(t);
+    H5Dclose(d);
+    d = H5Dopen2(f, "summary", H5P_DEFAULT);
+    t = H5Dget_type(d);
+    const char *ints[] = {"nranks", "nodes", "gpus_per_node", "batch_per_rank", "global_batch"};
+    for (int i = 0; i < 5; i++) {
+        hid_t mt = H5Tget_member_type(t, (unsigned)H5Tget_member_index(t, ints[i]));
+        CHECK(H5Tget_class(mt) == H5T_INTEGER);
+        H5Tclose(mt);
+    }
+    CHECK(H5Tget_member_index(t, "allreduce_busbw_GBps") >= 0 && H5Tget_member_index(t, "allreduce_busbw_gbps") < 0);
+    H5Tclose(t);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
+TEST(provenance_is_at_the_root_on_system_and_per_rank)
+{
+    struct run_result runs[2];
+    struct run_summary sums[2];
+    struct config cfg;
+    char path[128], err[512], text[256];
+    fake_runs(runs, sums, &cfg);
+    snprintf(path, sizeof path, "%s/prov.h5", g_dir);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL}, err, sizeof err) == 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    read_attr_text(f, "git_commit", text, sizeof text);
+    CHECK(text[0] != '\0');
+    read_attr_text(f, "command_line", text, sizeof text); /* quoted as a shell reads it back */
+    CHECK(strcmp(text, "dpscale run '--run.system_label=rack 12, '\\''east'\\'''") == 0);
+    read_attr_text(f, "system_label", text, sizeof text);
+    CHECK(strcmp(text, "rack 12") == 0);
+    read_attr_text(f, "started_utc", text, sizeof text);
+    CHECK(strlen(text) == 20 && text[10] == 'T' && text[19] == 'Z');
+    hid_t sys = H5Gopen2(f, "system", H5P_DEFAULT);
+    read_attr_text(sys, "hdf5_version", text, sizeof text);
+    CHECK(text[0] >= '1' && text[0] <= '9');
+    read_attr_text(sys, "mpi_library_version", text, sizeof text);
+    CHECK(text[0] != '\0');
+    hid_t env = H5Gopen2(sys, "environment", H5P_DEFAULT);
+    read_attr_text(env, "CUDA_VISIBLE_DEVICES", text, sizeof text);
+    CHECK(strcmp(text, "0") == 0); /* rank 0's */
+    H5Gclose(env);
+    hid_t ranks = H5Dopen2(sys, "ranks", H5P_DEFAULT), space = H5Dget_space(ranks);
+    CHECK(H5Sget_simple_extent_npoints(space) == 2);
+    H5Sclose(space);
+    H5Dclose(ranks);
+    H5Gclose(sys);
+    H5Fclose(f);
+}
+
+TEST(the_schema_names_units_and_former_names)
+{
+    CHECK(strcmp(schema_find(SCHEMA_SUMMARY, "allreduce_busbw_GBps")->units, "GB/s") == 0);
+    CHECK(strcmp(schema_find(SCHEMA_TOPOLOGY, "nic_rate_Gbps")->units, "Gb/s") == 0);
+    CHECK(strcmp(schema_find(SCHEMA_RUN, "step_s")->units, "s") == 0);
+    CHECK(schema_find(SCHEMA_RUN, "allreduce_busbw_GBps") == NULL); /* a /summary column, not a run's dataset */
+    CHECK(strcmp(schema_former_name("busbw_GBps"), "busbw_gbps") == 0);
+    CHECK(schema_former_name("step_s") == NULL);
+}
+
+TEST(a_dataset_the_schema_does_not_define_is_refused)
+{
+    struct h5w w = {0};
+    char path[128], err[512];
+    hid_t fapl = -1;
+    snprintf(path, sizeof path, "%s/unknown.h5", g_dir);
+    hid_t f = h5file_open_image(&w, path, &fapl);
+    double v = 1;
+    hsize_t one[1] = {1};
+    dataset_write(&w, f, SCHEMA_RUN, "throughput_gbps", H5T_NATIVE_DOUBLE, 1, one, &v);
+    CHECK(w.failed);
+    CHECK_CONTAINS(w.err, "throughput_gbps, which schema.h does not define");
+    CHECK(h5file_close_and_write(&w, path, f, fapl, err, sizeof err) != 0);
+    CHECK(access(path, F_OK) != 0);
+}
+
 int main(void)
 {
+    fake_provenance();
     snprintf(g_dir, sizeof g_dir, "/tmp/dpscale-h5test-XXXXXX");
     if (mkdtemp(g_dir) == NULL) return 1;
     int rc = test_main("h5out");

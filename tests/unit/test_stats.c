@@ -55,8 +55,8 @@ TEST(summary_uses_median_of_slowest_rank_and_efficiency_against_one_rank)
     CHECK_NEAR(s[0].efficiency, 1.0, 1e-15);
     /* busbw = bytes / time * 2(n-1)/n, time = the median of the allreduce by itself */
     CHECK_NEAR(s[1].allreduce_alone_s, 0.125 / 8, 1e-15);
-    CHECK_NEAR(s[1].allreduce_busbw_gbps, 1e9 / (0.125 / 8) * 2.0 * 3 / 4 / 1e9, 1e-9);
-    CHECK(isnan(s[0].allreduce_busbw_gbps));
+    CHECK_NEAR(s[1].allreduce_busbw_GBps, 1e9 / (0.125 / 8) * 2.0 * 3 / 4 / 1e9, 1e-9);
+    CHECK(isnan(s[0].allreduce_busbw_GBps));
     run_result_free(&r1);
     run_result_free(&r4);
 }

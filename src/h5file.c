@@ -1,0 +1,136 @@
+/* h5file.c — the result file on disk (h5file.h): its name, and its all-or-nothing write. */
+#include "h5file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+
+static int make_dirs(const char *dir)
+{
+    char buf[CONFIG_STR_LEN];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int h5file_choose_path(const struct config *cfg, const char *utc_stamp, const char *job_id, char *path, size_t len,
+                       char *err, size_t errlen)
+{
+    const char *dir = cfg->output_dir[0] ? cfg->output_dir : ".";
+    if (make_dirs(dir) != 0 || access(dir, W_OK) != 0) {
+        snprintf(err, errlen, "cannot write to output folder %s: %s; set run.output_dir to a writable folder", dir,
+                 strerror(errno));
+        return -1;
+    }
+    int n = cfg->output[0] ? snprintf(path, len, "%s/%s", dir, cfg->output)
+                           : snprintf(path, len, "%s/dpscale-%s-%s.h5", dir, utc_stamp, job_id);
+    if (n < 0 || (size_t)n + 5 >= len) {
+        snprintf(err, errlen, "output path is too long: %s", path);
+        return -1;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (access(path, F_OK) == 0) {
+        snprintf(err, errlen, "result file %s already exists and is never overwritten; choose another run.output or move it", path);
+        return -1;
+    }
+    if (access(tmp, F_OK) == 0) {
+        snprintf(err, errlen, "%s exists: another launch is writing %s, or one crashed; remove it if no launch is running", tmp, path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Write `bytes` to a new file `path` (never an existing one), fsync'ed; -1 on any failure. */
+static int write_new_file(const char *path, const void *data, size_t bytes)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return -1;
+    const char *p = data;
+    size_t left = bytes;
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int saved = errno ? errno : ENOSPC;
+            close(fd);
+            unlink(path);
+            errno = saved;
+            return -1;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        int saved = errno;
+        unlink(path);
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
+/* The in-memory file (HDF5's core driver) that h5out builds: HDF5 never holds a
+ * half-written file on disk, and a full disk is one failed write() that we can clean up
+ * after, not a library left in an odd state. */
+hid_t h5file_open_image(struct h5w *w, const char *path, hid_t *fapl)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors come back to us; we print one line */
+    *fapl = CHECK_H5(w, H5Pcreate(H5P_FILE_ACCESS));
+    CHECK_H5(w, H5Pset_fapl_core(*fapl, 1 << 20, 0));
+    return CHECK_H5(w, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, *fapl));
+}
+
+/* Write the in-memory file out as NAME.tmp, then link it to NAME (never over an existing
+ * file). Returns 0, or -1 with a message (nothing left behind but a complete NAME.tmp
+ * when only the link failed). */
+int h5file_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fapl, char *err, size_t errlen)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    void *image = NULL;
+    ssize_t size = -1;
+    if (file >= 0) {
+        CHECK_H5(w, H5Fflush(file, H5F_SCOPE_GLOBAL));
+        size = w->failed ? -1 : H5Fget_file_image(file, NULL, 0);
+        if (size > 0) {
+            image = malloc((size_t)size);
+            CHECK_ALLOC(image);
+            if (H5Fget_file_image(file, image, (size_t)size) != size) h5w_fail(w, "H5Fget_file_image", __LINE__);
+        } else {
+            h5w_fail(w, "H5Fget_file_image", __LINE__);
+        }
+        H5Fclose(file);
+    }
+    if (fapl >= 0) H5Pclose(fapl);
+    if (w->failed) {
+        free(image);
+        snprintf(err, errlen, "building %s failed, nothing was written: %s", path, w->err);
+        return -1;
+    }
+    errno = 0;
+    int rc = write_new_file(tmp, image, (size_t)size);
+    free(image);
+    if (rc != 0) {
+        snprintf(err, errlen, "writing %s failed, nothing was kept: %s", tmp, strerror(errno));
+        return -1;
+    }
+    /* link() fails rather than replace: a result that appeared meanwhile survives */
+    if (link(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s; the complete result is kept in %s", path, strerror(errno), tmp);
+        return -1;
+    }
+    unlink(tmp);
+    return 0;
+}
