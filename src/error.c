@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "log.h"
 
 static char g_host[64] = "?";
 static int g_rank = -1;
@@ -42,6 +45,24 @@ void dp_error_print(const char *file, int line, const char *hint, const char *fm
     va_start(ap, fmt);
     vprint(file, line, hint, fmt, ap);
     va_end(ap);
+}
+
+void dp_error_once(const char *fmt, ...)
+{
+    if (log_rank() != 0) {
+        /* mpirun ends the whole job at the first non-zero exit: a quiet rank that left
+         * at once could have rank 0 killed before its line is out */
+        const struct timespec pause = {2, 0};
+        nanosleep(&pause, NULL);
+        return;
+    }
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "dpscale: error: %s\n", msg);
+    fflush(stderr);
 }
 
 static volatile int g_ending = 0;
