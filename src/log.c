@@ -96,14 +96,20 @@ static void format_launch(double now, char *buf, size_t len)
 }
 
 /* One line, written at once: "dpscale: <UTC> n=N (point i/k) <what>; <launch>". */
+/* Now, UTC, ISO 8601. */
+static void utc_stamp(char *buf, size_t len)
+{
+    const time_t wall = time(NULL);
+    struct tm utc;
+    gmtime_r(&wall, &utc);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &utc);
+}
+
 static void progress_line(double now, const char *fmt, ...) DP_PRINTF(2, 3);
 static void progress_line(double now, const char *fmt, ...)
 {
     char stamp[32], what[256], launch[96], line[512];
-    const time_t wall = time(NULL);
-    struct tm utc;
-    gmtime_r(&wall, &utc);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    utc_stamp(stamp, sizeof stamp);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
@@ -121,10 +127,7 @@ void progress_note(const char *fmt, ...)
 {
     if (!progress_on()) return;
     char stamp[32], what[4400];
-    const time_t wall = time(NULL);
-    struct tm utc;
-    gmtime_r(&wall, &utc);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    utc_stamp(stamp, sizeof stamp);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);

@@ -19,7 +19,14 @@ LONG = ["--train.iters=100000", "--model.hidden_dim=256", "--train.batch_per_gpu
 
 
 def heartbeat_dirs():
-    return set(glob.glob("/dev/shm/dpscale-heartbeat-*"))
+    """The heartbeat folders of launches that have ended (their rank 0's pid is in the
+    name): those of launches still running beside the test do not count."""
+    ended = set()
+    for d in glob.glob("/dev/shm/dpscale-heartbeat-*"):
+        pid = int(d.rsplit("-", 2)[1])
+        if not os.path.exists(f"/proc/{pid}"):
+            ended.add(d)
+    return ended
 
 
 def error_lines(text):
