@@ -1,0 +1,24 @@
+"""README's tables of measured figures are the files' (issue 14): every table fenced by
+<!-- report: ARGS --> ... <!-- /report --> is, row for row, what `dpscale report ARGS`
+prints from the committed result files now (tools/readme_tables.py). Reads files only."""
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_every_fenced_readme_table_is_what_its_files_say():
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "readme_tables.py")], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "12 of 12 blocks match their files" in p.stdout, p.stdout
+
+
+def test_a_changed_figure_is_caught(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    row = "| 2 | 1 | 345383.4 | 172691.7 | 1.907 | 0.954 |"
+    assert row in readme
+    (tmp_path / "README.md").write_text(readme.replace(row, row.replace("0.954", "0.959"), 1))
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "readme_tables.py"), str(tmp_path / "README.md")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "MISMATCH" in p.stdout and "0.959" in p.stdout, p.stdout
