@@ -86,6 +86,12 @@ int train_plan_memory(const struct config *cfg, const struct model *m, const str
             bad |= model_add_bytes(&plan->comm_bytes, shard.rep_total + 1, 1, dtype_size(ar));
             shard_plan_free(&shard);
         }
+        /* comm_mpi's reduce-scatter receives each bucket's block into a host scratch
+         * until the collective completes: at most every bucket's at once, 1/n of the
+         * arena. (Open MPI's own temporaries are not planned: measured on the cpu,
+         * they are a few percent of the plan, see tests/integration/test_memory_plan.py.) */
+        if (cfg->shard_optimizer && (cfg->library == LIBRARY_MPI || be->info.device_index < 0))
+            bad |= model_add_bytes(&plan->host_bytes, P / (size_t)n + (size_t)buckets.nbuckets, 1, F);
     }
     /* The host's: the initial parameters every pass starts from (run_loop_init), the
      * final parameters downloaded for the replica check (collect_outcome; kept on
