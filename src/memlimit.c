@@ -53,10 +53,11 @@ static int is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* This process's cgroup path in hierarchy `want` ("" for v2's unified one, "memory" for v1). */
-static int cgroup_path(const char *want, char *path, size_t len)
+/* The cgroup path in hierarchy `want` ("" for v2's unified one, "memory" for v1) of
+ * the process whose /proc/PID/cgroup is `proc_cgroup`. */
+static int cgroup_path(const char *proc_cgroup, const char *want, char *path, size_t len)
 {
-    FILE *f = fopen("/proc/self/cgroup", "r");
+    FILE *f = fopen(proc_cgroup, "r");
     if (f == NULL) return -1;
     char line[1024];
     int found = -1;
@@ -64,9 +65,9 @@ static int cgroup_path(const char *want, char *path, size_t len)
         char *c1 = strchr(line, ':'), *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
         if (c2 == NULL) continue;
         *c2 = '\0';
-        const char *controllers = c1 + 1;
+        char *controllers = c1 + 1, *save = NULL;
         int match = want[0] == '\0' ? controllers[0] == '\0' : 0;
-        for (char *tok = want[0] ? strtok((char *)controllers, ",") : NULL; tok != NULL; tok = strtok(NULL, ","))
+        for (char *tok = want[0] ? strtok_r(controllers, ",", &save) : NULL; tok != NULL; tok = strtok_r(NULL, ",", &save))
             if (strcmp(tok, want) == 0) match = 1;
         if (!match) continue;
         c2[1 + strcspn(c2 + 1, "\n")] = '\0';
@@ -77,44 +78,48 @@ static int cgroup_path(const char *want, char *path, size_t len)
     return found;
 }
 
-/* Headroom of the cgroup (v2: the tightest level from ours up; v1: the memory
- * controller's); -1 when no limit is set or no cgroup file could be read. */
-static int cgroup_headroom(unsigned long long *headroom, const char **which)
+/* The tightest max - current over the levels of a cgroup, from `rel` under `mount` up to
+ * the mount itself (a limit on a parent binds its children: Slurm's job cgroup above
+ * the step's). `max_name`, `cur_name`: v2's memory.max / memory.current, or v1's
+ * memory.limit_in_bytes / memory.usage_in_bytes. -1 when no level has a limit. */
+static int cgroup_levels(const char *mount, const char *rel, const char *max_name, const char *cur_name,
+                         unsigned long long *headroom)
 {
-    char rel[900], dir[1024], file[1100];
+    char dir[1024], file[1100];
+    snprintf(dir, sizeof dir, "%s%s", mount, strcmp(rel, "/") == 0 ? "" : rel);
+    if (!is_dir(dir)) snprintf(dir, sizeof dir, "%s", mount); /* a namespace: our cgroup is the mount's root */
     int found = -1;
-    if (cgroup_path("", rel, sizeof rel) == 0) { /* v2 */
-        snprintf(dir, sizeof dir, CGROUP_ROOT "%s", strcmp(rel, "/") == 0 ? "" : rel);
-        if (!is_dir(dir)) snprintf(dir, sizeof dir, CGROUP_ROOT); /* a namespace: our cgroup is the mount's root */
-        for (;;) {
-            unsigned long long max, cur;
-            snprintf(file, sizeof file, "%s/memory.max", dir);
-            const int has_max = read_u64(file, &max) == 0; /* "max" does not parse: no limit here */
-            snprintf(file, sizeof file, "%s/memory.current", dir);
-            if (has_max && read_u64(file, &cur) == 0) {
-                const unsigned long long h = max > cur ? max - cur : 0;
-                if (found != 0 || h < *headroom) *headroom = h;
-                found = 0;
-                *which = "cgroup memory.max";
-            }
-            char *slash = strrchr(dir, '/');
-            if (strlen(dir) <= strlen(CGROUP_ROOT) || slash == NULL) break;
-            *slash = '\0';
+    for (;;) {
+        unsigned long long max, cur;
+        snprintf(file, sizeof file, "%s/%s", dir, max_name);
+        const int has_max = read_u64(file, &max) == 0 && max < UNLIMITED; /* "max" does not parse: no limit */
+        snprintf(file, sizeof file, "%s/%s", dir, cur_name);
+        if (has_max && read_u64(file, &cur) == 0) {
+            const unsigned long long h = max > cur ? max - cur : 0;
+            if (found != 0 || h < *headroom) *headroom = h;
+            found = 0;
         }
-        if (found == 0) return 0;
+        char *slash = strrchr(dir, '/');
+        if (strlen(dir) <= strlen(mount) || slash == NULL) break;
+        *slash = '\0';
     }
-    if (cgroup_path("memory", rel, sizeof rel) == 0) { /* v1 */
-        snprintf(dir, sizeof dir, CGROUP_ROOT "/memory%s", strcmp(rel, "/") == 0 ? "" : rel);
-        if (!is_dir(dir)) snprintf(dir, sizeof dir, CGROUP_ROOT "/memory");
-        unsigned long long limit, usage;
-        snprintf(file, sizeof file, "%s/memory.limit_in_bytes", dir);
-        const int has = read_u64(file, &limit) == 0 && limit < UNLIMITED;
-        snprintf(file, sizeof file, "%s/memory.usage_in_bytes", dir);
-        if (has && read_u64(file, &usage) == 0) {
-            *headroom = limit > usage ? limit - usage : 0;
-            *which = "cgroup v1 memory.limit_in_bytes";
-            return 0;
-        }
+    return found;
+}
+
+int memlimit_cgroup_headroom(const char *proc_cgroup, const char *root, unsigned long long *headroom,
+                             const char **which)
+{
+    char rel[900], mount[1024];
+    if (cgroup_path(proc_cgroup, "", rel, sizeof rel) == 0 &&
+        cgroup_levels(root, rel, "memory.max", "memory.current", headroom) == 0) {
+        *which = "the cgroup's memory.max";
+        return 0;
+    }
+    snprintf(mount, sizeof mount, "%s/memory", root);
+    if (cgroup_path(proc_cgroup, "memory", rel, sizeof rel) == 0 &&
+        cgroup_levels(mount, rel, "memory.limit_in_bytes", "memory.usage_in_bytes", headroom) == 0) {
+        *which = "the cgroup's memory.limit_in_bytes (v1)";
+        return 0;
     }
     return -1;
 }
@@ -126,7 +131,7 @@ void memlimit_host(int local_size, struct mem_limit *out)
     unsigned long long v;
     if (read_kib_field("/proc/meminfo", "MemAvailable", &v) == 0) consider(out, v / ranks, "MemAvailable");
     const char *which = NULL;
-    if (cgroup_headroom(&v, &which) == 0) consider(out, v / ranks, which);
+    if (memlimit_cgroup_headroom("/proc/self/cgroup", CGROUP_ROOT, &v, &which) == 0) consider(out, v / ranks, which);
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) { /* the process's own: not shared */
         unsigned long long vm = 0;

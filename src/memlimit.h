@@ -25,6 +25,13 @@ struct mem_limit {
 /* The host memory this rank may still allocate, local_size ranks sharing the node. */
 void memlimit_host(int local_size, struct mem_limit *out);
 
+/* The tightest headroom (limit - usage) of the cgroup whose membership file is
+ * `proc_cgroup` ("/proc/self/cgroup"), under the mount `root` ("/sys/fs/cgroup"): v2
+ * first, then v1's memory controller; every level up to the root. 0 and the name of
+ * the file that set it in *which, or -1 when no level sets a limit. */
+int memlimit_cgroup_headroom(const char *proc_cgroup, const char *root, unsigned long long *headroom,
+                             const char **which);
+
 /* The current resident set and the peak so far (ru_maxrss), in bytes; 0 when unknown. */
 size_t memlimit_rss_bytes(void);
 size_t memlimit_peak_rss_bytes(void);

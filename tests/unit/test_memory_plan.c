@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../src/backend.h"
 #include "../../src/config.h"
+#include "../../src/memlimit.h"
 #include "../../src/model.h"
 #include "../../src/step.h"
 #include "check.h"
@@ -99,6 +102,96 @@ TEST(bert_plan_is_the_allocation_plus_the_cuda_attention_scratch)
     struct config c = load(7, argv);
     const int B = 2;
     check_plan_is_allocation(&c, DT_F32, B, 4, (size_t)B * 2 * 20 * 20 * sizeof(float));
+}
+
+/* A file of `text` at dir/name (the folders made first). */
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[512], cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void fake_tree(char *base, size_t len)
+{
+    snprintf(base, len, "/tmp/dpscale-cgroup-test-%d", (int)getpid());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(cgroup_v2_headroom_is_the_tightest_level_up_to_the_root)
+{
+    char base[256], dir[400], proc[400];
+    unsigned long long headroom = 0;
+    const char *which = NULL;
+    fake_tree(base, sizeof base);
+    put(base, "cgroup", "0::/job/step\n");
+    snprintf(dir, sizeof dir, "%s/fs/job", base);
+    put(dir, "memory.max", "1000\n"); /* the job's limit binds the step */
+    put(dir, "memory.current", "300\n");
+    snprintf(dir, sizeof dir, "%s/fs/job/step", base);
+    put(dir, "memory.max", "max\n");
+    put(dir, "memory.current", "200\n");
+    snprintf(proc, sizeof proc, "%s/cgroup", base);
+    snprintf(dir, sizeof dir, "%s/fs", base);
+    CHECK(memlimit_cgroup_headroom(proc, dir, &headroom, &which) == 0);
+    CHECK(headroom == 700);
+    CHECK(which != NULL && strstr(which, "memory.max") != NULL);
+}
+
+TEST(cgroup_v1_memory_controller_is_the_fallback)
+{
+    char base[256], dir[400], proc[400];
+    unsigned long long headroom = 0;
+    const char *which = NULL;
+    fake_tree(base, sizeof base);
+    put(base, "cgroup", "5:cpu,cpuacct:/\n4:memory:/slurm/uid_0\n0::/\n");
+    snprintf(dir, sizeof dir, "%s/fs/memory/slurm", base);
+    put(dir, "memory.limit_in_bytes", "5000\n");
+    put(dir, "memory.usage_in_bytes", "1000\n");
+    snprintf(dir, sizeof dir, "%s/fs/memory/slurm/uid_0", base);
+    put(dir, "memory.limit_in_bytes", "9223372036854771712\n"); /* v1's "no limit" */
+    put(dir, "memory.usage_in_bytes", "100\n");
+    snprintf(proc, sizeof proc, "%s/cgroup", base);
+    snprintf(dir, sizeof dir, "%s/fs", base);
+    CHECK(memlimit_cgroup_headroom(proc, dir, &headroom, &which) == 0);
+    CHECK(headroom == 4000);
+    CHECK(which != NULL && strstr(which, "v1") != NULL);
+}
+
+TEST(a_cgroup_without_limits_is_no_limit)
+{
+    char base[256], dir[400], proc[400];
+    unsigned long long headroom = 0;
+    const char *which = NULL;
+    fake_tree(base, sizeof base);
+    put(base, "cgroup", "0::/a\n");
+    snprintf(dir, sizeof dir, "%s/fs/a", base);
+    put(dir, "memory.max", "max\n");
+    put(dir, "memory.current", "12345\n");
+    snprintf(proc, sizeof proc, "%s/cgroup", base);
+    snprintf(dir, sizeof dir, "%s/fs", base);
+    CHECK(memlimit_cgroup_headroom(proc, dir, &headroom, &which) != 0);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(the_host_limit_is_known_and_named_here)
+{
+    struct mem_limit one, four;
+    memlimit_host(1, &one);
+    memlimit_host(4, &four);
+    CHECK(one.bytes > 0 && one.source[0] != '\0');
+    CHECK(four.bytes <= one.bytes); /* the node's memory is shared by its ranks */
 }
 
 int main(void) { return test_main("memory_plan"); }
