@@ -15,6 +15,7 @@
 #include "../kernels/transformer_cpu.h"
 #include "backend.h"
 #include "error.h"
+#include "memlimit.h"
 
 struct backend_event {
     struct timespec when;
@@ -59,17 +60,13 @@ static int cpu_init(struct backend *b, const struct config *cfg, int local_rank,
 
 static void cpu_shutdown(struct backend *b) { (void)b; }
 
+/* The host's limit (memlimit.h): MemAvailable, the cgroup's, RLIMIT_AS. */
 static size_t cpu_memory_available(struct backend *b, int local_size)
 {
     (void)b;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f == NULL) return 0;
-    char line[256];
-    unsigned long long kib = 0;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
-    fclose(f);
-    return (size_t)(kib * 1024ULL / (unsigned long long)(local_size > 0 ? local_size : 1));
+    struct mem_limit l;
+    memlimit_host(local_size, &l);
+    return l.bytes;
 }
 
 static void *cpu_alloc(struct backend *b, size_t bytes)

@@ -28,9 +28,9 @@ static void print_table(const struct collective_result *r)
     say("time: mean of one allreduce on the slowest rank; algbw = size / time; busbw = algbw x 2(n-1)/n, in GB/s\n");
 }
 
-/* The largest allreduce's buffers against what this rank's device has free: the
- * sizes of collective_measure (min_mib x factor^k up to max_mib, at most 64), a send
- * and a receive buffer (one in place), and on the cpu the host copy beside them. */
+/* The largest allreduce's buffers against what this rank may take: the sizes of
+ * collective_measure (min_mib x factor^k up to max_mib, at most 64), a send and a
+ * receive buffer on the device (one in place) and the host copy that checks them. */
 static int buffers_fit(struct session *s, char *err, size_t errlen)
 {
     const struct config *c = &s->cfg;
@@ -39,18 +39,18 @@ static int buffers_fit(struct session *s, char *err, size_t errlen)
     int k = 0;
     for (double mib = c->coll_min_mib; mib <= c->coll_max_mib * (1 + 1e-9) && k < 64; mib *= c->coll_factor, k++)
         largest = mib;
-    size_t count = (size_t)(largest * 1048576.0 / elem), bytes;
-    const int buffers = (c->coll_in_place ? 1 : 2) + (s->backend.ops->stream == NULL ? 1 : 0);
+    size_t count = (size_t)(largest * 1048576.0 / elem);
     if (count == 0) count = 1;
-    if (dp_size_mul_checked(count, elem * (size_t)buffers, &bytes) != 0) bytes = SIZE_MAX;
-    const size_t available = s->backend.ops->memory_available(&s->backend, s->launch.local_size);
-    if (available > 0 && bytes > available) {
-        snprintf(err, errlen, "the largest allreduce (%.6g MiB) needs %.2f GiB of buffers per rank, but %s has %.2f GiB "
-                 "free for this rank (%d on the node)", largest, bytes / 1073741824.0, s->backend.info.device_name,
-                 available / 1073741824.0, s->launch.local_size);
+    struct memory_plan plan = {0};
+    const int bad = model_add_bytes(&plan.comm_bytes, count, elem, c->coll_in_place ? 1 : 2) != 0 ||
+                    model_add_bytes(&plan.host_bytes, count, elem, 1) != 0 || model_plan_sum(&plan) != 0;
+    if (bad) {
+        snprintf(err, errlen, "the largest allreduce (%.6g MiB) overflows a 64-bit size", largest);
         return -1;
     }
-    return 0;
+    char what[96];
+    snprintf(what, sizeof what, "the largest allreduce (%.6g MiB)", largest);
+    return train_plan_fits(&plan, what, &s->backend, s->launch.local_size, err, errlen);
 }
 
 int cmd_comm(int argc, char **argv)
@@ -65,7 +65,7 @@ int cmd_comm(int argc, char **argv)
         session_end(&s);
         return EXIT_BAD_INPUT;
     }
-    char err[512] = "";
+    char err[1024] = "";
     const int too_big = buffers_fit(&s, err, sizeof err) != 0;
     if (session_refuse_once(&s, too_big, "lower collective.max_mib", err)) {
         session_end(&s);

@@ -15,12 +15,30 @@
 #include "error.h"
 #include "result_file.h"
 #include "log.h"
+#include "memlimit.h"
 #include "session.h"
 #include "stats.h"
 #include "step.h"
 #include "table.h"
 #include "train.h"
 #include "watchdog.h"
+
+/* Rank 0's memory plan of each point of the sweep, and the limit it is held to. */
+static void print_memory(const struct session *s)
+{
+    const double G = 1073741824.0;
+    struct mem_limit host;
+    memlimit_host(s->launch.local_size, &host);
+    say("  memory    plan per rank");
+    for (int i = 0; i < s->cfg.nsweep; i++) {
+        struct memory_plan p;
+        char err[256];
+        if (train_plan_memory(&s->cfg, s->model, &s->backend, s->cfg.sweep[i], 0, &p, err, sizeof err) != 0) continue;
+        say("%s n=%d %.3f GiB (device %.3f, host %.3f)", i ? "," : "", s->cfg.sweep[i], p.total_bytes / G,
+            p.device_bytes / G, p.host_bytes / G);
+    }
+    say("; host limit %.3f GiB per rank (%s)\n", host.bytes / G, host.bytes ? host.source : "unknown");
+}
 
 static void print_header(const struct session *s, const char *path)
 {
@@ -60,6 +78,7 @@ static void print_header(const struct session *s, const char *path)
         say("  backend   %s on %s, %s, %d thread(s) per rank\n", s->backend.ops->name, s->backend.info.device_name,
             s->backend.info.library, s->backend.info.threads);
     say("  launch    %d ranks on %d node(s), sweep %s\n", s->launch.size, s->launch.nnodes, sweep);
+    print_memory(s);
     say("  output    %s\n\n", path);
 }
 
@@ -102,12 +121,12 @@ static int verify_run(const struct config *cfg, struct run_result *r)
  * for the first N of the sweep that a rank takes part in and cannot hold. */
 static int sweep_fits(struct session *s)
 {
-    char err[512] = "";
+    char err[1024] = "";
     int failed = 0;
     for (int i = 0; i < s->cfg.nsweep && !failed; i++)
         if (s->launch.rank < s->cfg.sweep[i])
-            failed = train_memory_fits(&s->cfg, s->model, &s->backend, s->cfg.sweep[i], s->launch.local_size, err,
-                                       sizeof err) != 0;
+            failed = train_memory_fits(&s->cfg, s->model, &s->backend, s->cfg.sweep[i], s->launch.rank,
+                                       s->launch.local_size, err, sizeof err) != 0;
     return session_refuse_once(s, failed, MEMORY_HINT, err) ? -1 : 0;
 }
 

@@ -53,6 +53,20 @@ static double perturbed_loss(struct backend *be, const struct model *m, struct s
     return global_loss(be, m, rb, B, c);
 }
 
+/* gradcheck's memory: the step's arenas for one step, and the two host arrays of
+ * the parameters and the reduced gradients (the allreduce is in place). */
+static int plan_fits(struct session *s, char *err, size_t errlen)
+{
+    struct memory_plan plan;
+    const int B = config_batch_per_rank(&s->cfg, s->launch.size);
+    if (step_plan_memory(&s->cfg, s->model, s->backend.act_dtype, B, 1, &plan, err, errlen) != 0) return -1;
+    if (model_add_bytes(&plan.host_bytes, s->model->nparams, 2, sizeof(float)) != 0 || model_plan_sum(&plan) != 0) {
+        snprintf(err, errlen, "gradcheck's memory plan overflows a 64-bit size; make the model smaller");
+        return -1;
+    }
+    return train_plan_fits(&plan, "gradcheck", &s->backend, s->launch.local_size, err, errlen);
+}
+
 int cmd_gradcheck(int argc, char **argv)
 {
     struct session s;
@@ -67,8 +81,8 @@ int cmd_gradcheck(int argc, char **argv)
         session_end(&s);
         return EXIT_BAD_INPUT;
     }
-    char err[512] = "";
-    const int too_big = train_memory_fits(&s.cfg, m, be, s.launch.size, s.launch.local_size, err, sizeof err) != 0;
+    char err[1024] = "";
+    const int too_big = plan_fits(&s, err, sizeof err) != 0;
     if (session_refuse_once(&s, too_big, "lower train.batch_per_gpu or make the model smaller (gradcheck wants a tiny one: "
                             "configs/mlp-tiny.ini)", err)) {
         session_end(&s);

@@ -25,6 +25,25 @@ void h5out_root(struct h5w *w, hid_t file, const struct provenance *p)
 #undef LAUNCH_ATTR
 }
 
+/* The root's per-rank memory figures (memlimit.h): the largest memory plan of the
+ * runs the rank took part in, its resident set before their buffers, and its peak
+ * resident set (getrusage) when the file was written; int64 [world_size] each. */
+static void memory_attrs(struct h5w *w, hid_t file, const double *mem, int nranks)
+{
+    static const char *const names[3] = {"memory_plan_bytes", "baseline_rss_bytes", "peak_rss_bytes"};
+    int64_t *v = calloc((size_t)nranks + 1, sizeof *v);
+    const hsize_t dims[1] = {(hsize_t)nranks};
+    hid_t space = v != NULL ? CHECK_H5(w, H5Screate_simple(1, dims, NULL)) : -1;
+    for (int k = 0; k < 3 && space >= 0; k++) {
+        for (int r = 0; r < nranks; r++) v[r] = (int64_t)mem[(size_t)r * 3 + (size_t)k];
+        hid_t a = CHECK_H5(w, H5Acreate2(file, names[k], H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT));
+        if (a >= 0) CHECK_H5(w, H5Awrite(a, H5T_NATIVE_INT64, v));
+        h5_close(a);
+    }
+    h5_close(space);
+    free(v);
+}
+
 int h5out_write(const char *path, const struct config *cfg, const struct h5out_system *sys,
                 const struct h5out_contents *contents, char *err, size_t errlen)
 {
@@ -38,6 +57,7 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
         attr_i64(&w, file, "points_completed", contents->nruns);
         attr_i64(&w, file, "points_planned", contents->points_total > 0 ? contents->points_total : contents->nruns);
         h5out_system(&w, file, sys);
+        if (sys->memory != NULL) memory_attrs(&w, file, sys->memory, sys->world_size);
         h5out_config(&w, file, cfg);
         if (contents->model != NULL) h5out_model(&w, file, cfg, contents->model);
         if (contents->nruns > 0) {

@@ -37,6 +37,7 @@ struct h5out_system {
     const char *nccl_env;   /* every NCCL_* variable NCCL saw, "NAME=value ..." */
     const struct topo_node *topo;    /* rank 0's node */
     const struct peer_matrix *peers; /* NULL unless measured (dpscale topo) */
+    const double *memory;   /* [world_size x 3]: each rank's memory plan, baseline and peak resident set (bytes) */
 };
 
 /* One step of one rank laid open (dpscale dump): its initial parameters, the

@@ -111,31 +111,17 @@ int model_add_bytes(size_t *total, size_t a, size_t b, size_t elem)
     return dp_size_add_checked(*total, p, total);
 }
 
-int model_plan_memory(const struct model *m, int optimizer, size_t act_elem, int batch, int steps,
-                      struct memory_plan *plan, char *err, size_t errlen)
+int model_plan_sum(struct memory_plan *plan)
 {
-    memset(plan, 0, sizeof *plan);
-    const size_t F = sizeof(float), E = act_elem;
-    int bad = 0;
-    bad |= model_add_bytes(&plan->params_bytes, m->nparams, 1, F);
-    if (E != F) bad |= model_add_bytes(&plan->params_bytes, m->nparams, 1, E); /* compute copy */
-    bad |= model_add_bytes(&plan->grads_bytes, m->nparams, 1, F);
-    bad |= model_add_bytes(&plan->optimizer_bytes, m->nparams, optimizer == OPT_ADAMW ? 2 : 1, F);
-    bad |= m->ops->plan_activations(m, E, batch, &plan->activations_bytes, &plan->data_bytes);
-    bad |= model_add_bytes(&plan->data_bytes, (size_t)steps, 1, F); /* per-step loss */
+    const size_t device[] = {plan->params_bytes, plan->grads_bytes, plan->optimizer_bytes, plan->activations_bytes,
+                             plan->data_bytes, plan->comm_bytes};
     size_t total = 0;
-    bad |= dp_size_add_checked(total, plan->params_bytes, &total);
-    bad |= dp_size_add_checked(total, plan->grads_bytes, &total);
-    bad |= dp_size_add_checked(total, plan->optimizer_bytes, &total);
-    bad |= dp_size_add_checked(total, plan->activations_bytes, &total);
-    bad |= dp_size_add_checked(total, plan->data_bytes, &total);
+    int bad = 0;
+    for (size_t i = 0; i < sizeof device / sizeof device[0]; i++) bad |= dp_size_add_checked(total, device[i], &total);
+    plan->device_bytes = total;
+    bad |= dp_size_add_checked(total, plan->host_bytes, &total);
     plan->total_bytes = total;
-    if (bad) {
-        snprintf(err, errlen, "the memory plan for batch %d overflows a 64-bit size; lower train.batch_per_gpu or the model size",
-                 batch);
-        return -1;
-    }
-    return 0;
+    return bad ? -1 : 0;
 }
 
 double model_gemm_flops_per_sample(const struct model *m) { return m->flops_per_sample; }

@@ -56,8 +56,16 @@ struct model {
     void *impl;                    /* the model's own description (src/models/) */
 };
 
+/* What one rank allocates, by where it lives. The device figures are the step's
+ * arenas (step_plan_memory, from the same layout step_buffers_alloc allocates) and
+ * the communication buffers; the host figures are the loop's copies (the initial
+ * parameters, the final download, the kept results, events and timings). On the cpu
+ * backend both are host memory. total_bytes = device_bytes + host_bytes. */
 struct memory_plan {
-    size_t params_bytes, grads_bytes, optimizer_bytes, activations_bytes, data_bytes, total_bytes;
+    size_t params_bytes, grads_bytes, optimizer_bytes, activations_bytes, data_bytes; /* device: the step's */
+    size_t comm_bytes;   /* device: the 16-bit copy that travels, ZeRO-1's replicated buffer, a library's scratch */
+    size_t host_bytes;   /* host: initial parameters, downloads, results kept, events, timings */
+    size_t device_bytes, total_bytes;
 };
 
 /* The model cfg asks for (model.type), its table and figures. Returns 0, or -1 with a
@@ -78,11 +86,9 @@ const char *model_unit_name(int unit);
 /* *total += a * b * elem, every step checked: 0, or -1 on overflow (for the memory plans). */
 int model_add_bytes(size_t *total, size_t a, size_t b, size_t elem);
 
-/* Bytes one rank needs to train with `batch` samples, activations of act_elem bytes
- * (4 in fp32; 2 in bf16/fp16, plus a 2-byte compute copy of the weights). Returns -1
- * on overflow. */
-int model_plan_memory(const struct model *m, int optimizer, size_t act_elem, int batch, int steps,
-                      struct memory_plan *plan, char *err, size_t errlen);
+/* plan->device_bytes and total_bytes again from the figures (after a caller added to
+ * them); 0, or -1 on overflow. */
+int model_plan_sum(struct memory_plan *plan);
 
 /* GEMM FLOPs of one training step per sample. */
 double model_gemm_flops_per_sample(const struct model *m);

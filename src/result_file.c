@@ -11,6 +11,7 @@
 #include "error.h"
 #include "h5out.h"
 #include "log.h"
+#include "memlimit.h"
 
 /* The claim (NAME.tmp) that SIGTERM and SIGINT remove: rank 0's; "" elsewhere. */
 static char g_claim[4200];
@@ -110,6 +111,9 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
     const int partial = contents->points_total > contents->nruns;
     char *hosts = world_gather_hosts(&s->launch);
     gather_provenance(s);
+    double mine[3];
+    memlimit_figures(mine);
+    double *memory = world_gather_bytes(mine, sizeof mine); /* rank 0: every rank's; NULL elsewhere */
     int failed = 0;
     if (s->launch.rank == 0) {
         char err[1024];
@@ -120,7 +124,7 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
             .threads_per_rank = s->backend.info.threads, .world_size = s->launch.size, .nnodes = s->launch.nnodes,
             .ranks_per_node = s->launch.local_size, .hosts = hosts, .library = session_library_name(s),
             .path = config_value_name(&s->cfg, "comm", "path"), .nccl_env = s->nccl_env, .topo = &s->topo,
-            .peers = f->peers,
+            .peers = f->peers, .memory = memory,
         };
         if (h5out_write(f->path, &s->cfg, &sys, contents, err, sizeof err) != 0) {
             DP_ERROR("free space in run.output_dir or choose another folder", "%s%s", err,
@@ -134,6 +138,7 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
         }
     }
     free(hosts);
+    free(memory);
     return session_any_failed(failed) ? -1 : 0;
 }
 

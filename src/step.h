@@ -104,6 +104,26 @@ struct model_ops {
     int (*gemms_only)(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention);
 };
 
+/* The step's arenas: their types and sizes. step_buffers_alloc allocates exactly
+ * these and the memory plan counts exactly these: one function decides both. */
+struct step_layout {
+    int grad_dtype, state_dtype, nstates; /* enum dtype; optimizer state arenas (AdamW: 2) */
+    size_t params_bytes;     /* fp32 master */
+    size_t params_lp_bytes;  /* the compute copy; 0 in fp32 */
+    size_t grads_bytes;
+    size_t state_bytes;      /* each state arena */
+    size_t loss_bytes;       /* [steps] floats */
+};
+/* 0, or -1 when a size overflows. */
+int step_layout_make(const struct config *cfg, const struct model *m, int act_dtype, int steps, struct step_layout *l);
+
+/* The device half of the memory plan of one rank training B samples for `steps`
+ * steps: the arenas of step_layout_make, the model's activations and data
+ * (plan_activations, which mirrors its alloc_acts). Host and communication figures
+ * are zero (the training loop adds its own: train.c). 0, or -1 with a message. */
+int step_plan_memory(const struct config *cfg, const struct model *m, int act_dtype, int B, int steps,
+                     struct memory_plan *plan, char *err, size_t errlen);
+
 void step_buffers_alloc(struct backend *be, const struct config *cfg, const struct model *m, int B, int steps,
                         struct step_buffers *rb);
 /* count x elem bytes of zero-filled backend memory, the size checked (for the models' buffers). */

@@ -22,6 +22,9 @@
 
 #include "error.h"
 #include "log.h"
+#include "memlimit.h"
+#include "shard.h"
+#include "buckets.h"
 #include "session.h"
 #include "run_loop.h"
 #include "step.h"
@@ -29,44 +32,130 @@
 
 const char *const phase_names[NPHASES] = {"forward_s", "backward_s", "comm_exposed_s", "update_s", "step_s"};
 
-static void format_bytes(double bytes, char *buf, size_t len)
+#define ALLREDUCE_ALONE_MAX_REPS 20
+#define HOST_EVENT_BYTES 64 /* a host event (struct timespec) and its malloc header, rounded up */
+
+/* How many points of the sweep come before the run on n ranks (whose saved
+ * parameters rank 0 still holds while it runs). */
+static size_t sweep_points_before(const struct config *cfg, int n)
 {
-    snprintf(buf, len, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+    for (int i = 0; i < cfg->nsweep; i++)
+        if (cfg->sweep[i] == n) return (size_t)i;
+    return 0;
 }
 
-int train_memory_fits(const struct config *cfg, const struct model *m, struct backend *be, int n, int local_size,
-                      char *err, size_t errlen)
+/* Host bytes of the timings one run keeps (train_run and gather_rows): per rank its
+ * own arrays, and on rank 0 the gathered ones, which the sweep keeps to the end. */
+static int timing_bytes(const struct config *cfg, int N, int rank, int nb, size_t *host)
 {
-    struct memory_plan plan;
-    char need[32], have[32];
+    const size_t iters = (size_t)cfg->iters, steps = (size_t)(cfg->warmup + cfg->iters), D = sizeof(double);
+    const size_t reps = N == 1 ? 1 : (size_t)(cfg->iters < ALLREDUCE_ALONE_MAX_REPS ? cfg->iters : ALLREDUCE_ALONE_MAX_REPS);
+    size_t per_rank = 0;
+    int bad = model_add_bytes(&per_rank, iters, NPHASES + 2, D);   /* phases, compute, compute_bwd */
+    bad |= model_add_bytes(&per_rank, iters * (size_t)nb, 4, D);  /* bucket start, end, ready x2 */
+    bad |= model_add_bytes(&per_rank, reps, 1, D);
+    bad |= model_add_bytes(&per_rank, steps, 1, sizeof(float) + D); /* the losses */
+    bad |= dp_size_add_checked(*host, per_rank, host);
+    if (rank == 0) { /* gather_rows' two copies of every rank's, the kept tables */
+        bad |= model_add_bytes(host, per_rank, (size_t)N, 3);
+        bad |= model_add_bytes(host, steps, 1, D);
+    }
+    return bad;
+}
+
+int train_plan_memory(const struct config *cfg, const struct model *m, const struct backend *be, int n, int rank,
+                      struct memory_plan *plan, char *err, size_t errlen)
+{
     const int B = config_batch_per_rank(cfg, n), steps = cfg->warmup + cfg->iters;
-    if (model_plan_memory(m, cfg->optimizer, dtype_size(be->act_dtype), B, steps, &plan, err, errlen) != 0) return -1;
-    const size_t half = m->nparams * dtype_size(be->act_dtype);
-    if (cfg->grad_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) { /* a 16-bit gradient arena */
-        plan.grads_bytes -= half;
-        plan.total_bytes -= half;
-    } else if (n > 1 && cfg->allreduce_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) {
-        plan.grads_bytes += half; /* the 16-bit copy that travels */
-        plan.total_bytes += half;
+    if (step_plan_memory(cfg, m, be->act_dtype, B, steps, plan, err, errlen) != 0) return -1;
+    struct step_layout l;
+    int bad = step_layout_make(cfg, m, be->act_dtype, steps, &l);
+    const size_t P = m->nparams, F = sizeof(float);
+    struct bucket_plan buckets, stages;
+    bucket_plan_make(m, cfg->overlap, cfg->bucket_mb, cfg->first_bucket_mb, &buckets);
+    if (n > 1 && cfg->overlap) bucket_plan_split_last_if_used(m, cfg->last_layer_chunks, &buckets);
+    bucket_plan_per_stage(m, &stages);
+    /* The communication buffers of run_loop_init: the copy that travels in 16 bits,
+     * and ZeRO-1's replicated ranges (the registered buffers replace the plain ones). */
+    if (n > 1) {
+        const int ar = cfg->allreduce_dtype == ALLREDUCE_COMPUTE ? be->act_dtype : DT_F32;
+        if (ar != l.grad_dtype) bad |= model_add_bytes(&plan->comm_bytes, P, 1, dtype_size(ar));
+        if (cfg->shard_optimizer) {
+            struct shard_plan shard;
+            shard_plan_make(m, &buckets, n, rank, &shard);
+            bad |= model_add_bytes(&plan->comm_bytes, shard.rep_total + 1, 1, dtype_size(ar));
+            shard_plan_free(&shard);
+        }
+        /* comm_mpi's reduce-scatter receives each bucket's block into a host scratch
+         * until the collective completes: at most every bucket's at once, 1/n of the
+         * arena. (Open MPI's own temporaries are not planned: measured on the cpu,
+         * they are a few percent of the plan, see tests/integration/test_memory_plan.py.) */
+        if (cfg->shard_optimizer && (cfg->library == LIBRARY_MPI || be->info.device_index < 0))
+            bad |= model_add_bytes(&plan->host_bytes, P / (size_t)n + (size_t)buckets.nbuckets, 1, F);
     }
-    if (cfg->optimizer_state == STATE_COMPUTE && be->act_dtype != DT_F32) { /* 16-bit state arenas */
-        const size_t saved = (cfg->optimizer == OPT_ADAMW ? 2 : 1) * (m->nparams * sizeof(float) - half);
-        plan.optimizer_bytes -= saved;
-        plan.total_bytes -= saved;
-    }
-    size_t available = be->ops->memory_available(be, local_size);
-    if (available > 0 && plan.total_bytes > available) {
-        format_bytes((double)plan.total_bytes, need, sizeof need);
-        format_bytes((double)available, have, sizeof have);
-        snprintf(err, errlen,
-                 "the run on %d ranks needs %s per rank (parameters %.2f, gradients %.2f, optimizer %.2f, "
-                 "activations %.2f, data %.2f GiB) but %s has %s free for this rank (%d on the node)",
-                 n, need, plan.params_bytes / 1073741824.0, plan.grads_bytes / 1073741824.0,
-                 plan.optimizer_bytes / 1073741824.0, plan.activations_bytes / 1073741824.0,
-                 plan.data_bytes / 1073741824.0, be->info.device_name, have, local_size);
+    /* The host's: the initial parameters every pass starts from (run_loop_init), the
+     * final parameters downloaded for the replica check (collect_outcome; kept on
+     * rank 0 with run.save_params, beside those of the sweep's earlier points), the
+     * events and the timings. */
+    bad |= model_add_bytes(&plan->host_bytes, P, 2, F);
+    if (cfg->save_params && rank == 0) bad |= model_add_bytes(&plan->host_bytes, P, sweep_points_before(cfg, n), F);
+    const size_t events = (size_t)cfg->iters * (NPHASES + 3 * (size_t)buckets.nbuckets) + (size_t)buckets.nbuckets +
+                          (size_t)stages.nbuckets + 2;
+    bad |= model_add_bytes(&plan->host_bytes, events, 1, HOST_EVENT_BYTES);
+    bad |= timing_bytes(cfg, n, rank, buckets.nbuckets, &plan->host_bytes);
+    bucket_plan_free(&buckets);
+    bucket_plan_free(&stages);
+    if (bad || model_plan_sum(plan) != 0) {
+        snprintf(err, errlen, "the memory plan of the run on %d ranks overflows a 64-bit size; lower "
+                 "train.batch_per_gpu or the model size", n);
         return -1;
     }
     return 0;
+}
+
+/* Whether `need` bytes fit in `have` (from `source`, on `where`): 0, or -1 and the
+ * refusal in err. */
+int train_plan_fits(const struct memory_plan *plan, const char *what, const struct backend *be, int local_size,
+                    char *err, size_t errlen)
+{
+    const double G = 1073741824.0;
+    struct mem_limit host;
+    memlimit_host(local_size, &host);
+    const int on_host = be->info.device_index < 0; /* the cpu backend: its "device" memory is the host's */
+    size_t need_host = on_host ? plan->total_bytes : plan->host_bytes;
+    const char *parts = "";
+    char detail[256];
+    snprintf(detail, sizeof detail, "parameters %.2f, gradients %.2f, optimizer %.2f, activations %.2f, data %.2f, "
+             "communication %.2f, host copies %.2f GiB", plan->params_bytes / G, plan->grads_bytes / G,
+             plan->optimizer_bytes / G, plan->activations_bytes / G, plan->data_bytes / G, plan->comm_bytes / G,
+             plan->host_bytes / G);
+    parts = detail;
+    if (!on_host) {
+        const size_t dev = be->ops->memory_available((struct backend *)be, local_size);
+        if (dev > 0 && plan->device_bytes > dev) {
+            snprintf(err, errlen, "%s needs %.2f GiB of GPU memory per rank (%s) but %s has %.2f GiB free "
+                     "(cudaMemGetInfo, less a reserve for the CUDA context and the libraries)",
+                     what, plan->device_bytes / G, parts, be->info.device_name, dev / G);
+            return -1;
+        }
+    }
+    if (host.bytes > 0 && need_host > host.bytes) {
+        snprintf(err, errlen, "%s needs %.2f GiB of host memory per rank (%s) but this rank may take %.2f GiB: "
+                 "the limit is %s (%d rank(s) on the node share it)",
+                 what, need_host / G, parts, host.bytes / G, host.source, local_size);
+        return -1;
+    }
+    return 0;
+}
+
+int train_memory_fits(const struct config *cfg, const struct model *m, struct backend *be, int n, int rank,
+                      int local_size, char *err, size_t errlen)
+{
+    struct memory_plan plan;
+    char what[64];
+    if (train_plan_memory(cfg, m, be, n, rank, &plan, err, errlen) != 0) return -1;
+    snprintf(what, sizeof what, "the run on %d rank%s", n, n == 1 ? "" : "s");
+    return train_plan_fits(&plan, what, be, local_size, err, errlen);
 }
 
 /* All ranks of g agree whether the memory plan fits; the ranks that lack memory say
@@ -75,13 +164,11 @@ int train_memory_fits(const struct config *cfg, const struct model *m, struct ba
 static int check_memory(const struct config *cfg, const struct model *m, struct backend *be, struct group *g,
                         int local_size)
 {
-    char err[512];
-    const int failed = train_memory_fits(cfg, m, be, group_size(g), local_size, err, sizeof err) != 0;
+    char err[1024];
+    const int failed = train_memory_fits(cfg, m, be, group_size(g), group_rank(g), local_size, err, sizeof err) != 0;
     if (failed) DP_ERROR("lower train.batch_per_gpu (or train.global_batch), or make the model smaller", "%s", err);
     return group_max_double(g, failed) > 0 ? -1 : 0;
 }
-
-#define ALLREDUCE_ALONE_MAX_REPS 20
 
 /* The steps of a run on n ranks, for the progress lines: warm-up + timed steps in
  * each pass, the repetitions of the communication alone counted as steps. */
@@ -216,6 +303,11 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
 
     announce_run(cfg, N);
     if (check_memory(cfg, m, be, g, local_size) != 0) return -1;
+    struct memory_plan mplan;
+    char perr[256];
+    memlimit_note_baseline(); /* the resident set before the first run's buffers */
+    if (train_plan_memory(cfg, m, be, N, group_rank(g), &mplan, perr, sizeof perr) == 0)
+        memlimit_note_plan(mplan.total_bytes);
     struct run_loop L;
     run_loop_init(&L, cfg, m, be, g, c);
     out->allreduce_bytes = c != NULL ? (double)m->nparams * dtype_size(L.ar_dtype) : 0.0;

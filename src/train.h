@@ -61,12 +61,21 @@ static inline double run_bus_bytes(const struct run_result *r)
     return r->gather_bytes > 0 ? r->allreduce_bytes + r->gather_bytes : 2.0 * r->allreduce_bytes;
 }
 
-/* Whether this rank's buffers for a run on n ranks fit in what its device has free
- * (local_size ranks of the node sharing the host's memory on the cpu). Returns 0,
- * or -1 with the refusal in err ("the run on 2 ranks needs ... but ... has ...
- * free"). No communication. */
-int train_memory_fits(const struct config *cfg, const struct model *m, struct backend *be, int n, int local_size,
-                      char *err, size_t errlen);
+/* Everything rank `rank` of a run on n ranks allocates: the step's arenas
+ * (step_plan_memory), the communication buffers, and the host's copies (the initial
+ * parameters, the final download, saved parameters of earlier sweep points, events,
+ * timings). 0, or -1 on overflow with a message. */
+int train_plan_memory(const struct config *cfg, const struct model *m, const struct backend *be, int n, int rank,
+                      struct memory_plan *plan, char *err, size_t errlen);
+/* Whether `plan` fits in what this rank may take: the device's free memory (CUDA),
+ * and the host's limit (memlimit.h: MemAvailable, the cgroup, RLIMIT_AS), local_size
+ * ranks of the node sharing the host. Returns 0, or -1 with the refusal in err,
+ * which names `what` ("the run on 2 ranks"), the parts and the limit that bound it. */
+int train_plan_fits(const struct memory_plan *plan, const char *what, const struct backend *be, int local_size,
+                    char *err, size_t errlen);
+/* train_plan_memory, then train_plan_fits. No communication. */
+int train_memory_fits(const struct config *cfg, const struct model *m, struct backend *be, int n, int rank,
+                      int local_size, char *err, size_t errlen);
 
 /* Collective over the ranks of g; c is the run's comm, NULL on one rank. `library`
  * labels the run. Returns 0, or -1 (on every rank of g) when the run cannot start,

@@ -154,7 +154,7 @@ static int tf_plan_activations(const struct model *m, size_t E, int batch, size_
     }
     bad |= model_add_bytes(act, R, C, E);                  /* x[0] */
     if (p->bert) bad |= model_add_bytes(act, R, C, E);     /* emb */
-    bad |= model_add_bytes(act, R, 4, S);                  /* LNe's and LNf's mean and rstd */
+    bad |= model_add_bytes(act, R, p->bert ? 4 : 2, S);    /* LNf's mean and rstd (BERT: and LNe's) */
     bad |= model_add_bytes(act, p->bert ? M : R, C, E);    /* hf */
     bad |= model_add_bytes(act, M, 2 * V, E);              /* logits, dlogits */
     bad |= model_add_bytes(act, R, 6 * C + F, E);          /* dx, dt1, datty, dqkv, dfc */

@@ -99,9 +99,11 @@ TEST(memory_plan_adds_up)
     struct memory_plan p;
     char err[256];
     model_describe(&c, &m, err, sizeof err);
-    CHECK(model_plan_memory(&m, OPT_ADAMW, 4, 10, 4, &p, err, sizeof err) == 0);
+    c.optimizer = OPT_ADAMW;
+    CHECK(step_plan_memory(&c, &m, DT_F32, 10, 4, &p, err, sizeof err) == 0);
     CHECK(p.params_bytes == m.nparams * 4 && p.optimizer_bytes == 2 * m.nparams * 4);
     CHECK(p.total_bytes == p.params_bytes + p.grads_bytes + p.optimizer_bytes + p.activations_bytes + p.data_bytes);
+    CHECK(p.device_bytes == p.total_bytes && p.host_bytes == 0 && p.comm_bytes == 0);
     CHECK(p.data_bytes == 10 * 5 * 4 + 10 * 4 + 4 * 4);
 }
 
@@ -112,8 +114,9 @@ TEST(memory_plan_in_bf16_halves_activations_and_adds_a_weight_copy)
     struct memory_plan p32, p16;
     char err[256];
     model_describe(&c, &m, err, sizeof err);
-    CHECK(model_plan_memory(&m, OPT_SGD, 4, 10, 4, &p32, err, sizeof err) == 0);
-    CHECK(model_plan_memory(&m, OPT_SGD, 2, 10, 4, &p16, err, sizeof err) == 0);
+    c.optimizer = OPT_SGD;
+    CHECK(step_plan_memory(&c, &m, DT_F32, 10, 4, &p32, err, sizeof err) == 0);
+    CHECK(step_plan_memory(&c, &m, DT_BF16, 10, 4, &p16, err, sizeof err) == 0);
     CHECK(p16.activations_bytes * 2 == p32.activations_bytes);
     CHECK(p16.params_bytes == m.nparams * 6);
 }
@@ -127,7 +130,7 @@ TEST(memory_plan_overflow_is_reported_not_wrapped)
     c.hidden_dim = 1048576;
     c.layers = 4096;
     CHECK(model_describe(&c, &m, err, sizeof err) == 0); /* 4.5e15 parameters still fit a size_t */
-    CHECK(model_plan_memory(&m, OPT_SGD, 4, 1073741824, 1, &p, err, sizeof err) != 0);
+    CHECK(step_plan_memory(&c, &m, DT_F32, 1073741824, 1, &p, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "overflows a 64-bit size");
 }
 
