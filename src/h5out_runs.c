@@ -108,21 +108,8 @@ void h5out_run(struct h5w *w, hid_t runs_group, const struct config *cfg, const 
  * columns schema.h's SCHEMA_SUMMARY_* in that order. */
 void h5out_summary(struct h5w *w, hid_t file, const struct run_summary *s, int n, const struct h5out_labels *l)
 {
-    const size_t rows = n > 0 ? (size_t)n : 0;
-#define COUNT(...) +1
-    enum { NTEXT = 0 SCHEMA_SUMMARY_TEXT(COUNT), NINT = 0 SCHEMA_SUMMARY_INTS(COUNT), NREAL = 0 SCHEMA_SUMMARY_REALS(COUNT) };
-#undef COUNT
-    const char **text = calloc(NTEXT * rows + 1, sizeof *text);
-    int64_t *ints = calloc(NINT * rows + 1, sizeof *ints);
-    double *reals = calloc(NREAL * rows + 1, sizeof *reals);
-    CHECK_ALLOC(text);
-    CHECK_ALLOC(ints);
-    CHECK_ALLOC(reals);
-    struct h5w_column cols[NTEXT + NINT + NREAL];
-    int c = 0;
-    for (size_t k = 0; k < rows; k++) {
-        const struct run_summary *r = &s[k];
-        /* each column's value, by its name in schema.h: a column added there without one here does not compile */
+    struct h5w_table tb = {.rows = n > 0 ? (size_t)n : 0};
+    /* each column's value for row r, by its name in schema.h: a column added there without one here does not compile */
 #define library_of r->library
 #define path_of r->path
 #define model_of l->model
@@ -135,33 +122,26 @@ void h5out_summary(struct h5w *w, hid_t file, const struct run_summary *s, int n
 #define gpus_per_node_of (r->nnodes <= 1 || l->ranks_per_node <= 0 ? r->nranks : r->nranks < l->ranks_per_node ? r->nranks : l->ranks_per_node)
 #define batch_per_rank_of r->batch_per_rank
 #define global_batch_of r->global_batch
-#define VALUE(name, ...) name##_of,
-        const char *row_text[NTEXT] = {SCHEMA_SUMMARY_TEXT(VALUE)};
-        const int64_t row_ints[NINT] = {SCHEMA_SUMMARY_INTS(VALUE)};
-#undef VALUE
-        const double row_reals[NREAL] = {
-#define REAL(name, ...) r->name,
-            RUN_SUMMARY_DOUBLES(REAL)
-#undef REAL
-        };
-        for (int j = 0; j < NTEXT; j++) text[j * rows + k] = row_text[j];
-        for (int j = 0; j < NINT; j++) ints[j * rows + k] = row_ints[j];
-        for (int j = 0; j < NREAL; j++) reals[j * rows + k] = row_reals[j];
+#define COLUMN(type, kind, name, value)                                                                             \
+    {                                                                                                               \
+        type *col = h5w_table_column(&tb, #name, kind);                                                             \
+        for (size_t k = 0; k < tb.rows; k++) {                                                                      \
+            const struct run_summary *r = &s[k];                                                                    \
+            (void)r; /* the labels' columns are the same on every row */                                            \
+            col[k] = value;                                                                                         \
+        }                                                                                                           \
     }
-    int t = 0, i = 0, f = 0;
-#define TEXT_COLUMN(name, ...) cols[c++] = (struct h5w_column){#name, H5W_TEXT, &text[t++ * rows]};
-#define INT_COLUMN(name, ...) cols[c++] = (struct h5w_column){#name, H5W_I64, &ints[i++ * rows]};
-#define REAL_COLUMN(name, ...) cols[c++] = (struct h5w_column){#name, H5W_F64, &reals[f++ * rows]};
+#define TEXT_COLUMN(name, ...) COLUMN(const char *, H5W_TEXT, name, name##_of)
+#define INT_COLUMN(name, ...) COLUMN(int64_t, H5W_I64, name, name##_of)
+#define REAL_COLUMN(name, ...) COLUMN(double, H5W_F64, name, r->name)
     SCHEMA_SUMMARY_TEXT(TEXT_COLUMN)
     SCHEMA_SUMMARY_INTS(INT_COLUMN)
     SCHEMA_SUMMARY_REALS(REAL_COLUMN)
 #undef TEXT_COLUMN
 #undef INT_COLUMN
 #undef REAL_COLUMN
-    table_write(w, file, "summary", SCHEMA_SUMMARY, cols, c, rows);
-    free(text);
-    free(ints);
-    free(reals);
+#undef COLUMN
+    h5w_table_write(w, file, "summary", SCHEMA_SUMMARY, &tb);
 }
 
 /* /collectives/<library>/<path>/n<N>: one allreduce sweep of dpscale comm. */

@@ -78,37 +78,23 @@ static void write_topology(struct h5w *w, hid_t system, const struct topo_node *
 /* /system/ranks: one row per rank, as each saw itself (provenance_rank.c). */
 static void write_ranks(struct h5w *w, hid_t system, const struct provenance_rank *r, int n)
 {
-    const size_t rows = n > 0 ? (size_t)n : 0;
-#define COUNT(...) +1
-    enum { NTEXT = 0 SCHEMA_RANK_TEXT(COUNT), NINT = 0 SCHEMA_RANK_INTS(COUNT), NREAL = 0 SCHEMA_RANK_REALS(COUNT) };
-#undef COUNT
-    const char **text = calloc(NTEXT * rows + 1, sizeof *text);
-    int64_t *ints = calloc(NINT * rows + 1, sizeof *ints);
-    double *reals = calloc(NREAL * rows + 1, sizeof *reals);
-    CHECK_ALLOC(text);
-    CHECK_ALLOC(ints);
-    CHECK_ALLOC(reals);
-    struct h5w_column cols[NTEXT + NINT + NREAL];
-    int c = 0, t = 0, i = 0, f = 0;
-#define TEXT_COLUMN(name, ...)                                                          \
-    for (size_t k = 0; k < rows; k++) text[t * rows + k] = r[k].name;                    \
-    cols[c++] = (struct h5w_column){#name, H5W_TEXT, &text[t++ * rows]};
-#define INT_COLUMN(name, ...)                                                           \
-    for (size_t k = 0; k < rows; k++) ints[i * rows + k] = r[k].name;                    \
-    cols[c++] = (struct h5w_column){#name, H5W_I64, &ints[i++ * rows]};
-#define REAL_COLUMN(name, ...)                                                          \
-    for (size_t k = 0; k < rows; k++) reals[f * rows + k] = r[k].name;                   \
-    cols[c++] = (struct h5w_column){#name, H5W_F64, &reals[f++ * rows]};
+    struct h5w_table tb = {.rows = n > 0 ? (size_t)n : 0};
+#define COLUMN(type, kind, name)                                                                                    \
+    {                                                                                                               \
+        type *col = h5w_table_column(&tb, #name, kind);                                                             \
+        for (size_t k = 0; k < tb.rows; k++) col[k] = r[k].name;                                                    \
+    }
+#define TEXT_COLUMN(name, ...) COLUMN(const char *, H5W_TEXT, name)
+#define INT_COLUMN(name, ...) COLUMN(int64_t, H5W_I64, name)
+#define REAL_COLUMN(name, ...) COLUMN(double, H5W_F64, name)
     SCHEMA_RANK_INTS(INT_COLUMN)
     SCHEMA_RANK_TEXT(TEXT_COLUMN)
     SCHEMA_RANK_REALS(REAL_COLUMN)
 #undef TEXT_COLUMN
 #undef INT_COLUMN
 #undef REAL_COLUMN
-    table_write(w, system, "ranks", SCHEMA_RANKS, cols, c, rows);
-    free(text);
-    free(ints);
-    free(reals);
+#undef COLUMN
+    h5w_table_write(w, system, "ranks", SCHEMA_RANKS, &tb);
 }
 
 /* /system/environment: rank 0's NCCL_* and CUDA_* variables, one attribute each. */

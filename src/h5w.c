@@ -211,3 +211,19 @@ hid_t group_open_or_create(struct h5w *w, hid_t parent, const char *name)
     return H5Lexists(parent, name, H5P_DEFAULT) > 0 ? CHECK_H5(w, H5Gopen2(parent, name, H5P_DEFAULT))
                                                     : h5_group_create(w, parent, name);
 }
+
+void *h5w_table_column(struct h5w_table *tb, const char *name, enum h5w_kind kind)
+{
+    if (tb->ncols == H5W_TABLE_MAX_COLUMNS) DP_FATAL(NULL, "a table of more than %d columns", H5W_TABLE_MAX_COLUMNS);
+    void *cells = calloc(tb->rows + 1, 8); /* every member is 8 bytes */
+    CHECK_ALLOC(cells);
+    tb->cols[tb->ncols++] = (struct h5w_column){name, kind, cells};
+    return cells;
+}
+
+void h5w_table_write(struct h5w *w, hid_t parent, const char *name, enum schema_table t, struct h5w_table *tb)
+{
+    table_write(w, parent, name, t, tb->cols, tb->ncols, tb->rows);
+    for (int c = 0; c < tb->ncols; c++) free((void *)tb->cols[c].data);
+    tb->ncols = 0;
+}

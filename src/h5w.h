@@ -57,6 +57,18 @@ struct h5w_column {
 void table_write(struct h5w *w, hid_t parent, const char *name, enum schema_table t, const struct h5w_column *cols,
                  int ncols, size_t nrows);
 
+/* The same table built column by column: h5w_table_column gives the next column's
+ * `rows` zeroed cells (const char *, int64_t or double, by kind), h5w_table_write
+ * writes them as table_write does and frees them. */
+#define H5W_TABLE_MAX_COLUMNS 128
+struct h5w_table {
+    size_t rows;
+    int ncols;
+    struct h5w_column cols[H5W_TABLE_MAX_COLUMNS];
+};
+void *h5w_table_column(struct h5w_table *tb, const char *name, enum h5w_kind kind);
+void h5w_table_write(struct h5w *w, hid_t parent, const char *name, enum schema_table t, struct h5w_table *tb);
+
 hid_t h5_group_create(struct h5w *w, hid_t parent, const char *name);
 hid_t group_open_or_create(struct h5w *w, hid_t parent, const char *name);
 
