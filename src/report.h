@@ -21,6 +21,8 @@
 #define REPORT_MAX_SIZES 64  /* message sizes of one sweep */
 #define REPORT_MAX_GPUS 16   /* GPUs of one topology (TOPO_MAX_GPUS) */
 #define REPORT_MAX_NICS 16
+#define REPORT_MAX_COUNT (1 << 30) /* the most ranks, nodes or samples a count read from a file may say */
+#define REPORT_MAX_RANKS 65536     /* ranks of one comm sweep */
 
 enum report_kind {
     REPORT_RUNS, /* /summary: dpscale run, or a projection */

@@ -81,6 +81,11 @@ static int check_openable(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "a folder, not a result file");
         return -1;
     }
+    if (!S_ISREG(st.st_mode)) { /* opening a FIFO would wait for a writer, a device would read forever */
+        snprintf(err, errlen, "not a regular file (%s), not a result file",
+                 S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+        return -1;
+    }
     FILE *probe = fopen(path, "rb");
     if (probe == NULL) {
         snprintf(err, errlen, "cannot open it: %s", strerror(errno));
