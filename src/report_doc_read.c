@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "checksum.h"
 #include "h5read.h"
 #include "report_doc.h"
 #include "report_read.h"
@@ -111,6 +112,8 @@ static herr_t one_attribute(hid_t loc, const char *name, const H5A_info_t *ainfo
     (void)ainfo;
     struct walk *w = data;
     if (strcmp(name, "units") == 0) return 0; /* a dataset's unit, not provenance */
+    if (w->prefix[0] == '\0' && (strcmp(name, CHECKSUM_ATTR) == 0 || strcmp(name, CHECKSUM_ALGORITHM_ATTR) == 0))
+        return 0; /* the file's checksums (checksum.h), which every file has its own of: not what sets it apart */
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
     if (a < 0) return 0;
     hid_t t = H5Aget_type(a), s = H5Aget_space(a);
