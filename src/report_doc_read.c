@@ -288,6 +288,18 @@ void doc_read_info(const char *path, struct doc_info *info)
     H5Fclose(file);
 }
 
+void doc_info_of(const struct report_file *f, struct doc_info *info)
+{
+    if (f->info == NULL) {
+        doc_read_info(f->path, info);
+        return;
+    }
+    *info = *f->info;
+    info->attrs = info->nattrs > 0 ? malloc((size_t)info->nattrs * sizeof *info->attrs) : NULL;
+    if (info->attrs != NULL) memcpy(info->attrs, f->info->attrs, (size_t)info->nattrs * sizeof *info->attrs);
+    info->nattrs = info->cap = info->attrs != NULL ? info->nattrs : 0;
+}
+
 void doc_free_info(struct doc_info *info)
 {
     free(info->attrs);

@@ -172,7 +172,7 @@ int report_plot(const char *out_path, const struct report_file *files, int n, ch
     for (int i = 0; i < n; i++) {
         int first[REPORT_MAX_ROWS];
         const int nt = report_distinct_systems(&files[i], first);
-        doc_read_info(files[i].path, &infos[i]);
+        doc_info_of(&files[i], &infos[i]);
         for (int t = 0; t < nt && ns < MAX_SERIES; t++)
             cols[ns++] = (struct doc_column){.file = &files[i], .info = &infos[i], .sys = &files[i].rows[first[t]]};
     }

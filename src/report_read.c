@@ -16,6 +16,7 @@
 #include "h5out.h"
 #include "h5read.h"
 #include "report.h"
+#include "report_doc.h"
 #include "report_read.h"
 #include "schema.h"
 #include "utf8.h"
@@ -170,8 +171,11 @@ void report_free(struct report_file *f)
 {
     free(f->comm);
     free(f->topo);
+    if (f->info != NULL) doc_free_info(f->info);
+    free(f->info);
     f->comm = NULL;
     f->topo = NULL;
+    f->info = NULL;
 }
 
 void report_label(struct report_file *files, int n)
