@@ -9,7 +9,8 @@
  * apart (report_doc_label.c). The plot is drawn into a temporary file beside the
  * output and renamed over it: running the same command twice replaces the plot, and
  * a failure leaves the previous one whole. The data go to gnuplot inline; names
- * from the files go in quoted (gp_text), so none can end a gnuplot command. */
+ * from the files go in quoted (gp_text), so none can end a gnuplot command, and
+ * single quotes, inside which gnuplot expands no `command` and no @macro. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,7 +113,8 @@ int report_plot_series(const char *out_path, const char *title, const struct rep
             counts[j - 1] = t;
         }
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out_path, (long)getpid());
+    /* gnuplot writes to a command, not a file, whose name starts with | */
+    snprintf(tmp, sizeof tmp, "%s%s.tmp-%ld", out_path[0] == '|' ? "./" : "", out_path, (long)getpid());
     FILE *probe = fopen(tmp, "w");
     if (probe == NULL) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
