@@ -2,6 +2,7 @@
  * nccl-tests and written to the result file under /collectives. It runs on every
  * N >= 2 of run.sweep (on one rank only when the launch has one), through the same
  * library and path as the training step. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,6 +28,31 @@ static void print_table(const struct collective_result *r)
     say("time: mean of one allreduce on the slowest rank; algbw = size / time; busbw = algbw x 2(n-1)/n, in GB/s\n");
 }
 
+/* The largest allreduce's buffers against what this rank's device has free: the
+ * sizes of collective_measure (min_mib x factor^k up to max_mib, at most 64), a send
+ * and a receive buffer (one in place), and on the cpu the host copy beside them. */
+static int buffers_fit(struct session *s, char *err, size_t errlen)
+{
+    const struct config *c = &s->cfg;
+    const size_t elem = dtype_size(c->coll_dtype);
+    double largest = c->coll_min_mib;
+    int k = 0;
+    for (double mib = c->coll_min_mib; mib <= c->coll_max_mib * (1 + 1e-9) && k < 64; mib *= c->coll_factor, k++)
+        largest = mib;
+    size_t count = (size_t)(largest * 1048576.0 / elem), bytes;
+    const int buffers = (c->coll_in_place ? 1 : 2) + (s->backend.ops->stream == NULL ? 1 : 0);
+    if (count == 0) count = 1;
+    if (dp_size_mul_checked(count, elem * (size_t)buffers, &bytes) != 0) bytes = SIZE_MAX;
+    const size_t available = s->backend.ops->memory_available(&s->backend, s->launch.local_size);
+    if (available > 0 && bytes > available) {
+        snprintf(err, errlen, "the largest allreduce (%.6g MiB) needs %.2f GiB of buffers per rank, but %s has %.2f GiB "
+                 "free for this rank (%d on the node)", largest, bytes / 1073741824.0, s->backend.info.device_name,
+                 available / 1073741824.0, s->launch.local_size);
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_comm(int argc, char **argv)
 {
     struct session s;
@@ -36,6 +62,12 @@ int cmd_comm(int argc, char **argv)
         if (s.launch.rank == 0)
             fprintf(stderr, "dpscale: error: collective.dtype = %s needs comm.library = nccl (the cuda backend); MPI "
                             "reduces fp32 only here\n", dtype_name(s.cfg.coll_dtype));
+        session_end(&s);
+        return EXIT_BAD_INPUT;
+    }
+    char err[512] = "";
+    const int too_big = buffers_fit(&s, err, sizeof err) != 0;
+    if (session_refuse_once(&s, too_big, "lower collective.max_mib", err)) {
         session_end(&s);
         return EXIT_BAD_INPUT;
     }

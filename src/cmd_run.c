@@ -20,6 +20,7 @@
 #include "step.h"
 #include "table.h"
 #include "train.h"
+#include "watchdog.h"
 
 static void print_header(const struct session *s, const char *path)
 {
@@ -95,11 +96,30 @@ static int verify_run(const struct config *cfg, struct run_result *r)
     return 0;
 }
 
+#define MEMORY_HINT "lower train.batch_per_gpu (or train.global_batch), or make the model smaller"
+
+/* A sweep whose buffers do not fit is bad input: refused once, before the header,
+ * for the first N of the sweep that a rank takes part in and cannot hold. */
+static int sweep_fits(struct session *s)
+{
+    char err[512] = "";
+    int failed = 0;
+    for (int i = 0; i < s->cfg.nsweep && !failed; i++)
+        if (s->launch.rank < s->cfg.sweep[i])
+            failed = train_memory_fits(&s->cfg, s->model, &s->backend, s->cfg.sweep[i], s->launch.local_size, err,
+                                       sizeof err) != 0;
+    return session_refuse_once(s, failed, MEMORY_HINT, err) ? -1 : 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
     if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (sweep_fits(&s) != 0) {
+        session_end(&s);
+        return EXIT_BAD_INPUT;
+    }
     struct result_file out;
     if ((rc = result_file_prepare(&s, &out)) != EXIT_OK) return rc;
     print_header(&s, out.path);
@@ -128,6 +148,12 @@ int cmd_run(int argc, char **argv)
                 1e3 * sums[i].step_median_s, sums[i].samples_per_s, runs[i].final_loss, runs[i].params_abs_sum,
                 (unsigned long long)runs[i].params_hash);
         }
+        /* what is measured is kept: the file of the points so far, marked incomplete */
+        if (!failed && i + 1 < nruns) {
+            watchdog_idle();
+            if (s.launch.rank == 0) stats_fill_scaling(sums, i + 1);
+            failed = result_file_write_partial(&s, &out, runs, sums, i + 1, nruns) != 0;
+        }
     }
 
     if (!failed && s.launch.rank == 0) {
@@ -136,6 +162,7 @@ int cmd_run(int argc, char **argv)
         table_print_scaling(stdout, sums, nruns);
     }
     if (!failed) failed = result_file_write(&s, &out, argc, argv, runs, sums, nruns, NULL, 0) != 0;
+    else result_file_abandon(&s, &out);
     for (int i = 0; i < nruns; i++) run_result_free(&runs[i]);
     free(runs);
     free(sums);

@@ -1,11 +1,12 @@
-/* config.c — parse the INI file (libinih) and the command line (getopt_long) into
- * struct config, through the key table of config_keys.c, and validate it.
+/* config.c — parse the command line (getopt_long) and, through config_ini.c, the
+ * INI file into struct config, through the key table of config_keys.c; the strict
+ * parsing of every value; the checks between keys.
  * Every error is one line naming where the value came from and what is accepted. */
 #include "config.h"
+#include "config_internal.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <ini.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,13 +55,13 @@ static void join_choices(const struct config_key *key, char *buf, size_t len)
 }
 
 /* "accepted: ..." text for a key, used in every value error. */
-static void describe_accepted(const struct config_key *key, char *buf, size_t len)
+void config_describe_accepted(const struct config_key *key, char *buf, size_t len)
 {
     char choices[256];
     switch (key->type) {
     case KEY_INT:
     case KEY_INT64: snprintf(buf, len, "an integer in [%.0f, %.0f]", key->min, key->max); break;
-    case KEY_DOUBLE: snprintf(buf, len, "a number in [%g, %g]", key->min, key->max); break;
+    case KEY_DOUBLE: snprintf(buf, len, "a decimal number in [%g, %g]", key->min, key->max); break;
     case KEY_ENUM:
         join_choices(key, choices, sizeof choices);
         snprintf(buf, len, "one of %s", choices);
@@ -74,40 +75,80 @@ static void describe_accepted(const struct config_key *key, char *buf, size_t le
     }
 }
 
-static int parse_integer(const char *text, double min, double max, long long *out)
+/* Strict numbers: strtoll and strtod alone accept what no configuration means
+ * ("0x10", " 7", "1e3" for an integer, "0x1p-3", "inf", "nan"), and comparing a
+ * long long to a double bound rounds 2^62 + 1 down to 2^62. */
+static int all_digits(const char *p, const char **end)
 {
-    char *end;
+    const char *start = p;
+    while (*p >= '0' && *p <= '9') p++;
+    *end = p;
+    return (int)(p - start);
+}
+
+int config_parse_int(const char *text, long long min, long long max, long long *out)
+{
+    const char *p = text, *end;
+    if (*p == '+' || *p == '-') p++;
+    if (all_digits(p, &end) == 0 || *end != '\0') return -1;
+    char *stop;
     errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (text[0] == '\0' || *end != '\0' || errno == ERANGE) return -1;
-    if ((double)v < min || (double)v > max) return -1;
+    const long long v = strtoll(text, &stop, 10);
+    if (errno == ERANGE || *stop != '\0' || v < min || v > max) return -1;
     *out = v;
     return 0;
 }
 
+int config_parse_double(const char *text, double min, double max, double *out)
+{
+    /* [sign] digits [. digits] [e [sign] digits], or [sign] . digits [e ...]: decimal only */
+    const char *p = text, *end;
+    if (*p == '+' || *p == '-') p++;
+    int digits = all_digits(p, &end);
+    p = end;
+    if (*p == '.') {
+        digits += all_digits(p + 1, &end);
+        p = end;
+    }
+    if (digits == 0) return -1;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (all_digits(p, &end) == 0) return -1;
+        p = end;
+    }
+    if (*p != '\0') return -1;
+    char *stop;
+    errno = 0;
+    const double v = strtod(text, &stop);
+    if (errno == ERANGE || *stop != '\0' || !isfinite(v) || v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+/* A key's bounds as integers: the table keeps them as doubles, every one integral
+ * and below 2^63. */
+static int parse_integer(const struct config_key *key, const char *text, long long *out)
+{
+    return config_parse_int(text, (long long)key->min, (long long)key->max, out);
+}
+
 /* Store `text` into the field of `key`. Returns 0, or -1 when it is not accepted. */
-static int parse_value(struct config *cfg, const struct config_key *key, const char *text)
+int config_parse_value(struct config *cfg, const struct config_key *key, const char *text)
 {
     char *field = (char *)cfg + key->offset;
     long long iv;
     switch (key->type) {
     case KEY_INT:
-        if (parse_integer(text, key->min, key->max, &iv) != 0) return -1;
+        if (parse_integer(key, text, &iv) != 0) return -1;
         *(int *)field = (int)iv;
         return 0;
     case KEY_INT64:
-        if (parse_integer(text, key->min, key->max, &iv) != 0) return -1;
+        if (parse_integer(key, text, &iv) != 0) return -1;
         *(long long *)field = iv;
         return 0;
-    case KEY_DOUBLE: {
-        char *end;
-        errno = 0;
-        double v = strtod(text, &end);
-        if (text[0] == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v) || v < key->min || v > key->max)
-            return -1;
-        *(double *)field = v;
-        return 0;
-    }
+    case KEY_DOUBLE:
+        return config_parse_double(text, key->min, key->max, (double *)field);
     case KEY_ENUM:
         for (int i = 0; key->choices[i] != NULL; i++)
             if (strcasecmp(text, key->choices[i]) == 0) {
@@ -137,7 +178,7 @@ static int parse_value(struct config *cfg, const struct config_key *key, const c
         int n = 0;
         char *save = NULL;
         for (char *tok = strtok_r(buf, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
-            if (n == CONFIG_MAX_SWEEP || parse_integer(tok, key->min, key->max, &iv) != 0) return -1;
+            if (n == CONFIG_MAX_SWEEP || parse_integer(key, tok, &iv) != 0) return -1;
             list[n++] = (int)iv;
         }
         *count = n;
@@ -170,117 +211,13 @@ void config_format_value(const struct config *cfg, const struct config_key *key,
     }
 }
 
-/* ---- the INI file, through libinih ---------------------------------------- */
-
-struct ini_state {
-    struct config *cfg;
-    const char *path;
-    FILE *file;
-    int line;                 /* line most recently read: the one the handler sees */
-    int *set_on_line;         /* per key: the line that set it, 0 = not yet */
-    char *err;
-    size_t errlen;
-    int failed;
-};
-
-/* inih's reader hook, so that the handler knows the line it is called for. */
-static char *ini_counting_reader(char *str, int num, void *stream)
-{
-    struct ini_state *st = stream;
-    char *r = fgets(str, num, st->file);
-    if (r != NULL) st->line++;
-    return r;
-}
-
-static void list_section_keys(const char *section, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (size_t i = 0; i < config_nkeys; i++) {
-        if (strcmp(config_keys[i].section, section) != 0) continue;
-        if (buf[0]) strncat(buf, ", ", len - strlen(buf) - 1);
-        strncat(buf, config_keys[i].name, len - strlen(buf) - 1);
-    }
-}
-
-static int section_exists(const char *section)
-{
-    for (size_t i = 0; i < config_nkeys; i++)
-        if (strcmp(config_keys[i].section, section) == 0) return 1;
-    return 0;
-}
-
 /* Keys of earlier versions, named in the error with what replaced them. */
-static const char *renamed_key(const char *section, const char *name)
+const char *config_renamed_key(const char *section, const char *name)
 {
     if (strcmp(section, "comm") != 0) return NULL;
     if (strcmp(name, "transport") == 0) return "comm.transport is now comm.path (the library that reduces is comm.library)";
     if (strcmp(name, "transports") == 0) return "comm.transports is now comm.paths";
     return NULL;
-}
-
-static int on_ini_entry(void *user, const char *section, const char *name, const char *value)
-{
-    struct ini_state *st = user;
-    char accepted[512];
-    if (st->failed) return 0;
-    st->failed = 1; /* cleared below on success */
-    if (section[0] == '\0') {
-        set_err(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run], [comm], [topo] or [collective]",
-                st->path, st->line, name);
-        return 0;
-    }
-    if (!section_exists(section)) {
-        set_err(st->err, st->errlen, "%s:%d: unknown section [%s]; accepted sections: model, train, run, comm, topo, collective", st->path,
-                st->line, section);
-        return 0;
-    }
-    const struct config_key *key = config_find_key(section, name);
-    if (key == NULL && renamed_key(section, name) != NULL) {
-        set_err(st->err, st->errlen, "%s:%d: %s", st->path, st->line, renamed_key(section, name));
-        return 0;
-    }
-    if (key == NULL) {
-        list_section_keys(section, accepted, sizeof accepted);
-        set_err(st->err, st->errlen, "%s:%d: unknown key '%s' in [%s]; accepted keys: %s", st->path, st->line, name,
-                section, accepted);
-        return 0;
-    }
-    size_t index = (size_t)(key - config_keys);
-    if (st->set_on_line[index] != 0) {
-        set_err(st->err, st->errlen, "%s:%d: duplicate key [%s] %s, first set on line %d; keep one", st->path, st->line,
-                section, name, st->set_on_line[index]);
-        return 0;
-    }
-    if (parse_value(st->cfg, key, value) != 0) {
-        describe_accepted(key, accepted, sizeof accepted);
-        set_err(st->err, st->errlen, "%s:%d: [%s] %s = '%s' is not accepted; expected %s", st->path, st->line, section,
-                name, value, accepted);
-        return 0;
-    }
-    st->set_on_line[index] = st->line;
-    st->failed = 0;
-    return 1;
-}
-
-static int load_ini(struct config *cfg, const char *path, char *err, size_t errlen)
-{
-    int set_on_line[256] = {0};
-    struct ini_state st = {cfg, path, NULL, 0, set_on_line, err, errlen, 0};
-    if (config_nkeys > sizeof set_on_line / sizeof set_on_line[0]) {
-        set_err(err, errlen, "internal: too many configuration keys");
-        return -1;
-    }
-    st.file = fopen(path, "r");
-    if (st.file == NULL) {
-        set_err(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    int rc = ini_parse_stream(ini_counting_reader, &st, on_ini_entry, &st);
-    fclose(st.file);
-    if (rc == 0) return 0;
-    if (!st.failed) /* inih found a line that is neither [section] nor key = value */
-        set_err(err, errlen, "%s:%d: syntax error; expected '[section]' or 'key = value'", path, rc);
-    return -1;
 }
 
 /* ---- the command line, through getopt_long -------------------------------- */
@@ -301,7 +238,7 @@ int config_count_paths(struct config *cfg, char *err, size_t errlen)
     const struct config_key *pk = config_find_key("comm", "path");
     snprintf(list, sizeof list, "%s", cfg->paths);
     for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), n++)
-        if (parse_value(cfg, pk, tok) != 0) {
+        if (config_parse_value(cfg, pk, tok) != 0) {
             set_err(err, errlen, "comm.paths = '%s': '%s' is not a path; use auto, nvlink, pcie or net", cfg->paths, tok);
             return -1;
         }
@@ -310,11 +247,11 @@ int config_count_paths(struct config *cfg, char *err, size_t errlen)
 }
 
 
-int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+static int load_args(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < config_nkeys; i++)
-        if (parse_value(cfg, &config_keys[i], config_keys[i].default_value) != 0) {
+        if (config_parse_value(cfg, &config_keys[i], config_keys[i].default_value) != 0) {
             set_err(err, errlen, "internal: default of %s.%s does not parse", config_keys[i].section, config_keys[i].name);
             return -1;
         }
@@ -342,13 +279,57 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
     const char *config_path = NULL;
     optind = 0; /* glibc: restart scanning from argv[1] (also re-initialises between calls) */
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+c:o:h", opts, NULL)) != -1) {
-        if (c == OPT_CONFIG) {
-            config_path = optarg;
-        } else if (c == OPT_HELP) {
+    for (;;) {
+        const int at = optind > 0 ? optind : 1; /* the argument getopt_long reads now */
+        int longindex = -1;
+        const int c = getopt_long(argc, argv, "+c:o:h", opts, &longindex);
+        if (c == -1) break;
+        const char *flag = argv[at];
+        if (c == ':' || (c == '?' && optopt != 0)) {
+            set_err(err, errlen, "option %s needs a value; see dpscale run --help", argv[optind - 1]);
+            return -1;
+        }
+        if (c == '?') {
+            const char *unknown = argv[optind - 1];
+            const int transports = strncmp(unknown, "--comm.transports", 17) == 0;
+            if (transports || strncmp(unknown, "--comm.transport", 16) == 0 || strncmp(unknown, "--transport", 11) == 0) {
+                set_err(err, errlen, "%s: %s", unknown, config_renamed_key("comm", transports ? "transports" : "transport"));
+                return -1;
+            }
+            set_err(err, errlen, "unknown option '%s'; options are --config FILE and --section.key=value (see dpscale run --help)",
+                    unknown);
+            return -1;
+        }
+        /* getopt_long takes any unambiguous prefix: --train.overlap would set train.overlap_update */
+        if (longindex >= 0) {
+            const size_t written = strcspn(flag + 2, "=");
+            if (written != strlen(opts[longindex].name)) {
+                set_err(err, errlen, "unknown option '%.*s'; did you mean --%s? (options are written in full)", (int)written + 2,
+                        flag, opts[longindex].name);
+                return -1;
+            }
+        }
+        if (c == OPT_HELP) {
             set_err(err, errlen, "help");
             return 1;
+        }
+        /* every other option has a value, after '=' or as the next argument; one that
+         * starts with "--" is the next option, and the value was forgotten */
+        if (strncmp(optarg, "--", 2) == 0) {
+            if (optind - 1 > at)
+                set_err(err, errlen, "option %s has no value: the next argument '%s' is an option; write %s=VALUE", flag,
+                        optarg, flag);
+            else
+                set_err(err, errlen, "option %.*s: the value '%s' starts with '--'; a value cannot", (int)strcspn(flag, "="),
+                        flag, optarg);
+            return -1;
+        }
+        if (c == OPT_CONFIG) {
+            if (config_path != NULL) {
+                set_err(err, errlen, "--config is given twice ('%s', then '%s'); give one file", config_path, optarg);
+                return -1;
+            }
+            config_path = optarg;
         } else if (c == OPT_OUTPUT || c >= OPT_KEY_BASE) {
             if (noverrides == (int)(sizeof overrides / sizeof overrides[0])) {
                 set_err(err, errlen, "too many command-line options");
@@ -357,21 +338,8 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
             int key = c == OPT_OUTPUT ? (int)(config_find_key("run", "output") - config_keys) : c - OPT_KEY_BASE;
             overrides[noverrides].key = key;
             overrides[noverrides].value = optarg;
-            overrides[noverrides].flag = argv[optind - 1];
+            overrides[noverrides].flag = flag;
             noverrides++;
-        } else if (c == ':' || (c == '?' && optopt != 0)) {
-            set_err(err, errlen, "option %s needs a value; see dpscale run --help", argv[optind - 1]);
-            return -1;
-        } else {
-            const char *flag = argv[optind - 1];
-            const int transports = strncmp(flag, "--comm.transports", 17) == 0;
-            if (transports || strncmp(flag, "--comm.transport", 16) == 0 || strncmp(flag, "--transport", 11) == 0) {
-                set_err(err, errlen, "%s: %s", flag, renamed_key("comm", transports ? "transports" : "transport"));
-                return -1;
-            }
-            set_err(err, errlen, "unknown option '%s'; options are --config FILE and --section.key=value (see dpscale run --help)",
-                    flag);
-            return -1;
         }
     }
     if (optind < argc) {
@@ -384,13 +352,13 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
             return -1;
         }
         snprintf(cfg->config_path, sizeof cfg->config_path, "%s", config_path);
-        if (load_ini(cfg, config_path, err, errlen) != 0) return -1;
+        if (config_load_ini(cfg, config_path, err, errlen) != 0) return -1;
     }
     for (int i = 0; i < noverrides; i++) {
         const struct config_key *key = &config_keys[overrides[i].key];
-        if (parse_value(cfg, key, overrides[i].value) != 0) {
+        if (config_parse_value(cfg, key, overrides[i].value) != 0) {
             char accepted[512];
-            describe_accepted(key, accepted, sizeof accepted);
+            config_describe_accepted(key, accepted, sizeof accepted);
             set_err(err, errlen, "command line %s: '%s' is not accepted for %s.%s; expected %s", overrides[i].flag,
                     overrides[i].value, key->section, key->name, accepted);
             return -1;
@@ -437,6 +405,17 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
         return -1;
     }
     return 0;
+}
+
+int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    if (errlen > 0) err[0] = '\0';
+    const int rc = load_args(cfg, argc, argv, err, errlen);
+    /* one line whatever the input: a flag's value or a file name may hold a line break */
+    if (rc < 0)
+        for (char *p = err; *p != '\0'; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    return rc;
 }
 
 double config_loss_scale(const struct config *cfg)
@@ -516,7 +495,7 @@ void config_print_keys(FILE *out, const char *only)
             section = k->section;
             fprintf(out, "[%s]\n", section);
         }
-        describe_accepted(k, accepted, sizeof accepted);
+        config_describe_accepted(k, accepted, sizeof accepted);
         fprintf(out, "  %-14s %s (default '%s'; %s)\n", k->name, k->help, k->default_value, accepted);
     }
 }

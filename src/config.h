@@ -136,9 +136,22 @@ const char *config_enum_name(const struct config_key *key, int value);
 const char *config_value_name(const struct config *cfg, const char *section, const char *name);
 const struct config_key *config_find_key(const char *section, const char *name);
 
+/* Strict numbers, for the INI file and the command line alike. An integer is an
+ * optional sign and decimal digits, nothing else ("0x10", " 7", "1e3" are refused),
+ * compared with its bounds as an integer. A number is a finite decimal ("0.5",
+ * "-2.", ".5", "1e-3"): no hex float, inf or nan, no overflow or underflow.
+ * Return 0 with the value in *out, or -1 (out untouched). */
+int config_parse_int(const char *text, long long min, long long max, long long *out);
+int config_parse_double(const char *text, double min, double max, double *out);
+
 /* Parse `argv` (without the subcommand) into `cfg`: defaults, then the file named by
- * --config, then every --section.key=value. Returns 0, or -1 with a one-line message
- * in `err` naming the file:line or the flag and the accepted values. */
+ * --config, then every --section.key=value (or --section.key value). Returns 0, 1
+ * for --help, or -1 with a one-line message in `err` naming the file:line or the
+ * flag and the accepted values. The file must be a regular file of text (no NUL
+ * byte), each line that is not a comment at most libinih's line length; an
+ * indented line is read as if it were not indented. A value that starts with
+ * "--" is refused (the option before it lacks its value), and so is an
+ * abbreviated option name. */
 int config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
 
 /* Checks that need the size of the launch: the sweep against the world size, the

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "log.h"
 
 static char g_host[64] = "?";
 static int g_rank = -1;
@@ -44,12 +47,43 @@ void dp_error_print(const char *file, int line, const char *hint, const char *fm
     va_end(ap);
 }
 
+void dp_error_once(const char *fmt, ...)
+{
+    if (log_rank() != 0) {
+        /* mpirun ends the whole job at the first non-zero exit: a quiet rank that left
+         * at once could have rank 0 killed before its line is out */
+        const struct timespec pause = {2, 0};
+        nanosleep(&pause, NULL);
+        return;
+    }
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "dpscale: error: %s\n", msg);
+    fflush(stderr);
+}
+
+static volatile int g_ending = 0;
+static void (*g_cleanup)(void) = NULL;
+
+void dp_error_ending(void)
+{
+    g_ending = 1;
+    if (g_cleanup != NULL) g_cleanup();
+}
+
+void dp_error_set_cleanup(void (*fn)(void)) { g_cleanup = fn; }
+
 void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
 {
+    while (g_ending) pause(); /* the job is being ended (the watchdog): this failure is its echo */
     va_list ap;
     va_start(ap, fmt);
     vprint(file, line, hint, fmt, ap);
     va_end(ap);
+    if (g_cleanup != NULL) g_cleanup();
     if (g_abort_hook != NULL) {
         void (*hook)(int) = g_abort_hook;
         g_abort_hook = NULL; /* a failure inside the hook must not recurse */

@@ -37,6 +37,22 @@ void dp_error_set_abort_hook(void (*hook)(int exit_code));
 void dp_error_print(const char *file, int line, const char *hint, const char *fmt, ...)
     DP_PRINTF(4, 5);
 
+/* A bad-input error that every rank finds alike, e.g. an unknown command before MPI
+ * is up: "dpscale: error: msg", printed by rank 0 only (log_rank(), from the
+ * launcher's environment until MPI tells), so that 256 ranks print one line. The
+ * other ranks stay quiet, wait 2 s (so that the launcher, which ends the job at the
+ * first non-zero exit, lets rank 0 print) and return: exit with the same status. */
+void dp_error_once(const char *fmt, ...) DP_PRINTF(1, 2);
+
+/* From now on dp_fatal() neither prints nor exits (it waits to be ended): another
+ * thread is ending the job, and failures it provokes (a library call returning after
+ * its communicator was aborted) must not print a second error or pick the exit status. */
+void dp_error_ending(void);
+
+/* Run by dp_fatal() and dp_error_ending() before the job goes down: what a dying
+ * process must not leave behind (the result file's claim). Async-signal-safe. */
+void dp_error_set_cleanup(void (*fn)(void));
+
 /* Print as above, then abort every rank. */
 DP_NORETURN void dp_fatal(const char *file, int line, const char *hint, const char *fmt, ...)
     DP_PRINTF(4, 5);

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "session.h"
 #include "step.h"
+#include "train.h"
 
 #define GRADCHECK_EPS 3e-3f     /* step of the central difference: smaller drowns in float32, larger in curvature */
 #define GRADCHECK_TOLERANCE 1e-2 /* on |a - n| / max(|a| + |n|, floor): see resolution_floor */
@@ -63,6 +64,13 @@ int cmd_gradcheck(int argc, char **argv)
         if (s.launch.rank == 0)
             fprintf(stderr, "dpscale: error: gradcheck needs train.precision = fp32 (finite differences drown in "
                             "tf32/bf16/fp16 rounding); add --precision=fp32\n");
+        session_end(&s);
+        return EXIT_BAD_INPUT;
+    }
+    char err[512] = "";
+    const int too_big = train_memory_fits(&s.cfg, m, be, s.launch.size, s.launch.local_size, err, sizeof err) != 0;
+    if (session_refuse_once(&s, too_big, "lower train.batch_per_gpu or make the model smaller (gradcheck wants a tiny one: "
+                            "configs/mlp-tiny.ini)", err)) {
         session_end(&s);
         return EXIT_BAD_INPUT;
     }

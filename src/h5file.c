@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -25,7 +27,7 @@ static int make_dirs(const char *dir)
 }
 
 int h5file_choose_path(const struct config *cfg, const char *utc_stamp, const char *job_id, char *path, size_t len,
-                       char *err, size_t errlen)
+                       char *err, size_t errlen, char *note, size_t notelen)
 {
     const char *dir = cfg->output_dir[0] ? cfg->output_dir : ".";
     if (make_dirs(dir) != 0 || access(dir, W_OK) != 0) {
@@ -45,17 +47,74 @@ int h5file_choose_path(const struct config *cfg, const char *utc_stamp, const ch
         snprintf(err, errlen, "result file %s already exists and is never overwritten; choose another run.output or move it", path);
         return -1;
     }
-    if (access(tmp, F_OK) == 0) {
-        snprintf(err, errlen, "%s exists: another launch is writing %s, or one crashed; remove it if no launch is running", tmp, path);
-        return -1;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd >= 0) { /* claimed: who holds it, for a later launch to tell a live claim from a dead one */
+            char text[320];
+            const int n = snprintf(text, sizeof text, "%ld %s\n", (long)getpid(), host);
+            const int ok = n > 0 && write(fd, text, (size_t)n) == n;
+            close(fd);
+            if (!ok) {
+                unlink(tmp);
+                snprintf(err, errlen, "cannot write %s: %s; free space in run.output_dir or choose another folder", tmp,
+                         strerror(errno ? errno : ENOSPC));
+                return -1;
+            }
+            return 0;
+        }
+        if (errno != EEXIST) {
+            snprintf(err, errlen, "cannot create %s: %s; choose a shorter run.output or another run.output_dir", tmp,
+                     strerror(errno));
+            return -1;
+        }
+        /* NAME.tmp exists: a live claim stops us; one whose process is gone from this host does not */
+        long pid = 0;
+        char owner[256] = "";
+        FILE *f = fopen(tmp, "r");
+        const int got = f != NULL ? fscanf(f, "%ld %255s", &pid, owner) : 0;
+        if (f != NULL) fclose(f);
+        const int dead = got == 2 && strcmp(owner, host) == 0 && pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+        if (!dead || attempt > 0 || unlink(tmp) != 0) {
+            snprintf(err, errlen, "%s exists: %s; remove it if no launch is running", tmp,
+                     got == 2 ? "another launch (its pid and host inside) is writing this result"
+                              : "a launch is writing this result, or one crashed while writing it");
+            return -1;
+        }
+        snprintf(note, notelen, "removed %s, left by process %ld of %s, which no longer runs", tmp, pid, owner);
     }
-    return 0;
+    return -1;
 }
 
-/* Write `bytes` to a new file `path` (never an existing one), fsync'ed; -1 on any failure. */
-static int write_new_file(const char *path, const void *data, size_t bytes)
+int h5file_check_space(const char *path, double bytes, char *err, size_t errlen)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    struct statvfs v;
+    if (statvfs(dir, &v) != 0) return 0; /* cannot tell: the write will say */
+    const double avail = (double)v.f_bavail * (double)v.f_frsize;
+    if (avail >= bytes) return 0;
+    snprintf(err, errlen, "%s has %.1f MB free, and this launch's result file needs about %.1f MB; free space there or "
+             "set run.output_dir to another folder", dir, avail / 1e6, bytes / 1e6);
+    return -1;
+}
+
+void h5file_release(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    unlink(tmp);
+}
+
+/* Write `bytes` to `path`, fsync'ed; -1 on any failure (nothing left then). `ours`: the
+ * file is the launch's claim (truncated), else it must not exist. */
+static int write_new_file(const char *path, const void *data, size_t bytes, int ours)
+{
+    int fd = open(path, ours ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return -1;
     const char *p = data;
     size_t left = bytes;
@@ -92,10 +151,12 @@ hid_t h5file_open_image(struct h5w *w, const char *path, hid_t *fapl)
     return CHECK_H5(w, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, *fapl));
 }
 
-/* Write the in-memory file out as NAME.tmp, then link it to NAME (never over an existing
- * file). Returns 0, or -1 with a message (nothing left behind but a complete NAME.tmp
- * when only the link failed). */
-int h5file_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fapl, char *err, size_t errlen)
+/* Write the in-memory file out as NAME.tmp, then move it to NAME: linked (never over an
+ * existing file), or renamed over the launch's own earlier NAME (H5FILE_REWRITE).
+ * Returns 0, or -1 with a message (nothing left behind but a complete NAME.tmp when
+ * only the link failed). */
+int h5file_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fapl, int mode, char *err,
+                           size_t errlen)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -116,15 +177,23 @@ int h5file_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fa
     if (fapl >= 0) H5Pclose(fapl);
     if (w->failed) {
         free(image);
+        if (mode == H5FILE_CLAIMED) unlink(tmp); /* the claim goes with the file that failed */
         snprintf(err, errlen, "building %s failed, nothing was written: %s", path, w->err);
         return -1;
     }
     errno = 0;
-    int rc = write_new_file(tmp, image, (size_t)size);
+    int rc = write_new_file(tmp, image, (size_t)size, mode != H5FILE_NEW);
     free(image);
     if (rc != 0) {
         snprintf(err, errlen, "writing %s failed, nothing was kept: %s", tmp, strerror(errno));
         return -1;
+    }
+    if (mode == H5FILE_REWRITE) { /* our own NAME: replaced in one step, never half of either */
+        if (rename(tmp, path) != 0) {
+            snprintf(err, errlen, "cannot replace %s: %s; the complete result is kept in %s", path, strerror(errno), tmp);
+            return -1;
+        }
+        return 0;
     }
     /* link() fails rather than replace: a result that appeared meanwhile survives */
     if (link(tmp, path) != 0) {

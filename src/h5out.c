@@ -42,6 +42,10 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
     hid_t file = h5file_open_image(&w, path, &fapl);
     if (file >= 0) {
         h5out_root(&w, file, sys->prov);
+        /* a sweep's file is rewritten after each point: complete = 0 until the last one */
+        attr_i64(&w, file, "complete", contents->points_total <= contents->nruns);
+        attr_i64(&w, file, "points_completed", contents->nruns);
+        attr_i64(&w, file, "points_planned", contents->points_total > 0 ? contents->points_total : contents->nruns);
         h5out_system(&w, file, sys);
         h5out_config(&w, file, cfg);
         if (contents->model != NULL) h5out_model(&w, file, cfg, contents->model);
@@ -63,7 +67,7 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
         }
     }
     seal(&w, file);
-    return h5file_close_and_write(&w, path, file, fapl, err, errlen);
+    return h5file_close_and_write(&w, path, file, fapl, contents->disk_mode, err, errlen);
 }
 
 /* Copy every attribute of `from` onto `to` (a projection keeps its source's identity). */
@@ -157,5 +161,5 @@ int h5out_write_projection(const char *path, const struct h5out_projection *p, c
     seal(&w, file);
     H5Fclose(src);
     provenance_free(&prov);
-    return h5file_close_and_write(&w, path, file, fapl, err, errlen);
+    return h5file_close_and_write(&w, path, file, fapl, H5FILE_NEW, err, errlen);
 }

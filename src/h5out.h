@@ -67,6 +67,8 @@ struct h5out_contents {
     const struct collective_result *collectives;
     int ncollectives;
     const struct h5out_dump *dump; /* its /dump group; NULL: none */
+    int disk_mode;                 /* enum h5file_mode: how the file reaches its name */
+    int points_total;              /* a sweep: its points; > nruns while the file holds the points done so far */
 };
 
 /* Write the whole file. Returns 0, or -1 with a message in err (nothing left behind). */

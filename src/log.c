@@ -117,6 +117,21 @@ static void progress_line(double now, const char *fmt, ...)
 
 static int progress_on(void) { return g_rank == 0 && !g_quiet; }
 
+void progress_note(const char *fmt, ...)
+{
+    if (!progress_on()) return;
+    char stamp[32], what[4400];
+    const time_t wall = time(NULL);
+    struct tm utc;
+    gmtime_r(&wall, &utc);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "dpscale: %s %s\n", stamp, what);
+}
+
 void progress_point_begin(int nranks, int index, int count, long long steps, long long launch_steps, const char *passes)
 {
     const double now = monotonic_s();

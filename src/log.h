@@ -42,5 +42,7 @@ void progress_pass_begin(const char *pass, int warmup, int timed);
 void progress_step(void);
 /* The point is done. */
 void progress_point_end(void);
+/* A progress line of its own ("dpscale: UTC what"), on rank 0 unless --quiet. */
+void progress_note(const char *fmt, ...) DP_PRINTF(1, 2);
 
 #endif

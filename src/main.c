@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "error.h"
 #include "log.h"
 #include "provenance.h"
 #include "session.h"
@@ -61,10 +62,8 @@ int main(int argc, char **argv)
         provenance_print_version(stdout);
         return EXIT_OK;
     }
-    if (log_rank() == 0) {
-        fprintf(stderr, "dpscale: error: unknown command '%s'; commands are", cmd);
-        for (c = commands; c->name != NULL; c++) fprintf(stderr, " %s,", c->name);
-        fprintf(stderr, " version (dpscale --help says what each does)\n");
-    }
+    char names[512] = "";
+    for (c = commands; c->name != NULL; c++) snprintf(names + strlen(names), sizeof names - strlen(names), "%s, ", c->name);
+    dp_error_once("unknown command '%s'; commands are %sversion (dpscale --help says what each does)", cmd, names);
     return EXIT_BAD_INPUT;
 }

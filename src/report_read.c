@@ -171,7 +171,7 @@ void report_free(struct report_file *f)
 {
     free(f->comm);
     free(f->topo);
-    if (f->info != NULL) doc_free_info(f->info);
+    if (f->info != NULL) free(f->info->attrs); /* doc_free_info's work, without linking the document's reader */
     free(f->info);
     f->comm = NULL;
     f->topo = NULL;

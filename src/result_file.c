@@ -12,10 +12,39 @@
 #include "h5out.h"
 #include "log.h"
 
+/* The claim (NAME.tmp) that SIGTERM and SIGINT remove: rank 0's; "" elsewhere. */
+static char g_claim[4200];
+
+static void release_claim(void)
+{
+    if (g_claim[0]) unlink(g_claim); /* the points done so far are in NAME already */
+}
+
+static void on_terminate(int sig)
+{
+    release_claim();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* About what the file will take: every timed step's phases and buckets of every rank
+ * of every point, the parameters where they are saved (or a dump's parameters and
+ * gradients), and the fixed groups. */
+static double planned_bytes(const struct session *s)
+{
+    const struct config *c = &s->cfg;
+    const double P = s->model != NULL ? (double)s->model->nparams : 0.0;
+    const double buckets = P * 4.0 / (c->bucket_mb * 1e6) + 4.0;
+    double total = 4e6 + 8.0 * P;
+    for (int i = 0; i < c->nsweep; i++)
+        total += (double)c->iters * c->sweep[i] * 8.0 * (16.0 + 4.0 * buckets) + (c->save_params ? 4.0 * P : 0.0);
+    return total;
+}
+
 int result_file_prepare(struct session *s, struct result_file *f)
 {
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit becomes a write error we report, not a crash */
-    char stamp[32], job[64], err[1024] = "";
+    char stamp[32], job[64], err[1024] = "", note[4400] = "";
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -26,16 +55,35 @@ int result_file_prepare(struct session *s, struct result_file *f)
     int bad = 0;
     f->path[0] = '\0';
     f->peers = NULL;
+    f->written = 0;
     if (s->launch.rank == 0) {
-        bad = h5file_choose_path(&s->cfg, stamp, job, f->path, sizeof f->path, err, sizeof err) != 0;
+        bad = h5file_choose_path(&s->cfg, stamp, job, f->path, sizeof f->path, err, sizeof err, note, sizeof note) != 0;
+        /* the file and a replacement beside it, while a sweep rewrites it */
+        if (!bad && h5file_check_space(f->path, 2.0 * planned_bytes(s), err, sizeof err) != 0) {
+            h5file_release(f->path);
+            bad = 1;
+        }
         if (bad) fprintf(stderr, "dpscale: error: %s\n", err);
+        else if (note[0]) fprintf(stderr, "dpscale: warning: %s\n", note);
+        if (!bad) snprintf(g_claim, sizeof g_claim, "%s.tmp", f->path);
     }
     if (session_any_failed(bad)) {
         session_end(s);
         return EXIT_BAD_INPUT;
     }
     world_bcast_bytes(f->path, sizeof f->path);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_terminate;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    dp_error_set_cleanup(release_claim); /* a failing rank 0, or the watchdog ending the job */
     return EXIT_OK;
+}
+
+void result_file_abandon(struct session *s, const struct result_file *f)
+{
+    if (s->launch.rank == 0 && f->path[0]) h5file_release(f->path);
 }
 
 /* Collective: every rank describes itself; rank 0 gathers the descriptions into the
@@ -56,8 +104,10 @@ static void gather_provenance(struct session *s)
 }
 
 /* Collective: rank 0 writes `contents` with the launch's provenance and system. */
-static int write_contents(struct session *s, const struct result_file *f, const struct h5out_contents *contents)
+static int write_contents(struct session *s, struct result_file *f, struct h5out_contents *contents)
 {
+    contents->disk_mode = f->written ? H5FILE_REWRITE : H5FILE_CLAIMED;
+    const int partial = contents->points_total > contents->nruns;
     char *hosts = world_gather_hosts(&s->launch);
     gather_provenance(s);
     int failed = 0;
@@ -73,31 +123,42 @@ static int write_contents(struct session *s, const struct result_file *f, const 
             .peers = f->peers,
         };
         if (h5out_write(f->path, &s->cfg, &sys, contents, err, sizeof err) != 0) {
-            DP_ERROR("free space in run.output_dir or choose another folder", "%s", err);
+            DP_ERROR("free space in run.output_dir or choose another folder", "%s%s", err,
+                     f->written ? "; the file holds the sweep points written before, marked incomplete" : "");
             failed = 1;
         } else {
-            say("\nwrote %s\n", f->path);
+            f->written = 1;
+            if (partial) progress_note("kept %d of %d sweep points in %s", contents->nruns, contents->points_total,
+                                       f->path);
+            else say("\nwrote %s\n", f->path);
         }
     }
     free(hosts);
     return session_any_failed(failed) ? -1 : 0;
 }
 
-int result_file_write(struct session *s, const struct result_file *f, int argc, char **argv,
+int result_file_write(struct session *s, struct result_file *f, int argc, char **argv,
                       const struct run_result *runs, const struct run_summary *sums, int nruns,
                       const struct collective_result *colls, int ncolls)
 {
     (void)argc;
     (void)argv;
-    const struct h5out_contents contents = {nruns > 0 ? s->model : NULL, runs, sums, nruns, colls, ncolls, NULL};
+    struct h5out_contents contents = {nruns > 0 ? s->model : NULL, runs, sums, nruns, colls, ncolls, NULL, 0, 0};
     return write_contents(s, f, &contents);
 }
 
-int result_file_write_dump(struct session *s, const struct result_file *f, int argc, char **argv,
+int result_file_write_partial(struct session *s, struct result_file *f, const struct run_result *runs,
+                              const struct run_summary *sums, int done, int planned)
+{
+    struct h5out_contents contents = {s->model, runs, sums, done, NULL, 0, NULL, 0, planned};
+    return write_contents(s, f, &contents);
+}
+
+int result_file_write_dump(struct session *s, struct result_file *f, int argc, char **argv,
                            const struct h5out_dump *dump)
 {
     (void)argc;
     (void)argv;
-    const struct h5out_contents contents = {s->model, NULL, NULL, 0, NULL, 0, dump};
+    struct h5out_contents contents = {s->model, NULL, NULL, 0, NULL, 0, dump, 0, 0};
     return write_contents(s, f, &contents);
 }

@@ -1,7 +1,9 @@
-/* result_file.h — the result file of a launch, as the subcommands see it: name it
- * and check it can be written before any work (rank 0 decides, every rank agrees),
- * then write it once at the end with the launch's provenance (every rank describes
- * itself; rank 0 gathers and writes). */
+/* result_file.h — the result file of a launch, as the subcommands see it: name and
+ * claim it, and check the space it needs, before any work (rank 0 decides, every rank
+ * agrees); a sweep then rewrites it after each point, marked incomplete (root attribute
+ * complete = 0) until the last, so that a time limit, a crash or a signal keeps what
+ * was measured; SIGTERM and SIGINT leave no NAME.tmp behind. Each write carries the
+ * launch's provenance (every rank describes itself; rank 0 gathers and writes). */
 #ifndef DPSCALE_RESULT_FILE_H
 #define DPSCALE_RESULT_FILE_H
 
@@ -14,6 +16,7 @@
 struct result_file {
     char path[4096];
     const struct peer_matrix *peers; /* set by dpscale topo when it measured them */
+    int written;                     /* NAME holds this launch's points so far: later writes replace it */
 };
 
 /* Returns EXIT_OK, or EXIT_BAD_INPUT on every rank (the session is then ended). */
@@ -22,12 +25,18 @@ int result_file_prepare(struct session *s, struct result_file *f);
 /* Collective. Rank 0 writes runs and/or collectives; returns 0 on every rank when
  * the file was written, -1 when it was not (nothing is left behind then). argc and
  * argv are no longer read: the command line is main()'s (provenance_note_command). */
-int result_file_write(struct session *s, const struct result_file *f, int argc, char **argv,
+int result_file_write(struct session *s, struct result_file *f, int argc, char **argv,
                       const struct run_result *runs, const struct run_summary *sums, int nruns,
                       const struct collective_result *colls, int ncolls);
+/* Collective: the sweep's first `done` of `planned` points, the file marked incomplete. */
+int result_file_write_partial(struct session *s, struct result_file *f, const struct run_result *runs,
+                              const struct run_summary *sums, int done, int planned);
+/* A launch that ends without a result: the claim (NAME.tmp) is given up; a file of the
+ * points done so far stays, marked incomplete. */
+void result_file_abandon(struct session *s, const struct result_file *f);
 
 /* The same, for `dpscale dump`: the model and one step laid open (rank 0's). */
-int result_file_write_dump(struct session *s, const struct result_file *f, int argc, char **argv,
+int result_file_write_dump(struct session *s, struct result_file *f, int argc, char **argv,
                            const struct h5out_dump *dump);
 
 #endif

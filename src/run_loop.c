@@ -108,6 +108,7 @@ static void start_bucket(struct run_loop *L, int k)
     void *src = grad_src(L);
     watchdog_note(L->step_index, k);
     session_hang_if_pending(); /* tests only (DPSCALE_FAULT=...:hang): the peers wait in this reduction */
+    watchdog_entered();
     comm_begin(L->c, k);
     if (L->comm_buf != NULL) { /* the 16-bit copy of fp32 gradients, made on the library's stream */
         backend_set_stream(L->be, comm_stream(L->c));
@@ -129,7 +130,6 @@ static void start_bucket(struct run_loop *L, int k)
         if (sb->block > 0) comm_reduce_scatter(L->c, elem(src, b->offset, dt), sb->block, dt, L->ar_op);
     }
     comm_end(L->c, k);
-    watchdog_issued();
 }
 
 /* Sharded: every bucket's block of the weights the GEMMs read, to every rank; the

@@ -29,6 +29,18 @@ static int agree_once(int rank, int failed, const char *err)
     return 1;
 }
 
+int session_refuse_once(const struct session *s, int failed, const char *hint, const char *err)
+{
+    int first = world_first_rank_with(failed);
+    if (first < 0) return 0;
+    if (s->launch.rank == first) {
+        fprintf(stderr, "dpscale: error: %s:%d %s\n", s->launch.host, s->launch.rank, err);
+        if (hint != NULL) fprintf(stderr, "hint: %s\n", hint);
+        fflush(stderr);
+    }
+    return 1;
+}
+
 /* Gradients on the GPU travel through NCCL; host buffers through MPI. */
 static int choose_library(struct session *s, char *err, size_t errlen)
 {
@@ -98,10 +110,9 @@ int session_start(int argc, char **argv, struct session *s)
     rc = model_describe(&s->cfg, s->model, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
 
-    /* The backend may fail on one rank only (no GPU on that node): each says why. */
+    /* The backend may fail on some ranks only (no GPU on one node): the first says why, for all. */
     rc = backend_open(&s->backend, &s->cfg, s->launch.local_rank, s->launch.local_size, err, sizeof err);
-    if (rc != 0) DP_ERROR(NULL, "%s", err);
-    if (session_any_failed(rc != 0)) goto bad_input;
+    if (session_refuse_once(s, rc != 0, NULL, err)) goto bad_input;
     if (s->model->ops->supported != NULL) { /* a model may need operations this backend lacks */
         rc = s->model->ops->supported(s->model, &s->backend, err, sizeof err);
         if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;

@@ -49,6 +49,12 @@ const char *session_library_name(const struct session *s);
 int session_start(int argc, char **argv, struct session *s);
 void session_end(struct session *s);
 
+/* Refusals that may depend on the rank's node (no GPU, not enough memory): every
+ * rank learns whether any failed, and the lowest failing rank prints its `err`
+ * (with its host:rank, and a "hint:" line when hint != NULL) once for all, so that
+ * 256 ranks print one line. Collective; returns 1 if any failed. */
+int session_refuse_once(const struct session *s, int failed, const char *hint, const char *err);
+
 /* Every rank learns whether any failed; returns 1 if so. */
 int session_any_failed(int failed);
 

@@ -34,43 +34,50 @@ static void format_bytes(double bytes, char *buf, size_t len)
     snprintf(buf, len, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
 }
 
-/* All ranks of c agree whether the memory plan fits; the ranks that lack memory say why. */
-static int check_memory(const struct config *cfg, const struct model *m, struct backend *be, struct group *g,
-                        int local_size, int B, int steps)
+int train_memory_fits(const struct config *cfg, const struct model *m, struct backend *be, int n, int local_size,
+                      char *err, size_t errlen)
 {
     struct memory_plan plan;
-    char err[512], need[32], have[32];
-    int failed = 0;
-    if (model_plan_memory(m, cfg->optimizer, dtype_size(be->act_dtype), B, steps, &plan, err, sizeof err) != 0) {
-        DP_ERROR(NULL, "%s", err);
-        failed = 1;
-    } else {
-        const size_t half = m->nparams * dtype_size(be->act_dtype);
-        if (cfg->grad_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) { /* a 16-bit gradient arena */
-            plan.grads_bytes -= half;
-            plan.total_bytes -= half;
-        } else if (group_size(g) > 1 && cfg->allreduce_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) {
-            plan.grads_bytes += half; /* the 16-bit copy that travels */
-            plan.total_bytes += half;
-        }
-        if (cfg->optimizer_state == STATE_COMPUTE && be->act_dtype != DT_F32) { /* 16-bit state arenas */
-            const size_t saved = (cfg->optimizer == OPT_ADAMW ? 2 : 1) * (m->nparams * sizeof(float) - half);
-            plan.optimizer_bytes -= saved;
-            plan.total_bytes -= saved;
-        }
-        size_t available = be->ops->memory_available(be, local_size);
-        if (available > 0 && plan.total_bytes > available) {
-            format_bytes((double)plan.total_bytes, need, sizeof need);
-            format_bytes((double)available, have, sizeof have);
-            DP_ERROR("lower train.batch_per_gpu (or train.global_batch), or make the model smaller",
-                     "the run on %d ranks needs %s per rank (parameters %.2f, gradients %.2f, optimizer %.2f, "
-                     "activations %.2f, data %.2f GiB) but %s has %s free for this rank (%d on the node)",
-                     group_size(g), need, plan.params_bytes / 1073741824.0, plan.grads_bytes / 1073741824.0,
-                     plan.optimizer_bytes / 1073741824.0, plan.activations_bytes / 1073741824.0,
-                     plan.data_bytes / 1073741824.0, be->info.device_name, have, local_size);
-            failed = 1;
-        }
+    char need[32], have[32];
+    const int B = config_batch_per_rank(cfg, n), steps = cfg->warmup + cfg->iters;
+    if (model_plan_memory(m, cfg->optimizer, dtype_size(be->act_dtype), B, steps, &plan, err, errlen) != 0) return -1;
+    const size_t half = m->nparams * dtype_size(be->act_dtype);
+    if (cfg->grad_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) { /* a 16-bit gradient arena */
+        plan.grads_bytes -= half;
+        plan.total_bytes -= half;
+    } else if (n > 1 && cfg->allreduce_dtype == ALLREDUCE_COMPUTE && be->act_dtype != DT_F32) {
+        plan.grads_bytes += half; /* the 16-bit copy that travels */
+        plan.total_bytes += half;
     }
+    if (cfg->optimizer_state == STATE_COMPUTE && be->act_dtype != DT_F32) { /* 16-bit state arenas */
+        const size_t saved = (cfg->optimizer == OPT_ADAMW ? 2 : 1) * (m->nparams * sizeof(float) - half);
+        plan.optimizer_bytes -= saved;
+        plan.total_bytes -= saved;
+    }
+    size_t available = be->ops->memory_available(be, local_size);
+    if (available > 0 && plan.total_bytes > available) {
+        format_bytes((double)plan.total_bytes, need, sizeof need);
+        format_bytes((double)available, have, sizeof have);
+        snprintf(err, errlen,
+                 "the run on %d ranks needs %s per rank (parameters %.2f, gradients %.2f, optimizer %.2f, "
+                 "activations %.2f, data %.2f GiB) but %s has %s free for this rank (%d on the node)",
+                 n, need, plan.params_bytes / 1073741824.0, plan.grads_bytes / 1073741824.0,
+                 plan.optimizer_bytes / 1073741824.0, plan.activations_bytes / 1073741824.0,
+                 plan.data_bytes / 1073741824.0, be->info.device_name, have, local_size);
+        return -1;
+    }
+    return 0;
+}
+
+/* All ranks of g agree whether the memory plan fits; the ranks that lack memory say
+ * why (the commands refuse a plan that does not fit before they start: this is
+ * the check at the moment of allocation). */
+static int check_memory(const struct config *cfg, const struct model *m, struct backend *be, struct group *g,
+                        int local_size)
+{
+    char err[512];
+    const int failed = train_memory_fits(cfg, m, be, group_size(g), local_size, err, sizeof err) != 0;
+    if (failed) DP_ERROR("lower train.batch_per_gpu (or train.global_batch), or make the model smaller", "%s", err);
     return group_max_double(g, failed) > 0 ? -1 : 0;
 }
 
@@ -208,7 +215,7 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     snprintf(out->path, sizeof out->path, "%s", config_value_name(cfg, "comm", "path"));
 
     announce_run(cfg, N);
-    if (check_memory(cfg, m, be, g, local_size, B, steps) != 0) return -1;
+    if (check_memory(cfg, m, be, g, local_size) != 0) return -1;
     struct run_loop L;
     run_loop_init(&L, cfg, m, be, g, c);
     out->allreduce_bytes = c != NULL ? (double)m->nparams * dtype_size(L.ar_dtype) : 0.0;

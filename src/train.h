@@ -61,6 +61,13 @@ static inline double run_bus_bytes(const struct run_result *r)
     return r->gather_bytes > 0 ? r->allreduce_bytes + r->gather_bytes : 2.0 * r->allreduce_bytes;
 }
 
+/* Whether this rank's buffers for a run on n ranks fit in what its device has free
+ * (local_size ranks of the node sharing the host's memory on the cpu). Returns 0,
+ * or -1 with the refusal in err ("the run on 2 ranks needs ... but ... has ...
+ * free"). No communication. */
+int train_memory_fits(const struct config *cfg, const struct model *m, struct backend *be, int n, int local_size,
+                      char *err, size_t errlen);
+
 /* Collective over the ranks of g; c is the run's comm, NULL on one rank. `library`
  * labels the run. Returns 0, or -1 (on every rank of g) when the run cannot start,
  * e.g. the memory plan does not fit. */

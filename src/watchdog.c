@@ -3,17 +3,19 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "error.h"
 
 /* A rank's heartbeat file, mapped: the main thread's notes land in it as they are
  * made, the watchdog thread stamps `beat`; the other ranks of the node read it. */
@@ -79,6 +81,7 @@ static void fire(const char *what)
                            "hangs the job; raise run.timeout_s if the steps are legitimately that slow\n",
                            W.host, W.rank, what, d, automatic ? "automatic: run.timeout_s = 0" : "run.timeout_s");
     if (n > 0) (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    dp_error_ending(); /* the main thread's NCCL call fails once its communicator is aborted: no second line */
     alarm(WATCHDOG_ABORT_GRACE_S); /* should an abort below hang, SIGALRM ends the process */
     if (W.abort_comms != NULL) W.abort_comms();
     if (W.file[0]) unlink(W.file);
@@ -327,7 +330,7 @@ void watchdog_note(int step, int bucket)
     pthread_mutex_unlock(&W.lock);
 }
 
-void watchdog_issued(void)
+void watchdog_entered(void)
 {
     pthread_mutex_lock(&W.lock);
     W.seq++;

@@ -45,9 +45,10 @@ void watchdog_stop(void);
 void watchdog_arm(const char *pass);
 /* Where this rank is: step of the pass (counted from 0), bucket being reduced (-1: none). */
 void watchdog_note(int step, int bucket);
-/* The collective just noted is started on this rank (its peers that never start it
- * are then behind it, and named). */
-void watchdog_issued(void);
+/* This rank enters the collective just noted (a library call may block inside it,
+ * waiting for the peers: NCCL connects lazily); a peer that never enters it is then
+ * behind, and named. */
+void watchdog_entered(void);
 /* Waiting that may legitimately take long (other ranks' sweep points, file writes):
  * this rank's deadline is off; stopped peers are still detected by their heartbeats. */
 void watchdog_idle(void);

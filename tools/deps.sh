@@ -2,13 +2,17 @@
 # deps.sh — what dpscale needs from Debian/Ubuntu packages, checked or installed.
 #   tools/deps.sh check     list what is missing (exit 1 if anything is)
 #   tools/deps.sh install   install what is missing (as root), or print the apt-get line to run
+#   tools/deps.sh install fuzz   the same, and clang for make fuzz
 # Build: Open MPI, HDF5 (C library, serial), libinih, OpenBLAS, jansson (the report's JSON), pkg-config, a C compiler.
 # Tests: Python 3 with h5py, numpy, pandas and pytest (the integration tests read the HDF5 files back,
 # and the report's CSV and JSON through pandas),
 # Slurm and munge (a real test cluster, started as root), gnuplot (report plots).
+# Sanitizers (make test-sanitize, make fuzz-replay): gcc's ASan and UBSan runtimes, which build-essential brings.
+# Fuzzing (make fuzz): clang, for libFuzzer; optional, and not installed by default (tools/deps.sh install fuzz).
 set -euo pipefail
 
 BUILD_PKGS="build-essential pkg-config openmpi-bin libopenmpi-dev libhdf5-dev libinih-dev libopenblas-dev libopenblas-openmp-dev libjansson-dev"
+FUZZ_PKGS="clang"
 TEST_PKGS="python3 python3-h5py python3-numpy python3-pandas python3-pytest hdf5-tools slurm-wlm munge gnuplot-nox"
 
 missing() {
@@ -52,19 +56,21 @@ check)
     ;;
 install)
     m=$(missing tests)
-    [ -z "$m" ] && exit 0
+    extra=
+    if [ "${2:-}" = fuzz ] && ! command -v clang >/dev/null 2>&1; then extra=$FUZZ_PKGS; m="$m $extra"; fi
+    [ -z "${m// /}" ] && exit 0
     if [ "$(id -u)" -eq 0 ]; then
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        apt-get install -y -qq $BUILD_PKGS $TEST_PKGS >/dev/null
+        apt-get install -y -qq $BUILD_PKGS $TEST_PKGS $extra >/dev/null
     else
         echo "dpscale: missing packages: $m" >&2
-        echo "run: sudo apt-get install -y $BUILD_PKGS $TEST_PKGS" >&2
+        echo "run: sudo apt-get install -y $BUILD_PKGS $TEST_PKGS $extra" >&2
         exit 1
     fi
     ;;
 *)
-    echo "usage: tools/deps.sh check|install" >&2
+    echo "usage: tools/deps.sh check [tests] | install [fuzz]" >&2
     exit 2
     ;;
 esac

@@ -130,6 +130,13 @@ for m in gpt bert; do
     check dump_epilogue_${m}_bf16 bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda $MID --model.heads=2 \
         --precision=bf16 --train.gemm_epilogue=forward $O --run.output=dump-epi-$m.h5
     check torch_epilogue_${m}_bf16_3e-2 $PY tests/gpu/torch_reference.py "$LOG/dump-epi-$m.h5" --tol 3e-2
+    # the backward's epilogue too (train.gemm_epilogue = on: GELU' in cuBLASLt's DGELU), fp32 and bf16
+    check dump_epilogue_on_${m}_fp32 bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda $MID --model.heads=2 \
+        --train.gemm_epilogue=on $O --run.output=dump-epion-$m-32.h5
+    check torch_epilogue_on_${m}_fp32_1e-4 $PY tests/gpu/torch_reference.py "$LOG/dump-epion-$m-32.h5" --tol 1e-4
+    check dump_epilogue_on_${m}_bf16 bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda $MID --model.heads=2 \
+        --precision=bf16 --train.attention=flash --train.gemm_epilogue=on $O --run.output=dump-epion-$m-16.h5
+    check torch_epilogue_on_${m}_bf16_3e-2 $PY tests/gpu/torch_reference.py "$LOG/dump-epion-$m-16.h5" --tol 3e-2
     check cpu_mid_$m bin/dpscale run --config configs/$m-tiny.ini --backend=cpu $MID --model.heads=2 --train.iters=20 \
         $O --run.output=$m-mid-cpu.h5
     check cuda_flash_$m bin/dpscale run --config configs/$m-tiny.ini --backend=cuda --precision=bf16 $MID --model.heads=2 \
@@ -195,6 +202,12 @@ if [ "$NGPU" -ge 2 ]; then
             --config configs/mlp-comm-bound.ini --comm.overlap=$ov $O --run.output=comm-bound-$ov.h5
         sed -n '/^comm\/path/,/^step:/p' "$LOG/overlap_${ov}_p2p_disabled.log"
     done
+fi
+
+# 10. the watchdog on the NCCL path: a stopped rank, and one that hangs before a reduction
+if [ "$NGPU" -ge 2 ]; then
+    check watchdog tests/gpu/watchdog.sh "$LOG/watchdog"
+    grep WATCHDOG_CHECK "$LOG/watchdog.log"
 fi
 
 echo; echo "== dpscale GPU tests on $(head -1 "$LOG/gpus.txt" | cut -d'(' -f1)x $NGPU"

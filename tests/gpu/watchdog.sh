@@ -33,10 +33,12 @@ kill -STOP "$pid"
 t0=$SECONDS
 wait "$job"
 rc=$?
+# every process gone, the stopped one too (mpirun may return while a killed rank still tears down)
+while [ -n "$(ps -o stat= -p "$pid" | grep -v Z)" ] && ((SECONDS - t0 <= TIMEOUT_S + 10)); do sleep 0.2; done
 elapsed=$((SECONDS - t0))
 cat "$OUT/stop.err"
 lines=$(grep -c '^dpscale: error:' "$OUT/stop.err")
-left=$(ps -o pid= -p "$pid" | wc -l)
+left=$(ps -o stat= -p "$pid" | grep -vc Z)
 check stop-ends-in-time $((elapsed <= TIMEOUT_S + 10 && rc != 0 ? 0 : 1)) "rc=$rc, ${elapsed} s after SIGSTOP"
 check stop-one-line-names-rank-1 $((lines == 1 ? 0 : 1)) \
     "$(grep '^dpscale: error:' "$OUT/stop.err" | grep -c "rank 1 on this node (pid $pid) stopped answering") of $lines lines"

@@ -9,7 +9,8 @@ import h5py
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BINARY = ROOT / "bin" / "dpscale"
+# DPSCALE_BINARY: another build of the same sources (make test-sanitize)
+BINARY = Path(os.environ.get("DPSCALE_BINARY", ROOT / "bin" / "dpscale"))
 TINY = ROOT / "configs" / "mlp-tiny.ini"
 
 

@@ -2,6 +2,7 @@
  * overrides, and a clear one-line error for every kind of bad input. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../src/config.h"
@@ -9,16 +10,18 @@
 
 static char g_err[1024];
 
-/* Write `text` to a temporary INI file and return its path. */
-static const char *ini(const char *text)
+/* Write `len` bytes of `text` to a temporary INI file and return its path. */
+static const char *ini_bytes(const char *text, size_t len)
 {
     static char path[64];
     snprintf(path, sizeof path, "/tmp/dpscale-test-%d.ini", (int)getpid());
     FILE *f = fopen(path, "w");
-    fputs(text, f);
+    fwrite(text, 1, len, f);
     fclose(f);
     return path;
 }
+
+static const char *ini(const char *text) { return ini_bytes(text, strlen(text)); }
 
 static int load(struct config *cfg, int argc, char **argv)
 {
@@ -87,7 +90,7 @@ TEST(unparsable_numbers_are_errors)
     struct config c;
     char *a1[] = {"run", "--train.lr=fast", NULL};
     CHECK(load(&c, 2, a1) != 0);
-    CHECK_CONTAINS(g_err, "command line --train.lr=fast: 'fast' is not accepted for train.lr; expected a number");
+    CHECK_CONTAINS(g_err, "command line --train.lr=fast: 'fast' is not accepted for train.lr; expected a decimal number");
     char *a2[] = {"run", "--model.layers=4x", NULL};
     CHECK(load(&c, 2, a2) != 0);
     char *a3[] = {"run", "--train.lr=nan", NULL};
@@ -244,6 +247,239 @@ TEST(every_default_formats_back_to_itself)
         if (text[0] == '\0') continue; /* empty strings are the default already */
         CHECK(load(&again, 2, a) == 0);
     }
+}
+
+/* ---- strict numbers ------------------------------------------------------- */
+
+static int int_ok(const char *text, long long min, long long max, long long want)
+{
+    long long v = -12345;
+    return config_parse_int(text, min, max, &v) == 0 && v == want;
+}
+
+static int int_refused(const char *text, long long min, long long max)
+{
+    long long v = -12345;
+    return config_parse_int(text, min, max, &v) != 0 && v == -12345;
+}
+
+TEST(integers_are_optional_sign_and_decimal_digits)
+{
+    CHECK(int_ok("7", 0, 10, 7));
+    CHECK(int_ok("+7", 0, 10, 7));
+    CHECK(int_ok("-3", -5, 10, -3));
+    CHECK(int_ok("007", 0, 10, 7));
+    CHECK(int_refused("", 0, 10));
+    CHECK(int_refused("+", 0, 10));
+    CHECK(int_refused(" 7", 0, 10));
+    CHECK(int_refused("7 ", 0, 10));
+    CHECK(int_refused("0x10", 0, 100));
+    CHECK(int_refused("1e3", 0, 10000));
+    CHECK(int_refused("3.0", 0, 10));
+    CHECK(int_refused("--3", -5, 10));
+}
+
+TEST(integers_are_compared_with_their_bounds_as_integers)
+{
+    const long long two62 = 4611686018427387904LL;
+    CHECK(int_ok("4611686018427387904", 0, two62, two62));
+    CHECK(int_refused("4611686018427387905", 0, two62)); /* as doubles, 2^62 + 1 == 2^62 */
+    CHECK(int_ok("9223372036854775807", 0, 9223372036854775807LL, 9223372036854775807LL));
+    CHECK(int_refused("9223372036854775808", 0, 9223372036854775807LL)); /* ERANGE */
+    CHECK(int_refused("-1", 0, 10));
+    CHECK(int_refused("11", 0, 10));
+    CHECK(int_ok("10", 0, 10, 10) && int_ok("0", 0, 10, 0));
+}
+
+static int double_ok(const char *text, double want)
+{
+    double v = -12345;
+    return config_parse_double(text, -1e300, 1e300, &v) == 0 && v == want;
+}
+
+static int double_refused(const char *text)
+{
+    double v = -12345;
+    return config_parse_double(text, -1e300, 1e300, &v) != 0 && v == -12345;
+}
+
+TEST(numbers_are_finite_decimals)
+{
+    CHECK(double_ok("0.5", 0.5));
+    CHECK(double_ok("-2.", -2.0));
+    CHECK(double_ok(".5", 0.5));
+    CHECK(double_ok("+1e-3", 1e-3));
+    CHECK(double_ok("1E+2", 100.0));
+    CHECK(double_ok("3", 3.0));
+    CHECK(double_refused("0x1p-3")); /* strtod reads hex floats */
+    CHECK(double_refused("0x10"));
+    CHECK(double_refused("inf"));
+    CHECK(double_refused("-Infinity"));
+    CHECK(double_refused("nan"));
+    CHECK(double_refused("NAN(1)"));
+    CHECK(double_refused("1e999"));  /* overflow */
+    CHECK(double_refused("1e-400")); /* underflow */
+    CHECK(double_refused(""));
+    CHECK(double_refused("."));
+    CHECK(double_refused("e3"));
+    CHECK(double_refused("1e"));
+    CHECK(double_refused("1e+"));
+    CHECK(double_refused(" 1"));
+    CHECK(double_refused("1.5x"));
+    CHECK(double_refused("1,5"));
+}
+
+TEST(numbers_are_compared_with_their_bounds)
+{
+    double v = 0;
+    CHECK(config_parse_double("10", 1e-12, 10, &v) == 0 && v == 10);
+    CHECK(config_parse_double("10.000001", 1e-12, 10, &v) != 0);
+    CHECK(config_parse_double("0", 1e-12, 10, &v) != 0);
+}
+
+TEST(hex_floats_and_out_of_range_seeds_are_refused_on_the_command_line)
+{
+    struct config c;
+    char *a1[] = {"run", "--train.lr=0x1p-3", NULL};
+    CHECK(load(&c, 2, a1) != 0);
+    CHECK_CONTAINS(g_err, "'0x1p-3' is not accepted for train.lr; expected a decimal number");
+    char *a2[] = {"run", "--train.seed=4611686018427387905", NULL};
+    CHECK(load(&c, 2, a2) != 0);
+    CHECK_CONTAINS(g_err, "expected an integer in [0, 4611686018427387904]");
+    char *a3[] = {"run", "--train.seed=4611686018427387904", NULL};
+    CHECK(load(&c, 2, a3) == 0 && c.seed == 4611686018427387904LL);
+    char *a4[] = {"run", "--run.sweep=1,0x2", NULL};
+    CHECK(load(&c, 2, a4) != 0);
+}
+
+/* ---- the config file itself ------------------------------------------------- */
+
+TEST(a_directory_fifo_or_device_is_not_a_config_file)
+{
+    struct config c;
+    char *a1[] = {"run", "--config", "/tmp", NULL};
+    CHECK(load(&c, 3, a1) != 0);
+    CHECK_CONTAINS(g_err, "config file /tmp is a directory, not a file");
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "/tmp/dpscale-test-%d.fifo", (int)getpid());
+    CHECK(mkfifo(fifo, 0600) == 0);
+    char *a2[] = {"run", "--config", fifo, NULL};
+    CHECK(load(&c, 3, a2) != 0); /* and returns: no open that waits for a writer */
+    CHECK_CONTAINS(g_err, "is a FIFO (named pipe), not a file");
+    unlink(fifo);
+    char *a3[] = {"run", "--config", "/dev/zero", NULL};
+    CHECK(load(&c, 3, a3) != 0);
+    CHECK_CONTAINS(g_err, "config file /dev/zero is a character device, not a file");
+    CHECK(strchr(g_err, '\n') == NULL);
+}
+
+TEST(a_file_over_one_mib_is_refused)
+{
+    struct config c;
+    size_t n = (1u << 20) + 1;
+    char *big = malloc(n);
+    memset(big, '\n', n);
+    char *argv[] = {"run", "--config", (char *)ini_bytes(big, n), NULL};
+    free(big);
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, "is over 1 MiB");
+}
+
+TEST(a_nul_byte_is_refused_with_its_line)
+{
+    struct config c;
+    static const char text[] = "[model]\nlayers = 2\nhidden_dim = 6\0" "4\n";
+    char *argv[] = {"run", "--config", (char *)ini_bytes(text, sizeof text - 1), NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, ":3: a NUL byte at column 15");
+}
+
+TEST(a_long_comment_is_accepted_and_counts_as_one_line)
+{
+    struct config c;
+    char text[1024];
+    snprintf(text, sizeof text, "[model]\n; %0*d\nlayers = 2\nlayerz = 3\n", 600, 0);
+    char *argv[] = {"run", "--config", (char *)ini(text), NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, ":4: unknown key 'layerz'"); /* line 4 of the file, not line 7 */
+    snprintf(text, sizeof text, "[model]\n  # %0*d\nlayers = 2\n", 600, 0);
+    char *ok[] = {"run", "--config", (char *)ini(text), NULL};
+    CHECK(load(&c, 3, ok) == 0 && c.layers == 2);
+}
+
+TEST(an_over_long_line_is_refused_with_its_true_line)
+{
+    struct config c;
+    char text[1024];
+    snprintf(text, sizeof text, "[model]\nlayers = 2\nname = %0*d\n", 220, 0);
+    char *argv[] = {"run", "--config", (char *)ini(text), NULL};
+    CHECK(load(&c, 3, argv) != 0);
+    CHECK_CONTAINS(g_err, ":3: a line of 227 characters; at most 198 are read");
+    snprintf(text, sizeof text, "[model]\nname = %0*d\n", 191, 0); /* 198 characters: the longest line read */
+    char *edge[] = {"run", "--config", (char *)ini(text), NULL};
+    CHECK(load(&c, 3, edge) == 0 && strlen(c.model_name) == 191);
+}
+
+TEST(an_indented_key_is_a_key_not_the_previous_keys_continuation)
+{
+    struct config c;
+    char *argv[] = {"run", "--config", (char *)ini("[model]\nlayers = 2\n  hidden_dim = 64\n\t[train]\n    iters = 9\n"), NULL};
+    CHECK(load(&c, 3, argv) == 0);
+    CHECK(c.layers == 2 && c.hidden_dim == 64 && c.iters == 9);
+}
+
+TEST(the_first_error_of_a_file_is_the_one_named)
+{
+    struct config c;
+    static const char text[] = "[model]\nlayers 2\nhidden_dim = 6\0" "4\n";
+    char *a1[] = {"run", "--config", (char *)ini_bytes(text, sizeof text - 1), NULL};
+    CHECK(load(&c, 3, a1) != 0);
+    CHECK_CONTAINS(g_err, ":2: syntax error");
+    char *a2[] = {"run", "--config", (char *)ini("[model]\nlayerz = 2\nlayers 2\n"), NULL};
+    CHECK(load(&c, 3, a2) != 0);
+    CHECK_CONTAINS(g_err, ":2: unknown key 'layerz'");
+}
+
+/* ---- the command line ------------------------------------------------------- */
+
+TEST(a_value_that_is_the_next_option_is_refused)
+{
+    struct config c;
+    char *a1[] = {"run", "--run.output_dir", "--train.iters=3", NULL};
+    CHECK(load(&c, 3, a1) != 0);
+    CHECK_CONTAINS(g_err, "option --run.output_dir has no value: the next argument '--train.iters=3' is an option");
+    char *a2[] = {"run", "--run.output_dir=--x", NULL};
+    CHECK(load(&c, 2, a2) != 0);
+    CHECK_CONTAINS(g_err, "option --run.output_dir: the value '--x' starts with '--'");
+    char *a3[] = {"run", "-o", "--train.iters=3", NULL};
+    CHECK(load(&c, 3, a3) != 0);
+    CHECK_CONTAINS(g_err, "option -o has no value");
+    char *a4[] = {"run", "--config", "--model.layers=3", NULL};
+    CHECK(load(&c, 3, a4) != 0);
+    char *ok[] = {"run", "--train.lr", "0.5", "--run.output_dir", "-dash", "--model.layers", "-1", NULL};
+    CHECK(load(&c, 5, ok) == 0 && c.lr == 0.5 && strcmp(c.output_dir, "-dash") == 0);
+    CHECK(load(&c, 7, ok) != 0); /* -1 is a value, then out of range */
+    CHECK_CONTAINS(g_err, "command line --model.layers: '-1' is not accepted");
+}
+
+TEST(an_abbreviated_option_is_refused)
+{
+    struct config c;
+    char *a1[] = {"run", "--train.overlap=off", NULL}; /* getopt_long alone would set train.overlap_update */
+    CHECK(load(&c, 2, a1) != 0);
+    CHECK_CONTAINS(g_err, "unknown option '--train.overlap'; did you mean --train.overlap_update?");
+    char *a2[] = {"run", "--model.lay", "3", NULL};
+    CHECK(load(&c, 3, a2) != 0);
+    char *a3[] = {"run", "--conf", "x.ini", NULL};
+    CHECK(load(&c, 3, a3) != 0);
+}
+
+TEST(config_given_twice_is_refused)
+{
+    struct config c;
+    char *argv[] = {"run", "--config", "a.ini", "--config=b.ini", NULL};
+    CHECK(load(&c, 4, argv) != 0);
+    CHECK_CONTAINS(g_err, "--config is given twice ('a.ini', then 'b.ini')");
 }
 
 int main(void)

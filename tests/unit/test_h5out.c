@@ -94,7 +94,7 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/a.h5", g_dir);
     const struct model *m = test_model_of(2, 8, 16, 4);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL}, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) == 0);
 
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     CHECK(f >= 0);
@@ -228,13 +228,14 @@ TEST(existing_file_is_never_overwritten)
     FILE *f = fopen(path, "w");
     fputs("precious", f);
     fclose(f);
-    CHECK(h5file_choose_path(&cfg, "x", "y", path, sizeof path, err, sizeof err) != 0);
+    char note[256] = "";
+    CHECK(h5file_choose_path(&cfg, "x", "y", path, sizeof path, err, sizeof err, note, sizeof note) != 0);
     CHECK_CONTAINS(err, "already exists and is never overwritten");
     /* and the writer itself refuses to replace it */
     struct run_result runs[2];
     struct run_summary sums[2];
     fake_runs(runs, sums, &cfg);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL}, err, sizeof err) != 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) != 0);
     f = fopen(path, "r");
     char buf[16] = "";
     CHECK(fgets(buf, sizeof buf, f) != NULL && strcmp(buf, "precious") == 0);
@@ -257,7 +258,7 @@ TEST(full_disk_leaves_no_file_behind)
     signal(SIGXFSZ, SIG_IGN);
     small.rlim_max = old.rlim_max;
     setrlimit(RLIMIT_FSIZE, &small);
-    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL}, err, sizeof err);
+    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err);
     setrlimit(RLIMIT_FSIZE, &old);
     CHECK(rc != 0);
     CHECK_CONTAINS(err, "nothing was kept");
@@ -306,7 +307,7 @@ TEST(every_dataset_has_units_and_every_string_is_utf8_of_variable_length)
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/units.h5", g_dir);
     const struct model *m = test_model_of(2, 8, 16, 4);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL}, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) == 0);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     int bad = 0;
     CHECK(H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, check_dataset, &bad) >= 0);
@@ -338,7 +339,7 @@ TEST(provenance_is_at_the_root_on_system_and_per_rank)
     char path[128], err[512], text[256];
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/prov.h5", g_dir);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL}, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) == 0);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     read_attr_text(f, "git_commit", text, sizeof text);
     CHECK(text[0] != '\0');
@@ -387,7 +388,7 @@ TEST(a_dataset_the_schema_does_not_define_is_refused)
     dataset_write(&w, f, SCHEMA_RUN, "throughput_gbps", H5T_NATIVE_DOUBLE, 1, one, &v);
     CHECK(w.failed);
     CHECK_CONTAINS(w.err, "throughput_gbps, which schema.h does not define");
-    CHECK(h5file_close_and_write(&w, path, f, fapl, err, sizeof err) != 0);
+    CHECK(h5file_close_and_write(&w, path, f, fapl, H5FILE_NEW, err, sizeof err) != 0);
     CHECK(access(path, F_OK) != 0);
 }
 

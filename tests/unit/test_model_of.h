@@ -8,7 +8,8 @@
 #include "../../src/config.h"
 #include "../../src/model.h"
 
-/* A static model: valid until the next call. */
+/* A static model: valid until the next call, which frees it (a leak otherwise, that
+ * make test-sanitize reports). */
 static inline struct model *test_model_of(int layers, int in, int width, int classes)
 {
     static struct model m;
@@ -20,6 +21,7 @@ static inline struct model *test_model_of(int layers, int in, int width, int cla
     snprintf(cl, sizeof cl, "--model.classes=%d", classes);
     char *argv[] = {"run", l, w, i, cl, NULL};
     config_load(&c, 5, argv, err, sizeof err);
+    model_free(&m);
     model_describe(&c, &m, err, sizeof err);
     return &m;
 }

@@ -1,0 +1,229 @@
+/* config_ini.c — the config file (--config): read whole, checked, and handed to
+ * libinih one line at a time (config_internal.h). Only a regular file of text is
+ * read; libinih's own limits (a line length, indented lines glued to the key
+ * before) never reach the configuration unnoticed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "config_internal.h"
+
+/* A configuration is a small text file; anything larger is the wrong file. */
+#define CONFIG_MAX_FILE_BYTES (1 << 20)
+
+struct ini_state {
+    struct config *cfg;
+    const char *path;
+    const char *text, *next, *end; /* the file, read whole; the line the reader hands out next */
+    int line;                 /* line most recently read: the one the handler sees */
+    int *set_on_line;         /* per key: the line that set it, 0 = not yet */
+    char *err;
+    size_t errlen;
+    int failed_line;          /* the line of the first error the reader or the handler found; 0 = none */
+};
+
+/* inih's reader hook: one line of the file per call, so that inih's line numbers
+ * are the file's and the handler knows the line it is called for. libinih (Debian's,
+ * built with INI_MAX_LINE 200 and multi-line entries) would cut a longer line into
+ * pieces counted as lines, and read an indented line as the continuation of the
+ * previous key; here a comment line may be of any length, an indented line is read
+ * as if it were not indented, a NUL byte or an over-long line stops the parse with
+ * the line named. */
+static char *ini_line_reader(char *str, int num, void *stream)
+{
+    struct ini_state *st = stream;
+    if (st->next >= st->end || st->failed_line != 0) return NULL;
+    const char *line = st->next, *eol = memchr(line, '\n', (size_t)(st->end - line));
+    const size_t len = eol != NULL ? (size_t)(eol - line) + 1 : (size_t)(st->end - line);
+    st->next = line + len;
+    st->line++;
+    const char *nul = memchr(line, '\0', len);
+    if (nul != NULL) {
+        snprintf(st->err, st->errlen, "%s:%d: a NUL byte at column %d; a configuration is text (is this the right file?)",
+                st->path, st->line, (int)(nul - line) + 1);
+        st->failed_line = st->line;
+        return NULL;
+    }
+    const char *start = line;
+    while (start < line + len && (*start == ' ' || *start == '\t')) start++;
+    if (start < line + len && (*start == ';' || *start == '#')) { /* a comment line: only its end matters */
+        snprintf(str, (size_t)num, "\n");
+        return str;
+    }
+    const size_t keep = (size_t)(line + len - start);
+    if (num < 2 || keep > (size_t)num - 1) {
+        snprintf(st->err, st->errlen, "%s:%d: a line of %zu characters; at most %d are read per line (comments may be longer)",
+                 st->path, st->line, len - (eol != NULL), num - 2);
+        st->failed_line = st->line;
+        return NULL;
+    }
+    memcpy(str, start, keep);
+    str[keep] = '\0';
+    return str;
+}
+
+static void list_section_keys(const char *section, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < config_nkeys; i++) {
+        if (strcmp(config_keys[i].section, section) != 0) continue;
+        if (buf[0]) strncat(buf, ", ", len - strlen(buf) - 1);
+        strncat(buf, config_keys[i].name, len - strlen(buf) - 1);
+    }
+}
+
+static int section_exists(const char *section)
+{
+    for (size_t i = 0; i < config_nkeys; i++)
+        if (strcmp(config_keys[i].section, section) == 0) return 1;
+    return 0;
+}
+
+static int on_ini_entry(void *user, const char *section, const char *name, const char *value)
+{
+    struct ini_state *st = user;
+    char accepted[512];
+    if (st->failed_line != 0) return 0;
+    st->failed_line = st->line; /* cleared below on success */
+    if (section[0] == '\0') {
+        snprintf(st->err, st->errlen, "%s:%d: '%s' is outside any section; put it under [model], [train], [run], [comm], [topo] or [collective]",
+                st->path, st->line, name);
+        return 0;
+    }
+    if (!section_exists(section)) {
+        snprintf(st->err, st->errlen, "%s:%d: unknown section [%s]; accepted sections: model, train, run, comm, topo, collective", st->path,
+                st->line, section);
+        return 0;
+    }
+    const struct config_key *key = config_find_key(section, name);
+    if (key == NULL && config_renamed_key(section, name) != NULL) {
+        snprintf(st->err, st->errlen, "%s:%d: %s", st->path, st->line, config_renamed_key(section, name));
+        return 0;
+    }
+    if (key == NULL) {
+        list_section_keys(section, accepted, sizeof accepted);
+        snprintf(st->err, st->errlen, "%s:%d: unknown key '%s' in [%s]; accepted keys: %s", st->path, st->line, name,
+                section, accepted);
+        return 0;
+    }
+    size_t index = (size_t)(key - config_keys);
+    if (st->set_on_line[index] != 0) {
+        snprintf(st->err, st->errlen, "%s:%d: duplicate key [%s] %s, first set on line %d; keep one", st->path, st->line,
+                section, name, st->set_on_line[index]);
+        return 0;
+    }
+    if (config_parse_value(st->cfg, key, value) != 0) {
+        config_describe_accepted(key, accepted, sizeof accepted);
+        snprintf(st->err, st->errlen, "%s:%d: [%s] %s = '%s' is not accepted; expected %s", st->path, st->line, section,
+                name, value, accepted);
+        return 0;
+    }
+    st->set_on_line[index] = st->line;
+    st->failed_line = 0;
+    return 1;
+}
+
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+/* The whole of the config file, NUL-terminated, in *text (to free). Only a regular
+ * file is read: a directory, a FIFO or a device (/dev/zero) is refused by stat
+ * before any open, and the open itself never blocks (O_NONBLOCK, then fstat, in
+ * case the path changed in between). */
+static int read_config_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
+{
+    struct stat st;
+    *text = NULL;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "config file %s is %s, not a file; give an INI file (configs/*.ini)", path, file_kind(st.st_mode));
+        return -1;
+    }
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = NULL;
+    size_t used = 0;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "config file %s is %s, not a file; give an INI file (configs/*.ini)", path, file_kind(st.st_mode));
+        goto fail;
+    }
+    /* st_size may be 0 (procfs) or stale: read to the end, up to the limit plus one byte */
+    buf = malloc(CONFIG_MAX_FILE_BYTES + 2);
+    if (buf == NULL) {
+        snprintf(err, errlen, "out of memory reading config file %s", path);
+        goto fail;
+    }
+    for (;;) {
+        const ssize_t got = read(fd, buf + used, CONFIG_MAX_FILE_BYTES + 1 - used);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (got == 0) break;
+        used += (size_t)got;
+        if (used > CONFIG_MAX_FILE_BYTES) {
+            snprintf(err, errlen, "config file %s is over %d MiB; a configuration is a small INI file (is this the right file?)",
+                    path, CONFIG_MAX_FILE_BYTES >> 20);
+            goto fail;
+        }
+    }
+    close(fd);
+    buf[used] = '\0';
+    *text = buf;
+    *len = used;
+    return 0;
+fail:
+    free(buf);
+    close(fd);
+    return -1;
+}
+
+int config_load_ini(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+    int set_on_line[256] = {0};
+    if (config_nkeys > sizeof set_on_line / sizeof set_on_line[0]) {
+        snprintf(err, errlen, "internal: too many configuration keys");
+        return -1;
+    }
+    char *text;
+    size_t len;
+    if (read_config_file(path, &text, &len, err, errlen) != 0) return -1;
+    struct ini_state st = {cfg, path, text, text, text + len, 0, set_on_line, err, errlen, 0};
+    const int rc = ini_parse_stream(ini_line_reader, &st, on_ini_entry, &st);
+    free(text);
+    /* the first error of the file: the reader's or the handler's (st), or a line inih could not read (rc) */
+    if (rc > 0 && (st.failed_line == 0 || rc < st.failed_line)) {
+        snprintf(err, errlen, "%s:%d: syntax error; expected '[section]' or 'key = value'", path, rc);
+        return -1;
+    }
+    if (st.failed_line != 0) return -1;
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: libinih failed (%d)", path, rc);
+        return -1;
+    }
+    return 0;
+}
