@@ -6,7 +6,8 @@
  * reported. The child reads the file (report_read: its checksums, its sizes, its
  * tables) and, for --doc and --plot, its attributes as text (doc_read_info), and
  * hands the structures back through a pipe: a fork has the parent's layout, so they
- * travel as bytes, and the parent checks only that all of them came. */
+ * travel as bytes, and the parent checks only that all of them came. The child has
+ * no core file and 8 GiB more memory than the parent had mapped. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,7 +24,7 @@
 #include "report_doc.h"
 #include "utf8.h"
 
-#define CHILD_MAX_MEMORY ((rlim_t)8 << 30) /* a damaged size that asks for more fails in malloc, not in the OOM killer */
+#define CHILD_MORE_MEMORY ((rlim_t)8 << 30) /* a damaged size that asks for more fails in malloc, not in the OOM killer */
 #define MAX_MESSAGE ((size_t)1 << 30)
 
 /* What comes first through the pipe; the structures follow in this order. */
@@ -56,13 +57,35 @@ static void injected_fault(const char *path)
     while (strncmp(fault, "hang:", 5) == 0) pause();
 }
 
+/* The data memory the process has mapped (VmData: ASan's shadow counts, terabytes of
+ * it), in bytes; 0 when unknown. */
+static rlim_t data_mapped(void)
+{
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (status != NULL && fgets(line, sizeof line, status) != NULL)
+        if (sscanf(line, "VmData: %llu kB", &kib) == 1) break;
+    if (status != NULL) fclose(status);
+    return (rlim_t)kib << 10;
+}
+
+/* At most CHILD_MORE_MEMORY more than is mapped now, and never a core file: a crash
+ * here is expected of a damaged file. */
+static void limit_child(void)
+{
+    struct rlimit no_core = {0, 0}, now;
+    setrlimit(RLIMIT_CORE, &no_core);
+    const rlim_t mapped = data_mapped();
+    if (mapped == 0 || getrlimit(RLIMIT_DATA, &now) != 0) return;
+    struct rlimit memory = {mapped + CHILD_MORE_MEMORY, mapped + CHILD_MORE_MEMORY};
+    if (now.rlim_max != RLIM_INFINITY && memory.rlim_max > now.rlim_max) memory.rlim_cur = memory.rlim_max = now.rlim_max;
+    if (now.rlim_cur == RLIM_INFINITY || now.rlim_cur > memory.rlim_cur) setrlimit(RLIMIT_DATA, &memory);
+}
+
 static void child(int fd, const char *path, int with_info)
 {
-    struct rlimit no_core = {0, 0}, memory = {CHILD_MAX_MEMORY, CHILD_MAX_MEMORY};
-    setrlimit(RLIMIT_CORE, &no_core); /* a crash here is expected of a damaged file: no core file for it */
-    struct rlimit now;
-    if (getrlimit(RLIMIT_DATA, &now) == 0 && (now.rlim_cur == RLIM_INFINITY || now.rlim_cur > memory.rlim_cur))
-        setrlimit(RLIMIT_DATA, &memory);
+    limit_child();
     static struct report_file f;
     struct header h = {0};
     injected_fault(path);
