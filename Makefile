@@ -4,6 +4,7 @@
 #   make demo         the default job: a 1- and 2-rank sweep of configs/mlp-small.ini
 #   make test         unit tests, then MPI integration tests (1, 2 and 4 ranks)
 #   make bench        the CPU step against OpenBLAS sgemm alone on the same shapes
+#   make fuzz-report  dpscale report on thousands of damaged copies of every file in results/ (minutes)
 #   make CUDA=0       force a CPU-only build
 #
 # Dependencies come from mpicc and pkg-config (hdf5, inih, openblas, jansson); a missing one
@@ -49,7 +50,7 @@ LIB_OBJ := $(filter-out build/src/main.o,$(OBJ))
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,bin/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all deps demo test unit integration bench clean FORCE
+.PHONY: all deps demo test unit integration bench fuzz-report clean FORCE
 all: deps bin/dpscale
 
 # The git commit the binary is built from, as a header that is rewritten only when
@@ -84,13 +85,18 @@ bin/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
+# the tests' sealer of results/ copies (tests/integration/test_report_corrupt.py)
+bin/tests/h5seal: tests/integration/h5seal.c build/src/checksum.o src/checksum.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Isrc -o $@ $< build/src/checksum.o $(LDLIBS)
+
 demo: all
 	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 bin/dpscale run --config configs/mlp-small.ini
 
 unit: all $(UNIT_TESTS)
 	@tests/unit/run_all.sh $(UNIT_TESTS)
 
-integration: all
+integration: all bin/tests/h5seal
 	@tools/deps.sh check tests
 	$(PYTHON) -m pytest -q tests/integration
 
@@ -98,6 +104,13 @@ test: unit integration
 
 bench: all
 	tests/bench/cpu_gemm_share.sh
+
+# The CI test's damage, scaled up: every file of results/, 3000 seeded flips (FUZZ_MUTATIONS, FUZZ_SEED to change).
+FUZZ_MUTATIONS ?= 3000
+FUZZ_SEED ?= 15
+fuzz-report: all bin/tests/h5seal
+	DPSCALE_FUZZ_MUTATIONS=$(FUZZ_MUTATIONS) DPSCALE_FUZZ_SEED=$(FUZZ_SEED) DPSCALE_FUZZ_ALL=1 \
+	    $(PYTHON) -m pytest -q -s tests/integration/test_report_corrupt.py
 
 clean:
 	rm -rf build bin
@@ -161,7 +174,7 @@ FUZZ_SECONDS ?= 120
 FUZZ_HARNESSES := config report_read
 FUZZ_SRC_config := src/config.c src/config_ini.c src/config_keys.c
 FUZZ_SRC_report_read := src/report_read.c src/report_read_runs.c src/report_read_comm.c src/report_read_topo.c \
-	src/h5read.c src/schema.c src/utf8.c
+	src/h5read.c src/schema.c src/utf8.c src/checksum.c
 # recursive (=): pkg-config and the probe run only when a fuzz target is made
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Isrc $(SAN_FLAGS) $(shell $(PKG_CONFIG) --cflags hdf5 jansson inih)
 FUZZ_LDLIBS = $(shell $(PKG_CONFIG) --libs hdf5) -Wl,-Bstatic -linih -Wl,-Bdynamic -lm

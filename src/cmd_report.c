@@ -3,8 +3,10 @@
  * side by side (--compare), a plot (--plot), or a procurement document with its
  * figures (--doc OUT.md). A folder stands for its *.h5 files.
  * A file that cannot be read is named on stderr with the reason and skipped; the
- * others are still reported, and the exit status (1) says that one was bad. No MPI
- * is needed. */
+ * others are still reported, and the exit status (1) says that one was bad. Each file
+ * is read in a child process with a deadline (report_child.c): one whose damage
+ * crashes or hangs the HDF5 library is one more unreadable file. Only regular files
+ * are opened (a FIFO named *.h5 in a folder would block the call). No MPI is needed. */
 #include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include "session.h"
 
 #define MAX_PRICES 256
+#define DEFAULT_FILE_TIMEOUT_S 60.0 /* reading a file takes milliseconds; a damaged one can make HDF5 loop */
 
 static void usage(FILE *out)
 {
@@ -38,10 +41,13 @@ static void usage(FILE *out)
             "                         column per system and one row per GPU count (per GPU, efficiency, step spread, power,\n"
             "                         per joule, per dollar), its figure in OUT-figs/, projections apart, busbw side by\n"
             "                         side, every file's provenance; the document and figures are replaced when they exist\n"
-            "  --price-per-gpu-hour   one price for every file, or one per file in order (any currency)\n\n"
+            "  --price-per-gpu-hour   one price for every file, or one per file in order (any currency)\n"
+            "  --file-timeout S       seconds to read one file before it is named as unreadable and skipped (default %g)\n\n"
             "exit status: 0 every file was reported; 1 a file could not be read (missing, not HDF5, truncated,\n"
-            "not dpscale's, a newer schema: each is named on stderr with the reason, and the others are still\n"
-            "reported) or the plot or a figure could not be drawn; 2 bad options\n");
+            "not dpscale's, a newer schema, corrupt: changed since it was written, as its checksums show: each is\n"
+            "named on stderr with the reason, and the others are still reported) or the plot or a figure could not\n"
+            "be drawn; 2 bad options\n",
+            DEFAULT_FILE_TIMEOUT_S);
 }
 
 static int ends_with(const char *s, const char *tail)
@@ -141,11 +147,13 @@ int cmd_report(int argc, char **argv)
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'}, {"compare", no_argument, NULL, 'c'}, {"plot", required_argument, NULL, 'p'},
         {"price-per-gpu-hour", required_argument, NULL, 'd'}, {"table", required_argument, NULL, 't'},
-        {"doc", required_argument, NULL, 'D'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"doc", required_argument, NULL, 'D'}, {"file-timeout", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     struct report_request req = {.format = REPORT_MARKDOWN, .only = -1};
     const char *plot = NULL, *prices = NULL, *doc = NULL;
     int c, tables_asked = 0;
+    double file_timeout = DEFAULT_FILE_TIMEOUT_S;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -174,6 +182,15 @@ int cmd_report(int argc, char **argv)
         case 'p': plot = optarg; break;
         case 'D': doc = optarg; break;
         case 'd': prices = optarg; break;
+        case 'T': {
+            char *end;
+            file_timeout = strtod(optarg, &end);
+            if (*end != '\0' || !(file_timeout > 0 && file_timeout <= 86400)) {
+                fprintf(stderr, "dpscale: error: --file-timeout %s: give seconds, more than 0 and at most 86400\n", optarg);
+                return EXIT_BAD_INPUT;
+            }
+            break;
+        }
         case 'h': usage(stdout); return EXIT_OK;
         default:
             fprintf(stderr, "dpscale: error: unknown option '%s' of dpscale report\n", argv[optind - 1]);
@@ -210,7 +227,7 @@ int cmd_report(int argc, char **argv)
     int ngood = 0, nbad = 0, nruns = 0;
     for (int i = 0; i < npaths; i++) {
         char err[768], line[1400];
-        if (report_read(paths[i], &files[ngood], err, sizeof err) != 0) {
+        if (report_read_isolated(paths[i], &files[ngood], doc != NULL || plot != NULL, file_timeout, err, sizeof err) != 0) {
             snprintf(line, sizeof line, "%s: %s", files[ngood].path, err);
             fprintf(stderr, "dpscale: error: %s\n", line);
             unreadable[nbad++] = strdup(line);

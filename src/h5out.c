@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checksum.h"
 #include "h5out_internal.h"
 #include "h5read.h"
 
@@ -44,6 +45,14 @@ static void memory_attrs(struct h5w *w, hid_t file, const double *mem, int nrank
     free(v);
 }
 
+/* The checksum of every object, last (checksum.h): a reader can then tell a changed
+ * file from the one written. */
+static void seal(struct h5w *w, hid_t file)
+{
+    char why[256];
+    if (file >= 0 && !w->failed && checksum_seal(file, why, sizeof why) != 0) h5w_fail(w, why, __LINE__);
+}
+
 int h5out_write(const char *path, const struct config *cfg, const struct h5out_system *sys,
                 const struct h5out_contents *contents, char *err, size_t errlen)
 {
@@ -77,6 +86,7 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
             h5_close(cg);
         }
     }
+    seal(&w, file);
     return h5file_close_and_write(&w, path, file, fapl, contents->disk_mode, err, errlen);
 }
 
@@ -89,6 +99,7 @@ static herr_t copy_attr(hid_t from, const char *name, const H5A_info_t *info, vo
 {
     (void)info;
     struct attr_copy *c = data;
+    if (strcmp(name, CHECKSUM_ATTR) == 0 || strcmp(name, CHECKSUM_ALGORITHM_ATTR) == 0) return 0; /* the source's, not this file's */
     hid_t a = H5Aopen(from, name, H5P_DEFAULT), type = H5Aget_type(a), space = H5Aget_space(a);
     hid_t mtype = H5Tget_native_type(type, H5T_DIR_ASCEND);
     const hssize_t n = H5Sget_simple_extent_npoints(space);
@@ -167,6 +178,7 @@ int h5out_write_projection(const char *path, const struct h5out_projection *p, c
         h5_close(sg);
         h5_close(g);
     }
+    seal(&w, file);
     H5Fclose(src);
     provenance_free(&prov);
     return h5file_close_and_write(&w, path, file, fapl, H5FILE_NEW, err, errlen);

@@ -9,13 +9,33 @@
 
 #include "utf8.h"
 
+#define H5READ_MAX_STRING 65536          /* bytes of one fixed-length string */
+#define H5READ_MAX_BYTES ((size_t)1 << 28) /* of one dataset read whole */
+
+/* The attribute, its type, and whether it holds exactly one value: an array
+ * attribute of that name is not read into room for one. -1 when absent. */
+static hid_t open_single(hid_t obj, const char *name, hid_t *type, int *single)
+{
+    *type = -1;
+    *single = 0;
+    if (H5Aexists(obj, name) <= 0) return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    hid_t space = H5Aget_space(a);
+    *type = H5Aget_type(a);
+    *single = space >= 0 && *type >= 0 && H5Sget_simple_extent_npoints(space) == 1;
+    if (space >= 0) H5Sclose(space);
+    return a;
+}
+
 int h5_attr_str(hid_t obj, const char *name, char *buf, size_t len)
 {
     buf[0] = '\0';
-    if (H5Aexists(obj, name) <= 0) return -1;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), ftype = H5Aget_type(a);
+    int single;
+    hid_t ftype, a = open_single(obj, name, &ftype, &single);
+    if (a < 0) return -1;
     int rc = -1;
-    if (H5Tget_class(ftype) == H5T_STRING) {
+    if (single && H5Tget_class(ftype) == H5T_STRING) {
         if (H5Tis_variable_str(ftype) > 0) {
             hid_t mtype = H5Tcopy(H5T_C_S1);
             H5Tset_size(mtype, H5T_VARIABLE);
@@ -28,16 +48,16 @@ int h5_attr_str(hid_t obj, const char *name, char *buf, size_t len)
             }
             H5Tclose(mtype);
         } else {
-            size_t n = H5Tget_size(ftype);
+            const size_t n = H5Tget_size(ftype);
             char tmp[1024] = "";
-            if (n < sizeof tmp && H5Aread(a, ftype, tmp) >= 0) {
+            if (n > 0 && n < sizeof tmp && H5Aread(a, ftype, tmp) >= 0) {
                 tmp[n] = '\0';
                 utf8_copy(buf, len, tmp);
                 rc = 0;
             }
         }
     }
-    H5Tclose(ftype);
+    if (ftype >= 0) H5Tclose(ftype);
     H5Aclose(a);
     return rc;
 }
@@ -45,11 +65,12 @@ int h5_attr_str(hid_t obj, const char *name, char *buf, size_t len)
 double h5_attr_double(hid_t obj, const char *name)
 {
     double v = NAN;
-    if (H5Aexists(obj, name) <= 0) return NAN;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = H5Aget_type(a);
+    int single;
+    hid_t t, a = open_single(obj, name, &t, &single);
+    if (a < 0) return NAN;
     const H5T_class_t cls = H5Tget_class(t);
-    if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) v = NAN;
-    H5Tclose(t);
+    if (!single || (cls != H5T_INTEGER && cls != H5T_FLOAT) || H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) v = NAN;
+    if (t >= 0) H5Tclose(t);
     H5Aclose(a);
     return v;
 }
@@ -126,7 +147,7 @@ int h5_read_strings(hid_t loc, const char *name, char *out, size_t width, size_t
             free(v);
         } else {
             const size_t w = H5Tget_size(t) + 1; /* room for the NUL HDF5 adds */
-            char *raw = calloc((size_t)count, w);
+            char *raw = w > 1 && w <= H5READ_MAX_STRING && (size_t)count <= H5READ_MAX_BYTES / w ? calloc((size_t)count, w) : NULL;
             H5Tset_size(m, w);
             H5Tset_strpad(m, H5T_STR_NULLTERM);
             if (raw != NULL && H5Dread(d, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) >= 0) {

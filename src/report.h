@@ -21,6 +21,10 @@
 #define REPORT_MAX_SIZES 64  /* message sizes of one sweep */
 #define REPORT_MAX_GPUS 16   /* GPUs of one topology (TOPO_MAX_GPUS) */
 #define REPORT_MAX_NICS 16
+#define REPORT_MAX_COUNT (1 << 30) /* the most ranks, nodes or samples a count read from a file may say */
+#define REPORT_MAX_RANKS 65536     /* ranks of one comm sweep */
+
+struct doc_info;
 
 enum report_kind {
     REPORT_RUNS, /* /summary: dpscale run, or a projection */
@@ -97,6 +101,7 @@ struct report_file {
     struct report_row rows[REPORT_MAX_ROWS];
     struct report_comm *comm; /* REPORT_COMM: its sweeps; NULL otherwise */
     struct report_topo *topo; /* REPORT_TOPO: its topology; NULL otherwise */
+    struct doc_info *info;    /* its attributes as text (report_doc.h), read beside it for --doc and --plot; or NULL */
 };
 
 enum report_format { REPORT_MARKDOWN, REPORT_CSV, REPORT_JSON };
@@ -105,6 +110,11 @@ enum report_format { REPORT_MARKDOWN, REPORT_CSV, REPORT_JSON };
  * the path) in err. report_free releases what a read file holds. */
 int report_read(const char *path, struct report_file *f, char *err, size_t errlen);
 void report_free(struct report_file *f);
+/* report_read in a child process of its own (report_child.c), so that a file that
+ * crashes the HDF5 library, or makes it loop past timeout_s seconds, is one more
+ * unreadable file, named in err, and the caller goes on. with_info: also read the
+ * file's attributes as text into f->info (doc_read_info, for --doc and --plot). */
+int report_read_isolated(const char *path, struct report_file *f, int with_info, double timeout_s, char *err, size_t errlen);
 
 /* Tag the run files with their overlap setting when they differ in it. */
 void report_label(struct report_file *files, int n);

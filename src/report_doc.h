@@ -50,6 +50,8 @@ struct doc_info {
  * cannot be read is left out. doc_free_info releases it. */
 void doc_read_info(const char *path, struct doc_info *info);
 void doc_free_info(struct doc_info *info);
+/* A file's attributes: a copy of those read beside its tables (f->info), or read now. */
+void doc_info_of(const struct report_file *f, struct doc_info *info);
 /* The value of an attribute by its full name ("system/nccl_env"), or NULL. */
 const char *doc_attr(const struct doc_info *info, const char *name);
 /* The value of VAR in the file's NCCL environment ("NCCL_P2P_DISABLE"), copied to buf; NULL when unset. */

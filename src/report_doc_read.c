@@ -10,14 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#include "checksum.h"
 #include "h5read.h"
 #include "report_doc.h"
 #include "report_read.h"
 #include "utf8.h"
 
-#define MAX_ELEMENTS 64 /* values of one attribute or dataset shown; more are cut with "..." */
+#define MAX_ELEMENTS 64         /* values of one attribute or dataset shown; more are cut with "..." */
+#define MAX_READ_ELEMENTS 65536 /* read whole to show the first 64; a larger one is only counted */
+#define MAX_READ_BYTES ((size_t)64 << 20)
+#define MAX_DEPTH 8             /* groups in groups below /provenance or /runs (a damaged file can loop) */
 
 /* Append text to buf (len bytes), keeping it NUL-terminated; 0 once it is full. */
 static int append(char *buf, size_t len, const char *text)
@@ -36,6 +41,10 @@ static void values_text(hid_t attr, hid_t dset, hid_t ftype, hssize_t n, char *o
     const H5T_class_t cls = H5Tget_class(ftype);
     const hssize_t shown = n < MAX_ELEMENTS ? n : MAX_ELEMENTS;
     if (n <= 0) return;
+    if (n > MAX_READ_ELEMENTS) {
+        snprintf(out, len, "(%lld values, not shown)", (long long)n);
+        return;
+    }
     if (cls == H5T_STRING && H5Tis_variable_str(ftype) > 0) {
         char **v = calloc((size_t)n, sizeof *v);
         hid_t mtype = H5Tcopy(H5T_C_S1);
@@ -51,7 +60,7 @@ static void values_text(hid_t attr, hid_t dset, hid_t ftype, hssize_t n, char *o
         free(v);
     } else if (cls == H5T_STRING) {
         const size_t w = H5Tget_size(ftype);
-        char *v = w > 0 && w < (1 << 20) ? calloc((size_t)n, w) : NULL, one[DOC_VALUE_LEN];
+        char *v = w > 0 && w < (1 << 20) && (size_t)n <= MAX_READ_BYTES / w ? calloc((size_t)n, w) : NULL, one[DOC_VALUE_LEN];
         const herr_t rc = v == NULL ? -1 : attr >= 0 ? H5Aread(attr, ftype, v) : H5Dread(dset, ftype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
         for (hssize_t i = 0; rc >= 0 && i < shown; i++) {
             snprintf(one, sizeof one, "%.*s", (int)(w < sizeof one ? w : sizeof one - 1), v + i * w);
@@ -95,6 +104,7 @@ static struct doc_attr *new_attr(struct doc_info *info)
 struct walk {
     struct doc_info *info;
     const char *prefix; /* "" for the root, "system/" ... */
+    int depth;
 };
 
 static herr_t one_attribute(hid_t loc, const char *name, const H5A_info_t *ainfo, void *data)
@@ -102,6 +112,8 @@ static herr_t one_attribute(hid_t loc, const char *name, const H5A_info_t *ainfo
     (void)ainfo;
     struct walk *w = data;
     if (strcmp(name, "units") == 0) return 0; /* a dataset's unit, not provenance */
+    if (w->prefix[0] == '\0' && (strcmp(name, CHECKSUM_ATTR) == 0 || strcmp(name, CHECKSUM_ALGORITHM_ATTR) == 0))
+        return 0; /* the file's checksums (checksum.h), which every file has its own of: not what sets it apart */
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
     if (a < 0) return 0;
     hid_t t = H5Aget_type(a), s = H5Aget_space(a);
@@ -120,7 +132,7 @@ static herr_t one_attribute(hid_t loc, const char *name, const H5A_info_t *ainfo
 
 static void attributes_of(struct doc_info *info, hid_t obj, const char *prefix)
 {
-    struct walk w = {info, prefix};
+    struct walk w = {info, prefix, 0};
     hsize_t idx = 0;
     H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, one_attribute, &w);
 }
@@ -138,7 +150,7 @@ static void walk_group(struct doc_info *info, hid_t file, const char *path, int 
     snprintf(prefix, sizeof prefix, "%s/", path);
     attributes_of(info, g, prefix);
     if (deep && H5Iget_type(g) == H5I_GROUP) {
-        struct walk w = {info, prefix};
+        struct walk w = {info, prefix, 0};
         H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, walk_member, &w);
     }
     H5Oclose(g);
@@ -146,8 +158,8 @@ static void walk_group(struct doc_info *info, hid_t file, const char *path, int 
 
 static herr_t walk_member(hid_t parent, const char *name, const H5L_info_t *linfo, void *data)
 {
-    (void)linfo;
     struct walk *w = data;
+    if (linfo->type != H5L_TYPE_HARD || w->depth >= MAX_DEPTH) return 0; /* another file's, or a loop */
     char path[160];
     snprintf(path, sizeof path, "%s%s", w->prefix, name);
     hid_t o = H5Oopen(parent, name, H5P_DEFAULT);
@@ -156,7 +168,7 @@ static herr_t walk_member(hid_t parent, const char *name, const H5L_info_t *linf
         char prefix[176];
         snprintf(prefix, sizeof prefix, "%s/", path);
         attributes_of(w->info, o, prefix);
-        struct walk inner = {w->info, prefix};
+        struct walk inner = {w->info, prefix, w->depth + 1};
         H5Literate(o, H5_INDEX_NAME, H5_ITER_INC, NULL, walk_member, &inner);
     } else if (H5Iget_type(o) == H5I_DATASET) {
         hid_t t = H5Dget_type(o), s = H5Dget_space(o);
@@ -212,10 +224,16 @@ static void read_topology(hid_t file, struct doc_info *info)
 }
 
 /* A run group: attributes nranks and nvlink_tx_bytes. Schema 1 names its path by the group above. */
+struct run_search {
+    struct doc_info *info;
+    int depth;
+};
+
 static herr_t find_runs(hid_t parent, const char *name, const H5L_info_t *linfo, void *data)
 {
-    (void)linfo;
-    struct doc_info *info = data;
+    struct run_search *search = data;
+    struct doc_info *info = search->info;
+    if (linfo->type != H5L_TYPE_HARD || search->depth >= MAX_DEPTH) return 0;
     hid_t g = H5Oopen(parent, name, H5P_DEFAULT);
     if (g < 0) return 0;
     if (H5Iget_type(g) == H5I_GROUP && H5Aexists(g, "nranks") > 0) {
@@ -234,7 +252,9 @@ static herr_t find_runs(hid_t parent, const char *name, const H5L_info_t *linfo,
             }
         }
     } else if (H5Iget_type(g) == H5I_GROUP) {
-        H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, find_runs, info);
+        search->depth++;
+        H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, find_runs, search);
+        search->depth--;
     }
     H5Oclose(g);
     return 0;
@@ -244,7 +264,8 @@ void doc_read_info(const char *path, struct doc_info *info)
 {
     memset(info, 0, sizeof *info);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (H5Fis_hdf5(path) <= 0) return;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0) return; /* never a FIFO */
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0) return;
     info->readable = 1;
@@ -258,12 +279,25 @@ void doc_read_info(const char *path, struct doc_info *info)
     read_topology(file, info);
     if (h5_exists(file, "runs")) {
         hid_t runs = H5Gopen2(file, "runs", H5P_DEFAULT);
+        struct run_search search = {info, 0};
         if (runs >= 0) {
-            H5Literate(runs, H5_INDEX_NAME, H5_ITER_INC, NULL, find_runs, info);
+            H5Literate(runs, H5_INDEX_NAME, H5_ITER_INC, NULL, find_runs, &search);
             H5Gclose(runs);
         }
     }
     H5Fclose(file);
+}
+
+void doc_info_of(const struct report_file *f, struct doc_info *info)
+{
+    if (f->info == NULL) {
+        doc_read_info(f->path, info);
+        return;
+    }
+    *info = *f->info;
+    info->attrs = info->nattrs > 0 ? malloc((size_t)info->nattrs * sizeof *info->attrs) : NULL;
+    if (info->attrs != NULL) memcpy(info->attrs, f->info->attrs, (size_t)info->nattrs * sizeof *info->attrs);
+    info->nattrs = info->cap = info->attrs != NULL ? info->nattrs : 0;
 }
 
 void doc_free_info(struct doc_info *info)

@@ -409,7 +409,7 @@ int report_doc_write(const char *out_path, FILE *warn, const struct report_file 
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
         goto done;
     }
-    for (int i = 0; i < n; i++) doc_read_info(files[i].path, &infos[i]);
+    for (int i = 0; i < n; i++) doc_info_of(&files[i], &infos[i]);
     /* the models: each run file joins the first group it is comparable to */
     for (int i = 0; i < n; i++) {
         if (files[i].kind != REPORT_RUNS) continue;

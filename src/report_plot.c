@@ -9,7 +9,8 @@
  * apart (report_doc_label.c). The plot is drawn into a temporary file beside the
  * output and renamed over it: running the same command twice replaces the plot, and
  * a failure leaves the previous one whole. The data go to gnuplot inline; names
- * from the files go in quoted (gp_text), so none can end a gnuplot command. */
+ * from the files go in quoted (gp_text), so none can end a gnuplot command, and
+ * single quotes, inside which gnuplot expands no `command` and no @macro. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,7 +113,8 @@ int report_plot_series(const char *out_path, const char *title, const struct rep
             counts[j - 1] = t;
         }
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out_path, (long)getpid());
+    /* gnuplot writes to a command, not a file, whose name starts with | */
+    snprintf(tmp, sizeof tmp, "%s%s.tmp-%ld", out_path[0] == '|' ? "./" : "", out_path, (long)getpid());
     FILE *probe = fopen(tmp, "w");
     if (probe == NULL) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
@@ -172,7 +174,7 @@ int report_plot(const char *out_path, const struct report_file *files, int n, ch
     for (int i = 0; i < n; i++) {
         int first[REPORT_MAX_ROWS];
         const int nt = report_distinct_systems(&files[i], first);
-        doc_read_info(files[i].path, &infos[i]);
+        doc_info_of(&files[i], &infos[i]);
         for (int t = 0; t < nt && ns < MAX_SERIES; t++)
             cols[ns++] = (struct doc_column){.file = &files[i], .info = &infos[i], .sys = &files[i].rows[first[t]]};
     }

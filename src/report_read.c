@@ -1,6 +1,7 @@
 /* report_read.c — open a result file for the report (report.h), refusing with a
  * clear reason a file that is missing, not HDF5, truncated, not written by dpscale,
- * or written by a newer dpscale; read what every kind shares (device, first host,
+ * or written by a newer dpscale, or changed since it was written (its checksums,
+ * checksum.h, where it has them); read what every kind shares (device, first host,
  * creation time), then hand the file to the reader of its kind: /summary (a run or
  * a projection), /collectives (dpscale comm), /system/topology alone (dpscale topo).
  * A dpscale file with none of these (dpscale dump) is read as REPORT_NONE. */
@@ -11,9 +12,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checksum.h"
 #include "h5out.h"
 #include "h5read.h"
 #include "report.h"
+#include "report_doc.h"
 #include "report_read.h"
 #include "schema.h"
 #include "utf8.h"
@@ -81,6 +84,11 @@ static int check_openable(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "a folder, not a result file");
         return -1;
     }
+    if (!S_ISREG(st.st_mode)) { /* opening a FIFO would wait for a writer, a device would read forever */
+        snprintf(err, errlen, "not a regular file (%s), not a result file",
+                 S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+        return -1;
+    }
     FILE *probe = fopen(path, "rb");
     if (probe == NULL) {
         snprintf(err, errlen, "cannot open it: %s", strerror(errno));
@@ -110,7 +118,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
         return -1;
     }
     int rc = -1;
-    char writer[32] = "";
+    char writer[32] = "", why[512];
     h5_attr_str(file, "writer", writer, sizeof writer);
     const double schema = h5_attr_double(file, "schema_version");
     if (strcmp(writer, "dpscale") != 0 || isnan(schema)) {
@@ -120,6 +128,10 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
     if (schema != floor(schema) || schema < 1 || schema > H5OUT_SCHEMA_VERSION) {
         snprintf(err, errlen, "schema version %.0f, but this dpscale reads versions 1 to %d; %s", schema,
                  H5OUT_SCHEMA_VERSION, schema > H5OUT_SCHEMA_VERSION ? "update dpscale to read it" : "an unknown version");
+        goto done;
+    }
+    if (checksum_verify(file, why, sizeof why) < 0) {
+        snprintf(err, errlen, "corrupt: %s; the file was changed after it was written", why);
         goto done;
     }
     h5_attr_str(file, "created_utc", f->created, sizeof f->created);
@@ -159,8 +171,11 @@ void report_free(struct report_file *f)
 {
     free(f->comm);
     free(f->topo);
+    if (f->info != NULL) free(f->info->attrs); /* doc_free_info's work, without linking the document's reader */
+    free(f->info);
     f->comm = NULL;
     f->topo = NULL;
+    f->info = NULL;
 }
 
 void report_label(struct report_file *files, int n)

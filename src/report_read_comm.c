@@ -21,8 +21,8 @@ struct children {
 static herr_t add_child(hid_t parent, const char *name, const H5L_info_t *info, void *out)
 {
     (void)parent;
-    (void)info;
     struct children *c = out;
+    if (info->type != H5L_TYPE_HARD) return 0; /* a soft or external link is none of dpscale's */
     if (c->n == MAX_CHILDREN) return 1; /* more than any file holds: stop */
     snprintf(c->name[c->n++], sizeof c->name[0], "%s", name);
     return 0;
@@ -70,9 +70,15 @@ static int read_sweep(hid_t file, const char *group, struct report_sweep *s, cha
             snprintf(err, errlen, "damaged: /%s/%s is missing or not one value per size", group, names[k]);
             goto done;
         }
-    if (s->nranks < 1 || (time_s = malloc((size_t)s->nsizes * (size_t)s->nranks * sizeof *time_s + 1)) == NULL ||
-        h5_read_doubles(g, "time_s", time_s, (size_t)s->nsizes * (size_t)s->nranks, dt) != 0 || (int)dt[0] != s->nsizes) {
-        snprintf(err, errlen, "damaged: /%s/time_s is missing or not [size x rank]", group);
+    if (s->nranks < 1 || s->nranks > REPORT_MAX_RANKS) {
+        snprintf(err, errlen, "damaged: /%s says %d ranks (this report reads 1 to %d)", group, s->nranks, REPORT_MAX_RANKS);
+        goto done;
+    }
+    /* sized by the ranks the group says, and read only when the dataset is exactly that */
+    if ((time_s = malloc((size_t)s->nsizes * (size_t)s->nranks * sizeof *time_s + 1)) == NULL ||
+        h5_read_doubles(g, "time_s", time_s, (size_t)s->nsizes * (size_t)s->nranks, dt) != 0 || (int)dt[0] != s->nsizes ||
+        dt[1] != (size_t)s->nranks) {
+        snprintf(err, errlen, "damaged: /%s/time_s is missing or not [%d sizes x %d ranks]", group, s->nsizes, s->nranks);
         goto done;
     }
     for (int k = 0; k < s->nsizes; k++) { /* the slowest rank sets the time, as algbw was computed */

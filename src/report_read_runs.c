@@ -18,30 +18,43 @@ static long long attr_count(hid_t obj, const char *name)
     return isfinite(v) && fabs(v) < 9e18 ? (long long)v : 0;
 }
 
-/* The `parameters` attribute of the first group at any depth under `obj` that has
- * one (the run groups under /runs, in files before /model); 0 when none does. */
-static herr_t parameters_of(hid_t parent, const char *name, const H5L_info_t *info, void *out)
+/* The `parameters` attribute of the first group at any depth under /runs that has
+ * one (the run groups, in files before /model); 0 when none does. Hard links only
+ * (an external link would open another file), and no deeper than dpscale writes
+ * (a damaged file can link a group into itself). */
+struct parameters_search {
+    long long n;
+    int depth;
+};
+
+static herr_t parameters_of(hid_t parent, const char *name, const H5L_info_t *info, void *data)
 {
-    (void)info;
+    struct parameters_search *p = data;
+    if (info->type != H5L_TYPE_HARD || p->depth >= 4) return 0;
     hid_t g = H5Oopen(parent, name, H5P_DEFAULT);
     if (g < 0) return 0;
-    long long *n = out;
     if (H5Iget_type(g) == H5I_GROUP) {
-        if (H5Aexists(g, "parameters") > 0) *n = attr_count(g, "parameters");
-        else H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, parameters_of, out);
+        if (H5Aexists(g, "parameters") > 0) {
+            p->n = attr_count(g, "parameters");
+        } else {
+            p->depth++;
+            H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, parameters_of, p);
+            p->depth--;
+        }
     }
     H5Oclose(g);
-    return *n > 0; /* found: stop */
+    return p->n > 0; /* found: stop */
 }
 
 static long long first_run_parameters(hid_t file)
 {
-    long long n = 0;
+    struct parameters_search p = {0, 0};
     if (H5Lexists(file, "runs", H5P_DEFAULT) <= 0) return 0;
     hid_t runs = H5Gopen2(file, "runs", H5P_DEFAULT);
-    H5Literate(runs, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, parameters_of, &n);
+    if (runs < 0) return 0;
+    H5Literate(runs, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, parameters_of, &p);
     H5Gclose(runs);
-    return n;
+    return p.n;
 }
 
 /* Whether the compound dataset has a member of that name (HDF5 reads a missing
@@ -161,6 +174,20 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
         goto done;                                                                    \
     }                                                                                 \
     for (int i = 0; i < f->nrows; i++) f->rows[i].field = col[i];
+/* a count becomes an int only once it is known to be one */
+#define COUNT(field, name, least)                                                                                   \
+    if (read_column(sum, name, col) != 0) {                                                                        \
+        snprintf(err, errlen, "damaged: /summary has no readable column %s", name);                               \
+        goto done;                                                                                                  \
+    }                                                                                                               \
+    for (int i = 0; i < f->nrows; i++) {                                                                           \
+        if (!(col[i] >= least && col[i] <= REPORT_MAX_COUNT) || col[i] != floor(col[i])) {                         \
+            snprintf(err, errlen, "damaged: /summary's %s of row %d is %g, not a count from %d to %d", name, i + 1, \
+                     col[i], least, REPORT_MAX_COUNT);                                                              \
+            goto done;                                                                                              \
+        }                                                                                                           \
+        f->rows[i].field = (int)col[i];                                                                            \
+    }
     COLUMN(samples_per_s, "samples_per_s")
     COLUMN(samples_per_s_per_rank, "samples_per_s_per_rank")
     COLUMN(speedup, "speedup")
@@ -171,10 +198,11 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
     COLUMN(mfu, "mfu")
     COLUMN(joules_per_sample, "joules_per_sample")
     COLUMN(avg_power_w, "avg_power_w")
-    COLUMN(nranks, "nranks")
-    COLUMN(nodes, "nodes")
-    COLUMN(global_batch, "global_batch")
+    COUNT(nranks, "nranks", 1)
+    COUNT(nodes, "nodes", 0)
+    COUNT(global_batch, "global_batch", 0)
 #undef COLUMN
+#undef COUNT
     /* the step's spread: in every schema so far, but not needed to read a file */
     const int spread = read_column(sum, "step_p05_s", col) == 0;
     for (int i = 0; i < f->nrows; i++) f->rows[i].step_p05_s = spread ? col[i] : NAN;

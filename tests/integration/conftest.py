@@ -1,5 +1,6 @@
 """Shared helpers of the MPI integration tests: start bin/dpscale under mpirun with
 real ranks (oversubscribed on small machines) and read its HDF5 file back."""
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -42,3 +43,16 @@ def run_tiny(np, outdir, *args, name="r.h5", env=None):
     p = dpscale(np, "run", "--config", TINY, f"--run.output_dir={outdir}", f"--run.output={name}", *args, env=env)
     assert p.returncode == 0, f"dpscale failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
     return h5py.File(outdir / name, "r"), p
+
+
+@contextlib.contextmanager
+def edit_h5(path):
+    """A result file opened to be changed by hand, as tests do to stand for files of
+    other machines and older versions. Its checksums (src/checksum.h) are dropped, so
+    that it reads as a file written before dpscale sealed its files, not as a corrupt
+    one."""
+    with h5py.File(path, "r+") as f:
+        yield f
+        for name in ("checksums", "checksum_algorithm"):
+            if name in f.attrs:
+                del f.attrs[name]

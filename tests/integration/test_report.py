@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ROOT, dpscale, run_tiny
+from conftest import BINARY, ROOT, dpscale, edit_h5, run_tiny
 
 OLD = ROOT / "results/h200x4-mlp-comm-bound-overlap-on-nvlink.h5"  # schema 1: a `transport` column
 
@@ -117,7 +117,7 @@ def test_files_of_another_model_are_told_apart_by_the_model_table(files, tmp_pat
     assert "same.h5 " not in "".join(l for l in p.stdout.splitlines() if l.startswith("**not comparable"))
     old = tmp_path / "old.h5"
     shutil.copy(files / "a.h5", old)
-    with h5py.File(old, "r+") as f:
+    with edit_h5(old) as f:
         del f["model"]
         f.attrs["schema_version"] = 3
     p = report("--compare", files / "a.h5", old)
@@ -146,7 +146,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
         f["x"] = [1, 2, 3]
     newer = tmp_path / "newer.h5"
     shutil.copy(files / "a.h5", newer)
-    with h5py.File(newer, "r+") as f:
+    with edit_h5(newer) as f:
         f.attrs["schema_version"] = 6
     text = tmp_path / "notes.h5"
     text.write_text("not hdf5")
@@ -209,7 +209,7 @@ SCHEMA1_COMM = ROOT / "results/h200x4-comm-nvlink.h5"  # /collectives/<transport
 def retitle(src, dst, device=None, model=None, overlap=None):
     """A copy of a result file with its device name, model label or overlap rewritten."""
     shutil.copy(src, dst)
-    with h5py.File(dst, "r+") as f:
+    with edit_h5(dst) as f:
         if device is not None:
             f["system"].attrs["device_name"] = device
         if model is not None:
@@ -231,7 +231,7 @@ def mixed(files, tmp_path_factory):
     p = dpscale(2, "comm", "--backend=cpu", "--collective.min_mib=0.25", "--collective.max_mib=1", "--collective.iters=2",
                 f"--run.output_dir={d}", "--run.output=comm.h5")
     assert p.returncode == 0, p.stderr
-    with h5py.File(d / "comm.h5", "r+") as f:
+    with edit_h5(d / "comm.h5") as f:
         f["system"].attrs["device_name"] = HOSTILE
     p = dpscale(1, "topo", "--backend=cpu", f"--topo.fixture={PCIE_FIXTURE}", f"--run.output_dir={d}", "--run.output=topo.h5")
     assert p.returncode == 0, p.stderr
@@ -460,7 +460,7 @@ def test_pandas_reads_the_comparison_and_every_json_table(files, mixed, tmp_path
 def test_bytes_that_are_not_utf8_come_out_as_replacement_characters(files, tmp_path):
     bad = tmp_path / "latin1.h5"
     shutil.copy(files / "a.h5", bad)
-    with h5py.File(bad, "r+") as f:
+    with edit_h5(bad) as f:
         f["system"].attrs["device_name"] = np.bytes_(b"Caf\xe9 GPU")  # Latin-1, not UTF-8
     for fmt in ("markdown", "csv", "json"):
         p = subprocess.run([BINARY, "report", "--format", fmt, bad], capture_output=True, timeout=60)

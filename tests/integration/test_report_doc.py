@@ -14,7 +14,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import BINARY, ROOT, dpscale, run_tiny
+from conftest import BINARY, ROOT, dpscale, edit_h5, run_tiny
 
 
 def report(*args, cwd=None):
@@ -23,7 +23,7 @@ def report(*args, cwd=None):
 
 def set_path(path, library, p, nccl_env=None):
     """Rewrite a run file's systems to another library and path (what a GPU run records)."""
-    with h5py.File(path, "r+") as f:
+    with edit_h5(path) as f:
         s = f["summary"][:]
         s["library"], s["path"] = library.encode(), p.encode()
         f["summary"][...] = s
@@ -202,11 +202,11 @@ def test_provenance_shows_what_each_file_holds(folder, tmp_path):
     d.mkdir()
     shutil.copy(folder / "a-mpi.h5", d / "new.h5")
     shutil.copy(folder / "a-pcie.h5", d / "old.h5")
-    with h5py.File(d / "new.h5", "r+") as f:
+    with edit_h5(d / "new.h5") as f:
         g = f.create_group("provenance")
         g.attrs["cuda_driver"] = "580.159.04"
         g.create_group("rank0").attrs["gpu_uuids"] = ["GPU-1", "GPU-2"]
-    with h5py.File(d / "old.h5", "r+") as f:
+    with edit_h5(d / "old.h5") as f:
         del f.attrs["command_line"], f["system"].attrs["mpi_library"]
     p = report("--doc", tmp_path / "p.md", d)
     assert p.returncode == 0, p.stderr
@@ -278,7 +278,7 @@ def test_per_watt_and_per_dollar_with_the_prices_given(folder, tmp_path):
     d.mkdir()
     for name in ("a-nvlink.h5", "a-pcie.h5"):
         shutil.copy(folder / name, d / name)
-        with h5py.File(d / name, "r+") as f:
+        with edit_h5(d / name) as f:
             s = f["summary"][:]
             s["avg_power_w"], s["joules_per_sample"] = 500.0, 0.002
             f["summary"][...] = s
