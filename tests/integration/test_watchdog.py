@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 
+import h5py
 import pytest
 
 from conftest import BINARY, TINY, dpscale, mpi_env
@@ -119,3 +120,29 @@ def test_the_timeout_must_be_a_number_of_seconds(outdir):
     p = dpscale(1, "run", "--config", TINY, f"--run.output_dir={outdir}", "--run.timeout_s=-1")
     assert p.returncode == 2
     assert "run.timeout_s" in p.stderr
+
+
+def test_a_stopped_rank_keeps_the_sweep_points_done(outdir):
+    """The rest of the issue's bar: the points completed before the hang stay in the file."""
+    cmd = ["mpirun", "-np", "2", str(BINARY), "run", "--config", str(TINY), f"--run.output_dir={outdir}",
+           "--run.output=r.h5", "--run.sweep=1,2", "--train.iters=5000", "--model.hidden_dim=256",
+           "--train.batch_per_gpu=128", f"--run.timeout_s={TIMEOUT_S}"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env())
+    try:
+        deadline = time.monotonic() + 120
+        while not (outdir / "r.h5").exists() and time.monotonic() < deadline:  # the 1-rank point is kept
+            time.sleep(0.2)
+        time.sleep(1)  # into the 2-rank point
+        pids = rank_pids(p.pid)
+        assert len(pids) == 2, pids
+        os.kill(pids[1], signal.SIGSTOP)
+        _, err = p.communicate(timeout=TIMEOUT_S + 30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode != 0 and len(error_lines(err)) == 1, err
+    assert "rank 1 on this node" in err
+    assert sorted(f.name for f in outdir.iterdir()) == ["r.h5"]
+    with h5py.File(outdir / "r.h5") as f:
+        assert (f.attrs["complete"], f.attrs["points_completed"], f.attrs["points_planned"]) == (0, 1, 2)
