@@ -27,9 +27,31 @@
 #define BENCH_TARGET_GEMM_SHARE 0.85
 #define BENCH_TARGET_GEMM_SHARE_ATTENTION 0.80
 
-/* The median time of the step's GEMMs alone (attention = 1: with attention's
- * products, where the model has them; *ran says whether it did). */
-static double median_gemm_only_s(struct session *s, int B, int attention, int *ran)
+/* The median over `iters` of one pass of the step's GEMMs alone, after `warmup`
+ * (attention = 1: with attention's products, where the model has them; *ran says
+ * whether it did). ev: iters + 1 events. */
+static double median_pass_s(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention,
+                            int warmup, int iters, struct backend_event **ev, int *ran)
+{
+    for (int i = 0; i < warmup; i++) step_gemms_only(be, m, rb, B, attention);
+    be->ops->event_record(be, ev[0]);
+    for (int i = 0; i < iters; i++) {
+        *ran = step_gemms_only(be, m, rb, B, attention);
+        be->ops->event_record(be, ev[i + 1]);
+    }
+    be->ops->synchronize(be);
+    double *t = calloc((size_t)iters, sizeof *t);
+    CHECK_ALLOC(t);
+    for (int i = 0; i < iters; i++) t[i] = be->ops->event_elapsed_s(be, ev[i], ev[i + 1]);
+    const double median = stats_percentile(t, (size_t)iters, 50.0);
+    free(t);
+    return median;
+}
+
+/* The median time of the step's GEMMs alone: with attention's products (*all_s), and
+ * the dense ones alone (*dense_s; timed apart only for a model that has products).
+ * Returns whether it has them. One set of buffers serves both. */
+static int median_gemm_only_s(struct session *s, int B, double *dense_s, double *all_s)
 {
     struct backend *be = &s->backend;
     const int iters = s->cfg.iters, warmup = s->cfg.warmup;
@@ -49,22 +71,13 @@ static double median_gemm_only_s(struct session *s, int B, int attention, int *r
     struct backend_event **ev = calloc((size_t)iters + 1, sizeof *ev);
     CHECK_ALLOC(ev);
     for (int i = 0; i <= iters; i++) ev[i] = be->ops->event_create(be);
-    for (int i = 0; i < warmup; i++) *ran = step_gemms_only(be, s->model, &rb, B, attention);
-    be->ops->event_record(be, ev[0]);
-    for (int i = 0; i < iters; i++) {
-        step_gemms_only(be, s->model, &rb, B, attention);
-        be->ops->event_record(be, ev[i + 1]);
-    }
-    be->ops->synchronize(be);
-    double *t = calloc((size_t)iters, sizeof *t);
-    CHECK_ALLOC(t);
-    for (int i = 0; i < iters; i++) t[i] = be->ops->event_elapsed_s(be, ev[i], ev[i + 1]);
-    double median = stats_percentile(t, (size_t)iters, 50.0);
-    free(t);
+    int with_products = 0, none = 0;
+    *all_s = median_pass_s(be, s->model, &rb, B, 1, warmup, iters, ev, &with_products);
+    *dense_s = with_products ? median_pass_s(be, s->model, &rb, B, 0, warmup, iters, ev, &none) : *all_s;
     for (int i = 0; i <= iters; i++) be->ops->event_destroy(be, ev[i]);
     free(ev);
     step_buffers_free(be, s->model, &rb);
-    return median;
+    return with_products;
 }
 
 /* Steps of forward, loss, backward and one update of the whole arena, every backend
@@ -145,9 +158,8 @@ int cmd_bench(int argc, char **argv)
     }
     struct run_summary sum;
     stats_summarize_run(&r, &sum);
-    int with_products = 0, none = 0;
-    const double dense_s = median_gemm_only_s(&s, r.batch_per_rank, 0, &none);
-    const double all_s = median_gemm_only_s(&s, r.batch_per_rank, 1, &with_products);
+    double dense_s, all_s;
+    const int with_products = median_gemm_only_s(&s, r.batch_per_rank, &dense_s, &all_s);
     const double gemm_s = with_products ? all_s : dense_s;
     const double step_s = sum.step_median_s, flops = r.gemm_flops_per_step;
     const double target = with_products ? BENCH_TARGET_GEMM_SHARE_ATTENTION : BENCH_TARGET_GEMM_SHARE;

@@ -482,9 +482,10 @@ int cmd_project(int argc, char **argv)
          * beside it, applied to this model's share on the target */
         double per_share = calibration != NULL && from->interference_share > 0.02
                                ? from->interference / from->interference_share : 0.0;
-        if (calibration != NULL) /* the other file's imbalance, as a share of its 1-GPU step */
+        if (calibration != NULL) { /* the other file's terms: its imbalance as a share of its 1-GPU step */
             src.imbalance_s = cal.step1_s > 0 ? cal.imbalance_s / cal.step1_s * src.step1_s : 0.0;
-        if (calibration != NULL || per_share > 0.0) src.interference = per_share > 0.0 ? 0.0 : from->interference;
+            src.interference = per_share > 0.0 ? 0.0 : cal.interference;
+        }
         if (!measured_terms) src.interference = src.imbalance_s = per_share = 0;
         if (!measured_terms)
             printf("  interference and imbalance: left out (--no-interference)\n");

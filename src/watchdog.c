@@ -98,7 +98,13 @@ static void publish_locked(void)
     W.hb->bucket = W.bucket;
     W.hb->note = W.last_note;
     W.hb->seq = W.seq;
-    snprintf(W.hb->pass, sizeof W.hb->pass, "%s", W.pass != NULL ? W.pass : "-");
+}
+
+/* ... and its pass's name, which changes only at watchdog_arm and watchdog_idle. */
+static void publish_pass_locked(void)
+{
+    if (W.hb != NULL) snprintf(W.hb->pass, sizeof W.hb->pass, "%s", W.pass != NULL ? W.pass : "-");
+    publish_locked();
 }
 
 static void describe(const struct heartbeat *h, char *buf, size_t len)
@@ -278,7 +284,7 @@ void watchdog_start(double timeout_s, int rank, const char *host)
     W.last_note = now_s();
     make_heartbeat_dir();
     pthread_mutex_lock(&W.lock);
-    publish_locked();
+    publish_pass_locked();
     if (W.hb != NULL) W.hb->beat = now_s();
     pthread_mutex_unlock(&W.lock);
     MPI_Barrier(MPI_COMM_WORLD); /* every rank's first heartbeat is there before anyone looks */
@@ -310,7 +316,7 @@ void watchdog_arm(const char *pass)
     W.step = -1;
     W.bucket = -1;
     W.last_note = now_s();
-    publish_locked();
+    publish_pass_locked();
     pthread_mutex_unlock(&W.lock);
 }
 
@@ -346,7 +352,7 @@ void watchdog_idle(void)
     W.pass = NULL;
     W.step = W.bucket = -1;
     W.last_note = now_s();
-    publish_locked();
+    publish_pass_locked();
     pthread_mutex_unlock(&W.lock);
 }
 

@@ -56,3 +56,19 @@ def edit_h5(path):
         for name in ("checksums", "checksum_algorithm"):
             if name in f.attrs:
                 del f.attrs[name]
+
+
+def md_cells(line):
+    """The cells of a Markdown table row; an escaped | or \\ stays inside its cell."""
+    cells, cell, i = [], "", 1
+    while i < len(line):
+        if line[i] == "\\" and i + 1 < len(line):
+            cell, i = cell + line[i + 1], i + 2
+            continue
+        if line[i] == "|":
+            cells.append(cell.strip())
+            cell = ""
+        else:
+            cell += line[i]
+        i += 1
+    return cells

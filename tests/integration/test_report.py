@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ROOT, dpscale, edit_h5, run_tiny
+from conftest import BINARY, ROOT, dpscale, edit_h5, md_cells, run_tiny
 
 OLD = ROOT / "results/h200x4-mlp-comm-bound-overlap-on-nvlink.h5"  # schema 1: a `transport` column
 
@@ -247,21 +247,6 @@ def mixed(files, tmp_path_factory):
     (d / "notes.txt").write_text("not a result file, and not *.h5: a folder's other files are not read")
     return d
 
-
-def md_cells(line):
-    """The cells of a Markdown table row; an escaped | or \\ stays inside its cell."""
-    cells, cell, i = [], "", 1
-    while i < len(line):
-        if line[i] == "\\" and i + 1 < len(line):
-            cell, i = cell + line[i + 1], i + 2
-            continue
-        if line[i] == "|":
-            cells.append(cell.strip())
-            cell = ""
-        else:
-            cell += line[i]
-        i += 1
-    return cells
 
 
 def md_tables(text):

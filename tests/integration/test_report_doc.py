@@ -14,7 +14,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import BINARY, ROOT, dpscale, edit_h5, run_tiny
+from conftest import BINARY, ROOT, dpscale, edit_h5, md_cells, run_tiny
 
 
 def report(*args, cwd=None):
@@ -58,21 +58,6 @@ def doc(folder, tmp_path_factory):
     assert p.returncode == 0, p.stderr
     return out, out.read_text()
 
-
-def md_cells(line):
-    """The cells of a Markdown table row; an escaped | or \\ stays inside its cell."""
-    cells, cell, i = [], "", 1
-    while i < len(line):
-        if line[i] == "\\" and i + 1 < len(line):
-            cell, i = cell + line[i + 1], i + 2
-            continue
-        if line[i] == "|":
-            cells.append(cell.strip())
-            cell = ""
-        else:
-            cell += line[i]
-        i += 1
-    return cells
 
 
 def sections(text):
