@@ -22,6 +22,7 @@
 #include "stats.h"
 
 #define MAX_GROUPS 16
+#define NSETTINGS 7
 
 /* a dataset of doubles, whole (NULL when absent); *n its element count */
 static double *read_doubles(hid_t loc, const char *name, size_t *n, hsize_t dims[3], int *rank)
@@ -80,11 +81,22 @@ static void list_groups(hid_t loc, const char *path, struct names *ns)
     H5Gclose(g);
 }
 
-/* Every "<top>/<library>/<path>" group of a result file (runs, collectives), in order. */
 struct group_paths {
     int n;
     char path[MAX_GROUPS][160];
 };
+
+static int is_count_group(const char *name) /* "n1", "n16": a run or curve of that many GPUs */
+{
+    if (name[0] != 'n' || name[1] == '\0') return 0;
+    for (const char *c = name + 1; *c; c++)
+        if (*c < '0' || *c > '9') return 0;
+    return 1;
+}
+
+/* Every group of a result file that holds runs or curves by GPU count (n1, n2, ...), in
+ * order: "<top>/<library>/<path>" (schema 2 on), or "<top>/<path>" (schema 1, before the
+ * library was a level of its own). */
 static void library_paths(hid_t f, const char *top, struct group_paths *out)
 {
     struct names libs, paths;
@@ -94,6 +106,12 @@ static void library_paths(hid_t f, const char *top, struct group_paths *out)
         char p[160];
         snprintf(p, sizeof p, "%s/%.60s", top, libs.name[i]);
         list_groups(f, p, &paths);
+        int counts = 0;
+        for (int j = 0; j < paths.n; j++) counts += is_count_group(paths.name[j]);
+        if (counts > 0) { /* schema 1 */
+            if (out->n < MAX_GROUPS) snprintf(out->path[out->n++], sizeof out->path[0], "%s", p);
+            continue;
+        }
         for (int j = 0; j < paths.n && out->n < MAX_GROUPS; j++)
             snprintf(out->path[out->n++], sizeof out->path[0], "%.90s/%.60s", p, paths.name[j]);
     }
@@ -114,10 +132,45 @@ struct source {
     double interference, imbalance_s; /* from the largest measured run, 0 without one */
     double interference_share; /* that run's share of backward with communication beside it (overlap on; else 0) */
     int interference_from;
-    int interference_approx; /* schema 2: the compute-only backward is its forward + backward less the real forward */
+    const char *interference_approx; /* how an older file's compute-only backward was derived (NULL: measured) */
+    char settings[NSETTINGS][32];    /* the communication settings that shape NCCL's work beside backward */
 };
 
-static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
+/* What decides how much NCCL's kernels slow backward, beyond the time they run: a
+ * calibration (--interference-from) carries over only between runs that agree on these. */
+static const char *const setting_names[NSETTINGS] = {"path", "comm.shm_copy", "comm.nccl_max_ctas", "comm.symmetric",
+                                                     "comm.register", "comm.allreduce_dtype", "comm.shard_optimizer"};
+
+static void read_settings(hid_t f, struct source *src)
+{
+    const char *path = strrchr(src->where, '/');
+    snprintf(src->settings[0], sizeof src->settings[0], "%.31s", path != NULL ? path + 1 : src->where);
+    hid_t cfg = H5Gopen2(f, "config", H5P_DEFAULT);
+    for (int i = 1; i < NSETTINGS; i++) {
+        if (cfg < 0 || h5_attr_str(cfg, setting_names[i], src->settings[i], sizeof src->settings[i]) == 0) continue;
+        const double v = cfg < 0 ? NAN : h5_attr_double(cfg, setting_names[i]);
+        snprintf(src->settings[i], sizeof src->settings[i], isnan(v) ? "?" : "%g", v);
+    }
+    if (cfg >= 0) H5Gclose(cfg);
+}
+
+/* The settings on which RESULT and its calibration differ, "name A here, B there; ...",
+ * into out ("" when they agree). comm.shm_copy counts only on the host-memory path. */
+static void settings_differ(const struct source *a, const struct source *b, char *out, size_t len)
+{
+    out[0] = '\0';
+    size_t used = 0;
+    for (int i = 0; i < NSETTINGS && used < len; i++) {
+        if (strcmp(a->settings[i], b->settings[i]) == 0) continue;
+        if (i == 1 && strcmp(a->settings[0], "nvlink") == 0 && strcmp(b->settings[0], "nvlink") == 0) continue;
+        used += (size_t)snprintf(out + used, len - used, "%s%s %s here, %s there", used ? "; " : "", setting_names[i],
+                                 a->settings[i], b->settings[i]);
+    }
+}
+
+/* RESULT's 1-GPU profile, its measured runs, and the interference and imbalance of
+ * one of them: the run at `terms_from` GPUs, or (0) the largest. */
+static int read_source(hid_t f, struct source *src, int terms_from, char *err, size_t errlen)
 {
     struct group_paths gp;
     library_paths(f, "runs", &gp);
@@ -213,7 +266,7 @@ static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
         if (s != NULL) {
             src->measured_n[src->nmeasured] = N;
             src->measured_eff[src->nmeasured++] = src->step1_s / median_of_max(s, d[0], d[1]);
-            if (N > largest) {
+            if (terms_from > 0 ? N == terms_from : N > largest) {
                 size_t m2;
                 hsize_t d2[3];
                 double *b = read_doubles(gn, "backward_s", &m2, d2, &r);
@@ -226,14 +279,24 @@ static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
                                                 * less the real pass's forward */
                     double *fb = read_doubles(gn, "compute_only_fwd_bwd_s", &m2, d2, &r);
                     double *fr = read_doubles(gn, "forward_s", &m2, d2, &r);
+                    double *up = read_doubles(gn, "update_s", &m2, d2, &r);
                     if (fb != NULL && fr != NULL) {
                         for (size_t e = 0; e < m2; e++) fb[e] -= fr[e];
                         cb = fb;
-                        src->interference_approx = 1;
+                        src->interference_approx = "schema 2: its compute-only backward is its forward and backward "
+                                                   "less the real pass's forward";
+                    } else if (co != NULL && fr != NULL && up != NULL) { /* schema 1: the whole compute-only step */
+                        cb = malloc(m2 * sizeof(double));
+                        CHECK_ALLOC(cb);
+                        for (size_t e = 0; e < m2; e++) cb[e] = co[e] - fr[e] - up[e];
+                        src->interference_approx = "schema 1: its compute-only backward is its compute-only step less "
+                                                   "the real pass's forward and update";
+                        free(fb);
                     } else {
                         free(fb);
                     }
                     free(fr);
+                    free(up);
                 }
                 if (b != NULL && cb != NULL && co != NULL) {
                     largest = N;
@@ -258,6 +321,7 @@ static int read_source(hid_t f, struct source *src, char *err, size_t errlen)
     }
     src->interference_from = largest;
     H5Gclose(g);
+    read_settings(f, src);
     return 0;
 }
 
@@ -330,19 +394,23 @@ static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, cons
 }
 
 /* --interference-from: another result file's measured interference and imbalance. */
-static int read_calibration(const char *path, struct source *cal, char *err, size_t errlen)
+static int read_calibration(const char *path, int terms_from, struct source *cal, char *err, size_t errlen)
 {
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) {
         snprintf(err, errlen, "cannot be opened as HDF5; give a dpscale result file");
         return -1;
     }
-    const int rc = read_source(f, cal, err, errlen);
+    const int rc = read_source(f, cal, terms_from, err, errlen);
     H5Fclose(f);
     free(cal->ready), free(cal->bytes);
     cal->ready = cal->bytes = NULL;
     if (rc == 0 && cal->interference_from == 0) {
-        snprintf(err, errlen, "it has no multi-GPU run with a compute-only pass to measure interference by");
+        if (terms_from > 0)
+            snprintf(err, errlen, "it has no %d-GPU run with a compute-only pass to measure interference by; give "
+                     "--interference-gpus a count it ran", terms_from);
+        else
+            snprintf(err, errlen, "it has no multi-GPU run with a compute-only pass to measure interference by");
         return -1;
     }
     return rc;
@@ -353,7 +421,7 @@ static void usage(FILE *out)
     if (log_rank() != 0) return; /* once per launch */
     fprintf(out,
             "usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference]\n"
-            "                       [--interference-from OTHER.h5] [--output FILE.h5]\n\n"
+            "                       [--interference-from OTHER.h5] [--interference-gpus N] [--output FILE.h5]\n\n"
             "RESULT's 1-GPU step projected onto each GPU count of a target's allreduce curves, beside\n"
             "RESULT's measured runs of the same count (docs/PROJECTION.md). Reads files only: no MPI,\n"
             "no GPU, no configuration keys. stdout: the projected step, communication and efficiency\n"
@@ -368,6 +436,8 @@ static void usage(FILE *out)
             "                            take them from OTHER's multi-GPU run instead (another model measured\n"
             "                            on the same transport): its slowdown per share of backward with\n"
             "                            communication beside it, and its imbalance as a share of the step\n"
+            "  --interference-gpus N     take them from the measured run at N GPUs (of RESULT, or of OTHER)\n"
+            "                            instead of the largest: to predict a larger count from a smaller one\n"
             "  --output FILE.h5          also write the projection to a new HDF5 file (/summary and\n"
             "                            /projection) that dpscale report shows as projected, never beside\n"
             "                            measured rows of the same table; never overwritten\n"
@@ -379,9 +449,21 @@ static void usage(FILE *out)
 int cmd_project(int argc, char **argv)
 {
     const char *result = NULL, *comm = NULL, *system = NULL, *output = NULL, *calibration = NULL;
-    int measured_terms = 1;
+    int measured_terms = 1, terms_from = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--no-interference") == 0) measured_terms = 0;
+        const char *gpus_arg = NULL;
+        if (strcmp(argv[i], "--interference-gpus") == 0 && i + 1 < argc) gpus_arg = argv[++i];
+        else if (strncmp(argv[i], "--interference-gpus=", 20) == 0) gpus_arg = argv[i] + 20;
+        if (gpus_arg != NULL) {
+            char *end;
+            const long v = strtol(gpus_arg, &end, 10);
+            if (end == gpus_arg || *end != '\0' || v < 2 || v > 1 << 20) {
+                fprintf(stderr, "dpscale: error: project: --interference-gpus '%s' is not a GPU count of 2 or more; "
+                                "give the count of the measured run to take the interference from, e.g. 2\n", gpus_arg);
+                return EXIT_BAD_INPUT;
+            }
+            terms_from = (int)v;
+        } else if (strcmp(argv[i], "--no-interference") == 0) measured_terms = 0;
         else if (strcmp(argv[i], "--comm") == 0 && i + 1 < argc) comm = argv[++i];
         else if (strncmp(argv[i], "--comm=", 7) == 0) comm = argv[i] + 7;
         else if (strcmp(argv[i], "--interference-from") == 0 && i + 1 < argc) calibration = argv[++i];
@@ -437,10 +519,14 @@ int cmd_project(int argc, char **argv)
     char where[240];
     int rc = EXIT_OK, nc = 0;
     struct source cal = {0};
-    if (read_source(rf, &src, err, sizeof err) != 0) {
+    if (read_source(rf, &src, calibration == NULL ? terms_from : 0, err, sizeof err) != 0) {
         fprintf(stderr, "dpscale: error: project: %s: %s\n", result, err);
         rc = EXIT_BAD_INPUT;
-    } else if (calibration != NULL && read_calibration(calibration, &cal, err, sizeof err) != 0) {
+    } else if (calibration == NULL && terms_from > 0 && measured_terms && src.interference_from != terms_from) {
+        fprintf(stderr, "dpscale: error: project: %s has no %d-GPU run with a compute-only pass to measure interference "
+                        "by; give --interference-gpus a count it ran\n", result, terms_from);
+        rc = EXIT_BAD_INPUT;
+    } else if (calibration != NULL && read_calibration(calibration, terms_from, &cal, err, sizeof err) != 0) {
         fprintf(stderr, "dpscale: error: project: --interference-from %s: %s\n", calibration, err);
         rc = EXIT_BAD_INPUT;
     } else if (sysd != NULL) {
@@ -491,17 +577,24 @@ int cmd_project(int argc, char **argv)
             printf("  interference and imbalance: left out (--no-interference)\n");
         else if (from->interference_from > 0 && per_share > 0.0)
             printf("  interference %.3f x the share of backward with communication beside it (%.3f over %.3f there), "
-                   "imbalance %.3f ms: measured by %s's %d-GPU run%s\n", per_share, measured_interference,
+                   "imbalance %.3f ms: measured by %s's %d-GPU run%s%s\n", per_share, measured_interference,
                    from->interference_share, src.imbalance_s * 1e3, calibration != NULL ? calibration : "the file",
                    from->interference_from,
-                   from->interference_approx ? " (schema 2: its compute-only backward less the real pass's forward)" : "");
+                   from->interference_approx ? "; " : "", from->interference_approx ? from->interference_approx : "");
         else if (from->interference_from > 0)
-            printf("  interference %.3f and imbalance %.3f ms: measured by %s's %d-GPU run%s\n", src.interference,
+            printf("  interference %.3f and imbalance %.3f ms: measured by %s's %d-GPU run%s%s\n", src.interference,
                    src.imbalance_s * 1e3, calibration != NULL ? calibration : "the file", from->interference_from,
-                   from->interference_approx ? " (schema 2: its compute-only backward less the real pass's forward)" : "");
+                   from->interference_approx ? "; " : "", from->interference_approx ? from->interference_approx : "");
         else
             printf("  interference and imbalance: none measured (%s has no multi-GPU run): 0\n",
                    calibration != NULL ? calibration : "the file");
+        char differ[400];
+        if (calibration != NULL && measured_terms) {
+            settings_differ(&src, &cal, differ, sizeof differ);
+            if (differ[0])
+                printf("  NOTE: the calibration ran with other communication settings (%s): its interference may not "
+                       "carry over; calibrate with a run of the same settings\n", differ);
+        }
         printf("GPUs    step_ms    comm_ms exposed_ms  projected  measured     error\n");
         struct run_summary *rows = calloc((size_t)nc + 1, sizeof *rows);
         char (*csrc)[H5OUT_PROJECTION_TEXT] = calloc((size_t)nc + 1, sizeof *csrc);

@@ -132,3 +132,57 @@ def test_a_projection_file_is_its_own_and_the_report_says_projected(tmp_path):
     again = project(src, "--system", ROOT / "configs/systems/ib400-nodes.ini", "--output", out)
     assert again.returncode == 2 and "already exists" in again.stderr and again.stderr.count("\n") == 1, again.stderr
     assert sorted(x.name for x in tmp_path.iterdir()) == ["proj.h5"]  # nothing else left behind
+
+
+# Across GPU counts: the 4-GPU files (schema 1: runs/<path>/n<N>, no library level, no
+# compute-only backward) projected onto the 4-GPU machine's own allreduce curves.
+X4 = {"nvlink": RESULTS / "h200x4-comm-nvlink.h5", "host": RESULTS / "h200x4-comm-pcie.h5"}
+
+
+@pytest.mark.parametrize("name,path", [
+    ("h200x4-mlp-gemm-heavy-overlap-on-nvlink.h5", "nvlink"),
+    ("h200x4-mlp-comm-bound-overlap-on-pcie.h5", "host"),
+    ("h200x4-mlp-gemm-heavy-overlap-off-pcie.h5", "host"),
+])
+def test_the_4_gpu_step_is_predicted_from_the_2_gpu_run_within_the_bar(name, path):
+    p = project(RESULTS / name, "--comm", X4[path], "--interference-gpus", "2")
+    assert p.returncode == 0, p.stderr
+    assert "measured by the file's 2-GPU run; schema 1:" in p.stdout, p.stdout
+    projected, measured, error = row(p.stdout, 4)
+    assert measured is not None and abs(error) <= 0.03, p.stdout
+    # the 2-GPU run's terms are not the 4-GPU run's: the figure differs from the default's
+    assert row(project(RESULTS / name, "--comm", X4[path]).stdout, 4)[0] != projected
+
+
+def test_interference_gpus_takes_the_other_files_run_of_that_count():
+    f, other = RESULTS / "h200x4-mlp-gemm-heavy-overlap-on-nvlink.h5", RESULTS / "h200x4-mlp-comm-bound-overlap-on-nvlink.h5"
+    p = project(f, "--comm", X4["nvlink"], "--interference-from", other, "--interference-gpus", "2")
+    assert p.returncode == 0, p.stderr
+    assert f"measured by {other}'s 2-GPU run" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--interference-gpus", "3"], "has no 3-GPU run"),
+    (["--interference-gpus", "1"], "is not a GPU count of 2 or more"),
+    (["--interference-gpus=two"], "is not a GPU count of 2 or more"),
+    (["--interference-from", RESULTS / "h200x4-mlp-comm-bound-overlap-on-nvlink.h5", "--interference-gpus", "8"],
+     "has no 8-GPU run"),
+])
+def test_interference_gpus_that_the_file_did_not_run_is_refused(args, message):
+    p = project(RESULTS / "h200x4-mlp-gemm-heavy-overlap-on-nvlink.h5", "--comm", X4["nvlink"], *args)
+    assert p.returncode == 2, p.stdout
+    assert message in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_a_calibration_of_other_communication_settings_is_named():
+    """BERT-Large through host memory with the copies on the copy engines and bf16
+    gradients, calibrated on an MLP run with SM copies and fp32 gradients: said so."""
+    base = RESULTS / "h200x2-issue12/call7/B-bert-large-pcie-g16.h5"
+    p = project(base, "--comm", ISSUE13 / "comm-pcie.h5", "--interference-from", ISSUE13 / "comm-bound-pcie-on.h5")
+    assert p.returncode == 0, p.stderr
+    note = [line for line in p.stdout.splitlines() if "NOTE: the calibration ran with other communication settings" in line]
+    assert len(note) == 1, p.stdout
+    assert "comm.shm_copy ce here, sm there" in note[0] and "comm.allreduce_dtype compute here, fp32 there" in note[0]
+    same = project(RESULTS / "h200x2-issue12/call7/B-bert-large-nvlink.h5", "--comm", ISSUE13 / "comm-nvlink.h5",
+                   "--interference-from", ISSUE13 / "comm-bound-nvlink-on.h5")
+    assert same.returncode == 0 and "NOTE" not in same.stdout, same.stdout
