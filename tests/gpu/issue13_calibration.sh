@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# issue13_calibration.sh — the calibrated projection with calibrations that match: each
+# transformer run is projected from its 1-GPU run onto this call's allreduce curves of
+# its own settings (over NVLink; through host memory with the copies on the copy
+# engines), with the interference taken from the comm-bound MLP's 2-GPU run of the same
+# communication settings (path, comm.shm_copy, bf16 gradients): the earlier calibration
+# mixed SM-copy, fp32-gradient MLP runs with copy-engine, bf16-gradient transformers.
+#   tests/gpu/issue13_calibration.sh OUTDIR      from the repo root, bin/dpscale prebuilt
+# Each launch is bounded by 120 s; the whole by ISSUE13_BUDGET_S (default 420 s).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+[ $# -ge 1 ] || { echo "usage: tests/gpu/issue13_calibration.sh OUTDIR" >&2; exit 2; }
+mkdir -p "$1" || exit 2
+OUT=$(cd "$1" && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+BUDGET_S=${ISSUE13_BUDGET_S:-420}
+run() { # LABEL ARGS...: 2 ranks, bounded
+    local label=$1; shift
+    local left=$((BUDGET_S - SECONDS - 20))
+    ((left > 20)) || { echo "== $label: SKIPPED (budget spent)"; return; }
+    echo "== $label [t=${SECONDS}s]"
+    timeout -k 10 $((left < 120 ? left : 120)) mpirun -np 2 --bind-to none bin/dpscale "$@" --run.backend=cuda \
+        --run.output_dir="$OUT" --run.output="$label.h5" </dev/null 2>&1 | grep -E "^nccl|error" || true
+}
+project() { # RESULT COMM CALIBRATION
+    bin/dpscale project "$1" --comm "$2" --interference-from "$3" 2>&1 | grep -E "NOTE|^ +2 " |
+        sed "s|^|$(basename "$1" .h5): |"
+}
+{
+    g16=(--train.grad_dtype=compute --comm.allreduce_dtype=compute)
+    bert=(--config configs/bert-large.ini --model.mask_fraction=1 --train.iters=20 --train.warmup=5 --run.sweep=1,2)
+    gpt=(--config configs/gpt2-small.ini --train.iters=20 --train.warmup=5 --run.sweep=1,2)
+    run comm-nvlink comm --comm.path=nvlink
+    run comm-host-ce comm --comm.path=host --comm.shm_copy=ce
+    run cal-nvlink-g16 run --config configs/mlp-comm-bound.ini "${g16[@]}" --comm.path=nvlink --run.sweep=1,2
+    run cal-host-ce-g16 run --config configs/mlp-comm-bound.ini "${g16[@]}" --comm.path=host --comm.shm_copy=ce --run.sweep=1,2
+    run bert-large-host-ce-g16 run "${bert[@]}" "${g16[@]}" --comm.path=host --comm.shm_copy=ce
+    run gpt2-small-host-ce-g16 run "${gpt[@]}" "${g16[@]}" --comm.path=host --comm.shm_copy=ce
+    run bert-large-nvlink-g16 run "${bert[@]}" "${g16[@]}" --comm.path=nvlink
+    run gpt2-small-nvlink-g16 run "${gpt[@]}" "${g16[@]}" --comm.path=nvlink
+    echo "== projected (calibrated on the MLP of the same settings) against measured: GPUs step comm exposed projected measured error"
+    for m in bert-large gpt2-small; do
+        project "$OUT/$m-host-ce-g16.h5" "$OUT/comm-host-ce.h5" "$OUT/cal-host-ce-g16.h5"
+        project "$OUT/$m-nvlink-g16.h5" "$OUT/comm-nvlink.h5" "$OUT/cal-nvlink-g16.h5"
+    done
+    echo "== ${SECONDS} s"
+} 2>&1 | tee "$OUT/issue13-calibration.log"
+tar -cf "$OUT/issue13-calibration-h5.tar" -C "$OUT" $(cd "$OUT" && ls *.h5) && rm -f "$OUT"/*.h5
