@@ -99,7 +99,7 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     CHECK(f >= 0);
     CHECK_NEAR(read_attr_double(f, "schema_version"), H5OUT_SCHEMA_VERSION, 0);
-    CHECK(H5OUT_SCHEMA_VERSION == 5);
+    CHECK(H5OUT_SCHEMA_VERSION == 6);
     char text[64];
     /* /model: the tensor table, in arena order */
     hid_t model_group = H5Gopen2(f, "model", H5P_DEFAULT);
