@@ -2,7 +2,7 @@
  * the ranks of one run, behind a small table of function pointers per library
  * (comm_mpi.c: MPI on host buffers; comm_nccl.c: NCCL on GPU buffers). Two words,
  * never mixed: the *library* that reduces (mpi, nccl; comm.library) and the *path*
- * the bytes take (nvlink, pcie, net; comm.path, see src/nccl_path.h).
+ * the bytes take (nvlink, pcie, host, net; comm.path, see src/nccl_path.h).
  *
  * comm_open() chooses an implementation as backend_open() does; the options are
  * passed at creation and every piece of library state lives in the implementation.

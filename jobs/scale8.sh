@@ -8,22 +8,24 @@
 #SBATCH --output=dpscale-scale8-%j.out
 #
 # scale8.sh — the 1, 2, 4, 8-GPU scaling table of one 8-GPU node, once per
-# path NCCL's bytes take (comm.path: NVLink, then PCIe), into out/ named by
-# job id and path, and the table in this job's log.
+# path NCCL's bytes take (comm.path: NVLink, or peer-to-peer over PCIe on a node
+# without NVLink, then host memory), into out/ named by job id and path, and the
+# table in this job's log.
 #
 #   sbatch jobs/scale8.sh                        (from the dpscale folder, after make)
 #   sbatch -p PARTITION -A ACCOUNT jobs/scale8.sh [extra dpscale run options...]
-#   sbatch --export=ALL,SWEEP=1:2:4:8,PATHS=nvlink:pcie:net jobs/scale8.sh
+#   sbatch --export=ALL,SWEEP=1:2:4:8,PATHS=nvlink:host:net jobs/scale8.sh
 #
 # Overrides (environment, or sbatch --export=ALL,NAME=value). Lists take ':' between
 # their items, which sbatch --export passes whole; ',' works in the environment of
 # sbatch, but --export splits at it (a list cut that way is refused, not run short):
 #   CONFIG      model preset                 (default configs/mlp-gemm-heavy.ini; CPU-only nodes: configs/mlp-small.ini)
 #   SWEEP       GPU counts, e.g. 1:2:4:8     (default 1,2,4,8, cut to the tasks of the job)
-#   PATHS       paths, one launch each       (default: the config's comm.paths, else nvlink,pcie,
-#               e.g. nvlink:pcie:net          pcie alone where nvidia-smi shows no NVLink; on a node
-#                                             without GPUs: auto); TRANSPORTS, its former name, is
-#                                             taken with a warning
+#   PATHS       paths, one launch each       (default: the config's comm.paths, else nvlink,host
+#               e.g. nvlink:host:net          where nvidia-smi shows NVLink, pcie,host where it
+#                                             shows none, auto on a node without GPUs; host =
+#                                             through host memory, pcie = peer-to-peer over PCIe);
+#                                             TRANSPORTS, its former name, is taken with a warning
 #   OUTDIR      folder of the result files   (default out, in the dpscale folder; results/ holds
 #                                             the reference files and is left alone)
 #   LAUNCH      pmix | pmi2 | mpirun | auto  (default auto: srun --mpi=pmix, else srun --mpi=pmi2,

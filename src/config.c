@@ -239,7 +239,7 @@ int config_count_paths(struct config *cfg, char *err, size_t errlen)
     snprintf(list, sizeof list, "%s", cfg->paths);
     for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), n++)
         if (config_parse_value(cfg, pk, tok) != 0) {
-            set_err(err, errlen, "comm.paths = '%s': '%s' is not a path; use auto, nvlink, pcie or net", cfg->paths, tok);
+            set_err(err, errlen, "comm.paths = '%s': '%s' is not a path; use auto, nvlink, pcie, host or net", cfg->paths, tok);
             return -1;
         }
     if (n != 1) cfg->path = value; /* several: each launch takes one, by comm.path */

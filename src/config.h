@@ -23,7 +23,8 @@ enum optimizer { OPT_SGD = 0, OPT_ADAMW = 1 };
 enum precision { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2, PREC_FP16 = 3 };
 enum backend_kind { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_CUDA = 2 };
 enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
-enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_NET = 3 };
+/* comm.path: host is what pcie was before schema 6 (NCCL_P2P_DISABLE=1); pcie is now peer-to-peer over PCIe */
+enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_HOST = 3, PATH_NET = 4 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
 enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 }; /* = enum reduce_op of dtype.h */
 enum model_type { MODEL_MLP = 0, MODEL_GPT = 1, MODEL_BERT = 2 }; /* model.type */
@@ -88,7 +89,7 @@ struct config {
     /* [comm] */
     int library;         /* enum comm_library: who reduces the gradients */
     int path;            /* enum comm_path: the path NCCL must take */
-    char paths[CONFIG_STR_LEN]; /* "nvlink,pcie": one launch each, through jobs/lib/sweep.sh */
+    char paths[CONFIG_STR_LEN]; /* "nvlink,host": one launch each, through jobs/lib/sweep.sh */
     int overlap;         /* allreduce each bucket as backward produces it; off = one allreduce after backward */
     double bucket_mb;    /* gradient bucket size (MB = 1e6 bytes of fp32 gradient) */
     double first_bucket_mb;
@@ -100,7 +101,7 @@ struct config {
     int register_buffers; /* NCCL user buffer registration */
     int symmetric;       /* NCCL symmetric windows */
     int cta_policy;      /* NCCL CTAPolicy: 0 default, 1 efficiency, 2 zero */
-    int shm_copy;        /* enum shm_copy: who copies through host memory on the pcie path */
+    int shm_copy;        /* enum shm_copy: who copies through host memory on the host path */
 
     /* [topo] */
     char topo_fixture[CONFIG_STR_LEN]; /* a recorded `nvidia-smi topo -m` instead of detection */

@@ -12,7 +12,7 @@ static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL};
 static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const library_names[] = {"auto", "mpi", "nccl", NULL};
-static const char *const path_names[] = {"auto", "nvlink", "pcie", "net", NULL};
+static const char *const path_names[] = {"auto", "nvlink", "pcie", "host", "net", NULL};
 static const char *const cta_policy_names[] = {"default", "efficiency", "zero", NULL};
 static const char *const priority_names[] = {"low", "high", NULL};
 static const char *const grad_dtype_names[] = {"fp32", "compute", NULL};
@@ -115,10 +115,12 @@ const struct config_key config_keys[] = {
     {"comm", "library", KEY_ENUM, OFF(library), 0, 0, library_names, "auto",
      "who reduces the gradients: mpi (host buffers), nccl (GPU buffers); auto = nccl on cuda, mpi on cpu"},
     {"comm", "path", KEY_ENUM, OFF(path), 0, 0, path_names, "auto",
-     "the path NCCL's bytes must take: nvlink (NVLink only, an error without it), pcie (no peer access: through host "
-     "memory), net (the network transport even inside a node: InfiniBand/RoCE if present, else sockets)"},
+     "the path NCCL's bytes must take: nvlink (NVLink only, an error without it), pcie (peer-to-peer over PCIe, "
+     "NCCL_P2P_LEVEL=SYS; an error where the GPUs are NVLink-connected, since NCCL would take NVLink), host (no peer "
+     "access: through host memory; what pcie meant before schema 6), net (the network transport even inside a node: "
+     "InfiniBand/RoCE if present, else sockets)"},
     {"comm", "paths", KEY_STRING, OFF(paths), 0, 0, NULL, "",
-     "paths to compare, e.g. nvlink,pcie: jobs/lib/sweep.sh (and the Slurm jobs) run one launch per entry and "
+     "paths to compare, e.g. nvlink,host: jobs/lib/sweep.sh (and the Slurm jobs) run one launch per entry and "
      "compare them; a single entry is the same as comm.path"},
     {"comm", "overlap", KEY_BOOL, OFF(overlap), 0, 0, NULL, "on",
      "allreduce each gradient bucket as soon as backward produced it; off = one allreduce after backward"},
@@ -142,7 +144,7 @@ const struct config_key config_keys[] = {
     {"comm", "cta_policy", KEY_ENUM, OFF(cta_policy), 0, 0, cta_policy_names, "default",
      "NCCL's CTA policy (ncclConfig_t CTAPolicy): efficiency uses fewer SMs; zero uses none where registered buffers allow"},
     {"comm", "shm_copy", KEY_ENUM, OFF(shm_copy), 0, 0, shm_copy_names, "sm",
-     "who moves NCCL's bytes through host memory (the SHM transport of comm.path = pcie): sm = NCCL's kernels, "
+     "who moves NCCL's bytes through host memory (the SHM transport of comm.path = host): sm = NCCL's kernels, "
      "ce = the copy engines on both sides (NCCL_SHM_USE_CUDA_MEMCPY=1, NCCL_SHM_MEMCPY_MODE=3), leaving the SMs "
      "to the overlapped backward"},
     {"comm", "allreduce_op", KEY_ENUM, OFF(allreduce_op), 0, 0, allreduce_op_names, "avg",

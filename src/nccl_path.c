@@ -1,7 +1,11 @@
 /* nccl_path.c — the NCCL settings of each path (nccl_path.h).
  *
  *   nvlink: NCCL_P2P_LEVEL=NVL   peer-to-peer only where NVLink connects the GPUs
- *   pcie:   NCCL_P2P_DISABLE=1   no peer access: intra-node traffic through host memory (SHM)
+ *   pcie:   NCCL_P2P_LEVEL=SYS   peer-to-peer across PCIe switches and the CPU; NCCL has no
+ *                                setting that keeps P2P off NVLink, so GPUs with NVLink between
+ *                                them are refused (their pcie run would be an NVLink run)
+ *   host:   NCCL_P2P_DISABLE=1   no peer access: intra-node traffic through host memory (SHM);
+ *                                what pcie meant before schema 6
  *   net:    NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1, and NCCL_IB_DISABLE=1 when no InfiniBand or
  *           RoCE adapter is up: NCCL's network transport even between GPUs of one node
  * and, with comm.shm_copy = ce, NCCL_SHM_USE_CUDA_MEMCPY=1 and NCCL_SHM_MEMCPY_MODE=3: the
@@ -41,12 +45,27 @@ int nccl_path_settings(int path, const struct topo_node *t, const int *gpus, int
             char matrix[1024];
             topo_format_matrix(t, matrix, sizeof matrix);
             snprintf(err, errlen, "comm.path = nvlink, but the GPUs of this node are not all NVLink-connected (%s); "
-                     "use comm.path = pcie or auto", matrix);
+                     "use comm.path = pcie, host or auto", matrix);
             return -1;
         }
         add(out, "NCCL_P2P_LEVEL", "NVL");
         return 0;
-    case PATH_PCIE:
+    case PATH_PCIE: {
+        int a, b;
+        if (ngpus > 1 && topo_nvlink_pair(t, gpus, ngpus, &a, &b)) {
+            const int all = topo_all_nvlink(t, gpus, ngpus);
+            char matrix[1024], pair[48];
+            topo_format_matrix(t, matrix, sizeof matrix);
+            snprintf(pair, sizeof pair, "GPUs %d and %d are", a, b);
+            snprintf(err, errlen, "comm.path = pcie, but %s NVLink-connected (%s): NCCL's peer-to-peer would take "
+                     "NVLink; use comm.path = host to measure without NVLink (through host memory), or %s",
+                     all ? "these GPUs are" : pair, matrix, all ? "nvlink" : "auto");
+            return -1;
+        }
+        add(out, "NCCL_P2P_LEVEL", "SYS");
+        return 0;
+    }
+    case PATH_HOST:
         add(out, "NCCL_P2P_DISABLE", "1");
         return 0;
     case PATH_NET:

@@ -1,4 +1,4 @@
-/* nccl_path.h — from comm.path (auto | nvlink | pcie | net) to the NCCL settings
+/* nccl_path.h — from comm.path (auto | nvlink | pcie | host | net) to the NCCL settings
  * that force that path, checked against the node's topology. NCCL reads
  * its settings once per process, so they are applied before its first
  * communicator and hold for the whole launch; comparing paths takes one launch
@@ -22,7 +22,8 @@ struct nccl_settings {
 
 /* The settings for `path` on a node with topology `t`, whose ranks use the GPUs
  * `gpus[0..ngpus)` (topology indices). Returns 0, or -1 with a message when the path
- * cannot be had (nvlink between GPUs that have none: the message shows the matrix). */
+ * cannot be had (nvlink between GPUs that have none, pcie between GPUs that have NVLink,
+ * which NCCL's peer-to-peer would take: the message shows the matrix). */
 int nccl_path_settings(int path, const struct topo_node *t, const int *gpus, int ngpus,
                             struct nccl_settings *out, char *err, size_t errlen);
 

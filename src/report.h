@@ -35,7 +35,7 @@ enum report_kind {
 
 struct report_row {
     char library[16]; /* who reduces: mpi, nccl */
-    char path[16];    /* the path NCCL's bytes take: auto, nvlink, pcie, net */
+    char path[16];    /* the path NCCL's bytes take: auto, nvlink, pcie, host, net ("pcie" before schema 6 read as host) */
     int nranks, nodes, global_batch;
     double samples_per_s, samples_per_s_per_rank, speedup, efficiency;
     double step_s, comm_exposed_s, allreduce_busbw_gbps, mfu, joules_per_sample, avg_power_w;
@@ -119,7 +119,11 @@ int report_read_isolated(const char *path, struct report_file *f, int with_info,
 /* Tag the run files with their overlap setting when they differ in it. */
 void report_label(struct report_file *files, int n);
 
-/* The system of a row: "<device>, <library> over <path>" ("NVIDIA H200, nccl over nvlink"). */
+/* A path as the labels say it: "host memory (P2P off)" for host and "PCIe (P2P)" for pcie,
+ * whose bare names a buyer would read as "a PCIe system"; any other path by its name. */
+const char *report_path_words(const char *path);
+/* The system of a row: "<device>, <library> over <path in words>" ("NVIDIA H200, nccl over
+ * nvlink", "NVIDIA H200, nccl over host memory (P2P off)"). */
 void report_system_label(const struct report_file *f, const struct report_row *r, char *buf, size_t len);
 /* Whether two rows belong to the same system (library and path) of a file. */
 int report_same_system(const struct report_row *a, const struct report_row *b);

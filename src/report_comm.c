@@ -32,7 +32,7 @@ void report_comm_markdown(FILE *out, const struct report_file *files, int n)
             fputs(", ", out);
             report_md_text(out, s->library);
             fputs(" over ", out);
-            report_md_text(out, s->path);
+            report_md_text(out, report_path_words(s->path));
             fprintf(out, ": allreduce busbw by size, %d ranks on %d node%s\n\n", s->nranks, s->nodes, s->nodes == 1 ? "" : "s");
             report_md_text(out, f->path);
             fputs(", host ", out);

@@ -4,8 +4,8 @@
  *                       read generically, so that attributes added later show up
  *                       without a change here), the NVLink counters of its runs and
  *                       the link between its first two GPUs;
- *   report_doc_label.c  names the path that ran ("host memory (P2P off)", never
- *                       "PCIe") and labels columns by what differs between them;
+ *   report_doc_label.c  names the path that ran ("host memory (P2P off)", "PCIe (P2P)",
+ *                       never a bare "pcie") and labels columns by what differs between them;
  *   report_doc_write.c  writes the document: the models' sections;
  *   report_doc_appendix.c  its busbw section and provenance appendix.
  * (report_doc.c is the other report: the tables of every kind, on stdout.) */

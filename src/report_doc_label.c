@@ -8,15 +8,17 @@
  * A fact an older file does not record is no difference; an NCCL variable that is
  * unset is one.
  *
- * The path is named as a buyer reads it: "pcie" in dpscale means NCCL with peer
- * access off, the bytes staged through host memory, so it is "host memory (P2P off)";
- * path auto is named by what the NVLink counters or the environment prove. */
+ * The path is named as a buyer reads it: "host" (called "pcie" before schema 6) is NCCL
+ * with peer access off, the bytes staged through host memory: "host memory (P2P off)";
+ * "pcie" is peer-to-peer over PCIe: "PCIe (P2P)"; path auto is named by what the NVLink
+ * counters or the environment prove. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report_doc.h"
+#include "schema.h"
 #include "utf8.h"
 
 #define MAX_FACTS 192
@@ -53,11 +55,22 @@ void doc_path_name(const char *library, const char *path, const struct doc_info 
     const struct doc_run *run = largest_run(info, library, path);
     const int verified = run != NULL && strncmp(run->proof, "verified", 8) == 0;
     proof[0] = '\0';
-    if (strcmp(path, "nvlink") == 0 || strcmp(path, "pcie") == 0 || strcmp(path, "net") == 0) {
-        snprintf(name, len, "%s", path[0] == 'n' && path[1] == 'v' ? "NVLink" : path[0] == 'p' ? "host memory (P2P off)" : "network");
-        if (verified) snprintf(proof, prooflen, "comm.path = %s, %s", path, run->proof);
-        else snprintf(proof, prooflen, "comm.path = %s (%s)", path,
-                      path[0] == 'n' && path[1] == 'v' ? "NCCL_P2P_LEVEL=NVL" : path[0] == 'p' ? "NCCL_P2P_DISABLE=1" : "NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1");
+    static const struct { const char *path, *name, *settings; } asked[] = {
+        {"nvlink", "NVLink", "NCCL_P2P_LEVEL=NVL"},
+        {"pcie", NULL, "NCCL_P2P_LEVEL=SYS"},
+        {"host", NULL, "NCCL_P2P_DISABLE=1"},
+        {"net", "network", "NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1"},
+    };
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++) {
+        if (strcmp(path, asked[i].path) != 0) continue;
+        /* a file before schema 6 says pcie for host: the proof says what the file says */
+        char written[32] = "";
+        if (strcmp(path, "host") == 0 && info->schema > 0 && info->schema < SCHEMA_PCIE_IS_P2P)
+            snprintf(written, sizeof written, "pcie in schema %d", info->schema);
+        snprintf(name, len, "%s", asked[i].name != NULL ? asked[i].name : report_path_words(path));
+        if (verified) snprintf(proof, prooflen, "comm.path = %s%s%s%s, %s", path, written[0] ? " (" : "", written,
+                               written[0] ? ")" : "", run->proof);
+        else snprintf(proof, prooflen, "comm.path = %s (%s%s%s)", path, asked[i].settings, written[0] ? "; " : "", written);
         return;
     }
     if (p2p) {

@@ -245,10 +245,13 @@ static herr_t find_runs(hid_t parent, const char *name, const H5L_info_t *linfo,
             r->nvlink_tx_bytes = h5_attr_double(g, "nvlink_tx_bytes");
             r->nvlink_expected_bytes = h5_attr_double(g, "nvlink_expected_bytes");
             h5_attr_str(g, "path_proof", r->proof, sizeof r->proof);
-            if (h5_attr_str(g, "library", r->library, sizeof r->library) != 0 || h5_attr_str(g, "path", r->path, sizeof r->path) != 0) {
+            char path[sizeof r->path];
+            if (h5_attr_str(g, "library", r->library, sizeof r->library) != 0 || h5_attr_str(g, "path", path, sizeof path) != 0) {
                 ssize_t len = H5Iget_name(parent, transport, sizeof transport); /* "/runs/<transport>" */
                 const char *slash = len > 0 ? strrchr(transport, '/') : NULL;
                 report_schema1_transport(slash ? slash + 1 : "", r->library, sizeof r->library, r->path, sizeof r->path);
+            } else {
+                report_path_in(info->schema, path, r->path, sizeof r->path);
             }
         }
     } else if (H5Iget_type(g) == H5I_GROUP) {

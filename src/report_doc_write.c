@@ -60,14 +60,17 @@ static void add_columns(struct model *m, const struct report_file *f, const stru
 }
 
 /* The order a reader compares paths in: 0 NVLink (or NCCL's choice between GPUs
- * joined by NVLink), 1 host memory, 2 network, 3 not NVLink, 4 any other (auto, MPI's choice). */
+ * joined by NVLink), 1 PCIe peer-to-peer, 2 host memory, 3 network, 4 not NVLink, 5 any
+ * other (auto, MPI's choice); the names of at_a_glance's columns. */
+enum { RANK_NVLINK, RANK_PCIE, RANK_HOST, RANK_NET, RANK_NOT_NVLINK, RANK_OTHER, NRANKS };
 static int path_rank(const char *name)
 {
-    if (strncmp(name, "NVLink", 6) == 0 || strstr(name, "joined by NV") != NULL) return 0;
-    if (strncmp(name, "host memory", 11) == 0) return 1;
-    if (strncmp(name, "network", 7) == 0) return 2;
-    if (strncmp(name, "not NVLink", 10) == 0) return 3;
-    return 4;
+    if (strncmp(name, "NVLink", 6) == 0 || strstr(name, "joined by NV") != NULL) return RANK_NVLINK;
+    if (strncmp(name, "PCIe", 4) == 0) return RANK_PCIE;
+    if (strncmp(name, "host memory", 11) == 0) return RANK_HOST;
+    if (strncmp(name, "network", 7) == 0) return RANK_NET;
+    if (strncmp(name, "not NVLink", 10) == 0) return RANK_NOT_NVLINK;
+    return RANK_OTHER;
 }
 
 /* What a column's label says beyond its path and library. */
@@ -224,7 +227,7 @@ static void figure(FILE *out, FILE *warn, struct figures *figs, const struct mod
             }
         if (color[k] == colors) colors++;
         s[ns++] = (struct report_series){.file = c->file, .sys = c->sys, .label = c->label, .color = color[k],
-                                         .dashed = path_rank(c->path_name) == 1 || path_rank(c->path_name) == 2};
+                                         .dashed = path_rank(c->path_name) == RANK_HOST || path_rank(c->path_name) == RANK_NET};
     }
     for (int k = 0; k < m->nprojected; k++)
         s[ns++] = (struct report_series){.file = m->projected[k].file, .sys = m->projected[k].sys, .label = m->projected[k].label,
@@ -301,21 +304,22 @@ static void model_section(FILE *out, FILE *warn, struct figures *figs, struct mo
 static int glance_class(const struct doc_column *c)
 {
     const int rank = path_rank(c->path_name);
-    return rank == 0 && strncmp(c->path_name, "NVLink", 6) != 0 ? 4 : rank;
+    return rank == RANK_NVLINK && strncmp(c->path_name, "NVLink", 6) != 0 ? RANK_OTHER : rank;
 }
 
 static void at_a_glance(FILE *out, struct model *models, int ngroups)
 {
-    static const char *const classes[] = {"NVLink", "host memory (P2P off)", "network", "not NVLink", "other paths"};
-    int present[5] = {0}, old_baseline = 0;
+    static const char *const classes[NRANKS] = {"NVLink", "PCIe (P2P)", "host memory (P2P off)", "network", "not NVLink",
+                                                "other paths"};
+    int present[NRANKS] = {0}, old_baseline = 0;
     for (int g = 0; g < ngroups; g++)
         for (int k = 0; k < models[g].nmeasured; k++) present[glance_class(&models[g].measured[k])] = 1;
     fputs("## At a glance\n\nThe best scaling efficiency of each path at each GPU count, and the setting that gave it "
           "(the model's section has every setting).\n\n| model | GPUs |", out);
-    for (int p = 0; p < 5; p++)
+    for (int p = 0; p < NRANKS; p++)
         if (present[p]) fprintf(out, " %s |", classes[p]);
     fputs("\n|---|---:|", out);
-    for (int p = 0; p < 5; p++)
+    for (int p = 0; p < NRANKS; p++)
         if (present[p]) fputs("---:|", out);
     fputc('\n', out);
     for (int g = 0; g < ngroups; g++)
@@ -327,7 +331,7 @@ static void at_a_glance(FILE *out, struct model *models, int ngroups)
             report_md_text(out, m->first->model);
             fprintf(out, ", batch %lld | %d |",
                     strcmp(m->first->scaling, "strong") == 0 ? m->first->global_batch : m->first->batch_per_gpu, gpus);
-            for (int p = 0; p < 5; p++) {
+            for (int p = 0; p < NRANKS; p++) {
                 if (!present[p]) continue;
                 const struct doc_column *from = NULL;
                 double best = NAN;
@@ -373,9 +377,11 @@ static void preamble(FILE *out, const struct report_doc_request *req, int nfiles
           "column names the path and the library that carried the gradients, then whatever else differs between the "
           "runs of that model (machine, overlap, NCCL CTAs, NCCL environment, file schema).\n"
           "- Paths: **NVLink**: GPU to GPU over NVLink (`comm.path = nvlink`, NCCL_P2P_LEVEL=NVL, checked on the NVLink "
-          "counters where the file recorded them). **host memory (P2P off)**: NCCL with peer-to-peer access turned off "
-          "(`comm.path = pcie`, NCCL_P2P_DISABLE=1): every transfer is staged through host memory over PCIe, as on a "
-          "machine without NVLink or peer access. **network**: NCCL's network transport. **auto**: NCCL's own choice, "
+          "counters where the file recorded them). **PCIe (P2P)**: GPU to GPU over PCIe, through switches and the CPU "
+          "(`comm.path = pcie`, NCCL_P2P_LEVEL=SYS, on GPUs without NVLink between them). **host memory (P2P off)**: "
+          "NCCL with peer-to-peer access turned off (`comm.path = host`, NCCL_P2P_DISABLE=1; files before schema 6 "
+          "say `pcie`): every transfer is staged through host memory over PCIe, as on a machine without NVLink or "
+          "peer access. **network**: NCCL's network transport. **auto**: NCCL's own choice, "
           "named by what the NVLink counters saw where they were recorded.\n"
           "- Libraries: **NCCL** reduces GPU buffers; **MPI** reduces host buffers.\n"
           "- Efficiency(N) = throughput(N) / (N x throughput(1)), the 1-GPU run of the same column. The step time is the "

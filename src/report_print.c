@@ -65,12 +65,20 @@ void report_describe(const struct report_file *f, char *buf, size_t len)
     snprintf(buf, len, "%s (%s, %s), %s scaling, %s", f->model, f->shape, precision, f->scaling, batch);
 }
 
+const char *report_path_words(const char *path)
+{
+    if (strcmp(path, "host") == 0) return "host memory (P2P off)";
+    if (strcmp(path, "pcie") == 0) return "PCIe (P2P)";
+    return path;
+}
+
 void report_system_label(const struct report_file *f, const struct report_row *r, char *buf, size_t len)
 {
     if (f->projected) /* never to be read as a measurement */
         snprintf(buf, len, "PROJECTED, not measured: %s's step onto %.100s", f->device, f->projection_target);
     else /* the user's run.system_label first, where one was given */
-        snprintf(buf, len, "%s%s%s, %s over %s", f->system_label, f->system_label[0] ? ": " : "", f->device, r->library, r->path);
+        snprintf(buf, len, "%s%s%s, %s over %s", f->system_label, f->system_label[0] ? ": " : "", f->device, r->library,
+                 report_path_words(r->path));
 }
 
 int report_same_system(const struct report_row *a, const struct report_row *b)

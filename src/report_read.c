@@ -37,11 +37,16 @@ const char *report_name_in(hid_t loc, hid_t dset, const char *name)
     return !h5_exists(loc, name) && h5_exists(loc, former) ? former : name;
 }
 
+void report_path_in(int schema, const char *written, char *path, size_t pathlen)
+{
+    utf8_copy(path, pathlen, schema < SCHEMA_PCIE_IS_P2P && strcmp(written, "pcie") == 0 ? "host" : written);
+}
+
 void report_schema1_transport(const char *transport, char *library, size_t liblen, char *path, size_t pathlen)
 {
     const int is_path = strcmp(transport, "nvlink") == 0 || strcmp(transport, "pcie") == 0 || strcmp(transport, "net") == 0;
     utf8_copy(library, liblen, is_path ? "nccl" : transport);
-    utf8_copy(path, pathlen, is_path ? transport : "auto");
+    report_path_in(1, is_path ? transport : "auto", path, pathlen);
 }
 
 /* The first entry of /system/hosts (one host name per rank: variable-length UTF-8

@@ -19,8 +19,12 @@ int report_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen
  * link under loc. */
 const char *report_name_in(hid_t loc, hid_t dset, const char *name);
 
+/* A path as a file of `schema` wrote it, in today's names: "pcie" before schema 6 was
+ * the path through host memory (NCCL_P2P_DISABLE=1), now "host". */
+void report_path_in(int schema, const char *written, char *path, size_t pathlen);
+
 /* Schema 1 named a run or sweep by one `transport`: a library ("mpi", "nccl": path
- * auto) or a path that only NCCL took ("nvlink", "pcie", "net"). */
+ * auto) or a path that only NCCL took ("nvlink", "pcie" = host memory, "net"). */
 void report_schema1_transport(const char *transport, char *library, size_t liblen, char *path, size_t pathlen);
 
 #endif

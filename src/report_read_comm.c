@@ -137,7 +137,7 @@ int report_read_comm(hid_t file, int schema, struct report_file *f, char *err, s
                 snprintf(sweep, sizeof sweep, "%s/%s", group, leaf.name[k]);
                 if (schema >= 2) {
                     utf8_copy(s->library, sizeof s->library, top.name[i]);
-                    utf8_copy(s->path, sizeof s->path, mid.name[j]);
+                    report_path_in(schema, mid.name[j], s->path, sizeof s->path);
                 } else {
                     report_schema1_transport(top.name[i], s->library, sizeof s->library, s->path, sizeof s->path);
                 }

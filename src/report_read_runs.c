@@ -215,7 +215,7 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
         }
         for (int i = 0; i < f->nrows; i++) {
             utf8_copy(f->rows[i].library, sizeof f->rows[i].library, names[i]);
-            utf8_copy(f->rows[i].path, sizeof f->rows[i].path, paths[i]);
+            report_path_in(schema, paths[i], f->rows[i].path, sizeof f->rows[i].path);
         }
     } else {
         if (read_text_column(sum, "transport", f->nrows, names) != 0) {

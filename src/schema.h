@@ -17,14 +17,21 @@
 /* 2: /runs/<library>/<path>, the honest 1-rank run; 3: interference over backward alone;
  * 4: /model, the model's tensor table; 5: provenance (root attributes, /system library
  * versions, /system/ranks, /system/environment), UTF-8 variable-length strings, integer
- * counts, a units attribute on every dataset, GB/s named _GBps, /summary's label columns. */
-#define SCHEMA_VERSION 5
+ * counts, a units attribute on every dataset, GB/s named _GBps, /summary's label columns;
+ * 6: the path through host memory (NCCL_P2P_DISABLE=1) is named "host" wherever a path is
+ * written (/summary, run and collectives groups, /system path, /config comm.path), and
+ * "pcie" names NCCL's peer-to-peer over PCIe (NCCL_P2P_LEVEL=SYS). Before 6, "pcie" was the
+ * host-memory path: the readers take it as "host" (SCHEMA_PCIE_IS_P2P). A projection's
+ * copied /config and /system keep their source's words; /projection/source's
+ * schema_version says which schema those are. */
+#define SCHEMA_VERSION 6
+#define SCHEMA_PCIE_IS_P2P 6 /* the first schema whose path "pcie" is peer-to-peer over PCIe */
 
 /* /summary, one row per run (a compound table: one call in pandas). Text first, then
  * integers (int64), then reals (float64); RUN_SUMMARY_DOUBLES of stats.h is the last list. */
 #define SCHEMA_SUMMARY_TEXT(X) \
     X(library, "", "who reduces the gradients: mpi or nccl (comm.library in force); proj in a projection") \
-    X(path, "", "the path asked for (comm.path): auto, nvlink, pcie, net; sim in a projection") \
+    X(path, "", "the path asked for (comm.path): auto, nvlink, pcie, host, net; sim in a projection") \
     X(model, "", "the preset's label (model.name)") \
     X(precision, "", "train.precision: fp32, tf32, bf16, fp16") \
     X(overlap, "", "comm.overlap: on or off") \

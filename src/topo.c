@@ -24,6 +24,17 @@ int topo_all_nvlink(const struct topo_node *t, const int *gpus, int n)
     return 1;
 }
 
+int topo_nvlink_pair(const struct topo_node *t, const int *gpus, int n, int *a, int *b)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (t->link[gpus[i]][gpus[j]] == TOPO_NVLINK) {
+                *a = gpus[i], *b = gpus[j];
+                return 1;
+            }
+    return 0;
+}
+
 void topo_format_matrix(const struct topo_node *t, char *buf, size_t len)
 {
     size_t used = 0;

@@ -57,6 +57,8 @@ int topo_load_fixture(const char *path, struct topo_node *t, char *err, size_t e
 void topo_link_label(const struct topo_node *t, int i, int j, char *buf, size_t len);
 /* 1 when every pair among the GPUs in `gpus` is NVLink-connected. */
 int topo_all_nvlink(const struct topo_node *t, const int *gpus, int n);
+/* 1 when some pair among them is, with that pair's topology indices in *a and *b. */
+int topo_nvlink_pair(const struct topo_node *t, const int *gpus, int n, int *a, int *b);
 /* The GPU-to-GPU matrix as text, one line per GPU, for messages and the console. */
 void topo_format_matrix(const struct topo_node *t, char *buf, size_t len);
 void topo_print(FILE *out, const struct topo_node *t);

@@ -20,7 +20,7 @@ struct run_result {
     int batch_per_rank, global_batch;
     int iters, steps; /* timed steps; all steps (warm-up included) */
     char library[8];  /* who reduces: the launch's comm.library (mpi, nccl), also on 1 rank, which reduces nothing */
-    char path[8];     /* the path asked for: comm.path (auto, nvlink, pcie, net) */
+    char path[8];     /* the path asked for: comm.path (auto, nvlink, pcie, host, net) */
     int communicates; /* 0 on one rank: no communicator, no buffer, no collective */
     char allreduce_dtype[8]; /* the gradients' type on the wire: fp32, bf16 or fp16 */
     /* Filled on rank 0 of the run only: */

@@ -2,21 +2,23 @@
 # project_validate.sh — issue 13's validation on committed files: every 2 x H200 result
 # file with a 1-GPU and a 2-GPU run is projected from its 1-GPU run onto the same
 # machine's measured allreduce curves (results/h200x2-comm-nvlink.h5, or
-# results/h200x2-comm-p2p-disabled.h5 for the pcie path), and the projected 2-GPU
-# efficiency is set beside the measured one: with the interference and imbalance that
-# the file's 2-GPU run measured; without them (the projection from the 1-GPU run and the
-# comm curve alone); and, with CAL_NVLINK / CAL_PCIE set, with them taken from that other
-# file of the same path (--interference-from: one run calibrates the transport, the
-# others are predicted; the calibration file itself is left out of that column).
+# results/h200x2-comm-p2p-disabled.h5 for the host path: through host memory, which
+# files before schema 6 call pcie), and the projected 2-GPU efficiency is set beside the
+# measured one: with the interference and imbalance that the file's 2-GPU run measured;
+# without them (the projection from the 1-GPU run and the comm curve alone); and, with
+# CAL_NVLINK / CAL_HOST set, with them taken from that other file of the same path
+# (--interference-from: one run calibrates the transport, the others are predicted; the
+# calibration file itself is left out of that column).
 #   tools/project_validate.sh [FILES...]      default: results/h200x2-*.h5 and the issue folders
-#   COMM_NVLINK=F COMM_PCIE=F: the comm files to project onto (default: the committed ones)
-#   CAL_NVLINK=F CAL_PCIE=F: the calibration runs (default: none, no such column)
+#   COMM_NVLINK=F COMM_HOST=F COMM_PCIE=F: the comm files to project onto (default: the
+#       committed ones; none for pcie, peer-to-peer over PCIe, whose files are then skipped)
+#   CAL_NVLINK=F CAL_HOST=F CAL_PCIE=F: the calibration runs (default: none, no such column)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 DPSCALE=${DPSCALE:-bin/dpscale}
 COMM_NVLINK=${COMM_NVLINK:-results/h200x2-comm-nvlink.h5}
-COMM_PCIE=${COMM_PCIE:-results/h200x2-comm-p2p-disabled.h5}
-CAL_NVLINK=${CAL_NVLINK:-} CAL_PCIE=${CAL_PCIE:-}
+COMM_HOST=${COMM_HOST:-results/h200x2-comm-p2p-disabled.h5} COMM_PCIE=${COMM_PCIE:-}
+CAL_NVLINK=${CAL_NVLINK:-} CAL_HOST=${CAL_HOST:-} CAL_PCIE=${CAL_PCIE:-}
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(results/h200x2-*.h5 results/h200x2-issue11/*.h5 results/h200x2-issue12/*.h5)
 printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s %10s %8s\n' file path ovl measured projected error "no-interf" error \
@@ -26,8 +28,14 @@ for f in "${files[@]}"; do
     path=$(sed -n 's|.*(runs/[^/]*/\([^/]*\)/n1).*|\1|p' <<<"$head")
     ovl=$(sed -n 's|.*, overlap \([a-z]*\),.*|\1|p' <<<"$head")
     [ -n "$path" ] || continue
-    comm=$COMM_NVLINK cal=$CAL_NVLINK
-    [ "$path" = pcie ] && comm=$COMM_PCIE cal=$CAL_PCIE
+    # the path in today's names: the report reads a file's pcie before schema 6 as host
+    [ "$path" = pcie ] && "$DPSCALE" report --format csv "$f" 2>/dev/null | cut -d, -f7 | grep -qx host && path=host
+    case "$path" in
+    host) comm=$COMM_HOST cal=$CAL_HOST ;;
+    pcie) comm=$COMM_PCIE cal=$CAL_PCIE ;;
+    *) comm=$COMM_NVLINK cal=$CAL_NVLINK ;;
+    esac
+    [ -n "$comm" ] || continue
     with=$("$DPSCALE" project "$f" --comm "$comm" 2>/dev/null | awk '$1 == 2 {print $6, $5, $7}')
     without=$("$DPSCALE" project "$f" --comm "$comm" --no-interference 2>/dev/null | awk '$1 == 2 {print $5, $7}')
     [ -n "$with" ] || continue

@@ -34,7 +34,7 @@ dpscale_home() {
 list_items() {
     local name=$1 value=$2
     [[ $value =~ ^[^,:[:space:]]+([,:][^,:[:space:]]+)*$ ]] ||
-        die "$name='$value' is not a list: separate its items by ':' (or ',' outside sbatch --export), e.g. $name=1:2:4:8 or $name=nvlink:pcie"
+        die "$name='$value' is not a list: separate its items by ':' (or ',' outside sbatch --export), e.g. $name=1:2:4:8 or $name=nvlink:host"
     echo "${value//:/,}"
 }
 
@@ -68,7 +68,7 @@ check_export_split() {
 list_item_of() {
     case "$1" in
     SWEEP) [[ $2 =~ ^[0-9]+$ ]] ;;
-    PATHS | TRANSPORTS) [[ $2 =~ ^(nvlink|pcie|net|auto)$ ]] ;;
+    PATHS | TRANSPORTS) [[ $2 =~ ^(nvlink|pcie|host|net|auto)$ ]] ;;
     *) return 1 ;;
     esac
 }

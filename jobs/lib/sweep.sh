@@ -3,7 +3,7 @@
 #
 #   jobs/lib/sweep.sh [dpscale run options...]
 #
-# NCCL fixes the path its bytes take (comm.path: nvlink, pcie, net) once per
+# NCCL fixes the path its bytes take (comm.path: nvlink, pcie, host, net) once per
 # process, so each path is its own launch (--comm.path=PATH), writing
 # NAME-PATH.h5 into OUTDIR; at the end `dpscale report` prints them side by side.
 # A path whose launch fails is reported in one line with the reason, the other paths
@@ -12,10 +12,11 @@
 #
 # Environment (all optional):
 #   DPSCALE      the binary                          (default: bin/dpscale beside this repo)
-#   PATHS        the paths, separated by ':' or ',': auto, nvlink, pcie, net
-#                                                    (default: the config's comm.paths, else nvlink,pcie
-#                                                    where nvidia-smi shows NVLink between the GPUs, pcie
-#                                                    where it shows none, auto without GPUs;
+#   PATHS        the paths, separated by ':' or ',': auto, nvlink, pcie (peer-to-peer over
+#                                                    PCIe), host (through host memory), net
+#                                                    (default: the config's comm.paths, else nvlink,host
+#                                                    where nvidia-smi shows NVLink between the GPUs,
+#                                                    pcie,host where it shows none, auto without GPUs;
 #                                                    TRANSPORTS, its former name, is taken with a warning)
 #   OUTDIR       folder of the result files           (default: out)
 #   NAME         file name stem                       (default: dpscale-$SLURM_JOB_ID or -<UTC time>)
@@ -36,22 +37,23 @@ backend=$("$DPSCALE" config "$@" --get run.backend) || die "the dpscale options 
 if [ -n "${PATHS:-}" ]; then
     PATHS=$(list_items PATHS "$PATHS")
     why="PATHS"
-else # the config may name them: comm.paths = nvlink,pcie
+else # the config may name them: comm.paths = nvlink,host
     PATHS=$("$DPSCALE" config "$@" --get comm.paths) || die "the dpscale options above are not valid"
     why="the config's comm.paths"
     if [ -z "$PATHS" ]; then
-        # the default: what this node can run, so that a PCIe-only node (L40S,
-        # H100 PCIe) measures PCIe instead of failing at NVLink
+        # the default: what this node can run. With NVLink: NVLink against host memory
+        # (pcie would take NVLink too, and is refused there). A PCIe-only node (L40S,
+        # H100 PCIe): peer-to-peer over PCIe against host memory, instead of failing at NVLink
         ngpus=$(gpus_on_node)
         if [ "$backend" = cpu ] || [ "$ngpus" -eq 0 ]; then
             PATHS=auto why="the default on the CPU backend, whose one path is auto"
         else
             case "$(nvlink_on_node)" in
             no)
-                PATHS=pcie why="the default nvlink,pcie"
+                PATHS=pcie,host why="the default without NVLink"
                 say "path nvlink skipped: nvidia-smi topo -m shows no NVLink between the $ngpus GPUs of $(hostname) (set PATHS=nvlink to try it anyway)"
                 ;;
-            *) PATHS=nvlink,pcie why="the default" ;;
+            *) PATHS=nvlink,host why="the default with NVLink" ;;
             esac
         fi
     fi
@@ -66,7 +68,7 @@ fi
 IFS=, read -r -a list <<<"$PATHS"
 seen=" "
 for p in "${list[@]}"; do
-    case "$p" in nvlink | pcie | net | auto) ;; *) die "unknown path '$p' in PATHS; use nvlink, pcie, net or auto" ;; esac
+    case "$p" in nvlink | pcie | host | net | auto) ;; *) die "unknown path '$p' in PATHS; use nvlink, pcie, host, net or auto" ;; esac
     [[ $seen != *" $p "* ]] || die "path $p is named twice in PATHS=$PATHS"
     seen+="$p "
     [ -e "$OUTDIR/$NAME-$p.h5" ] && die "$OUTDIR/$NAME-$p.h5 exists; results are never overwritten: choose another NAME or OUTDIR"

@@ -5,6 +5,8 @@
 # (tests/gpu/ddp_reference.py) measured on the same machine, so that the "framework DDP"
 # figures the bars are set against are measured, not quoted. All sections take more than
 # one 10-minute device call: run them in groups (results/h200x2-issue11/ has four calls).
+# Labels with "pcie" (D-pcie-*, F-M1-pcie-*) keep the names of the files in results/: the
+# path through host memory, which was comm.path = pcie before schema 6 and is host now.
 #
 #   tests/gpu/issue11_bench.sh OUTDIR [SECTIONS]      from the repo root, bin/dpscale prebuilt
 #   e.g. in a device call:   tests/gpu/issue11_bench.sh "$OUT" BGAF     (~5 min)
@@ -19,7 +21,8 @@
 #      of n=1 and n=2 must be equal between the files; NCCL lines of a 1-GPU launch (0)
 #   C  the interference knobs on M1 NVLink, bf16 gradients: GEMM SM margin, NCCL CTAs,
 #      update priority, registered and symmetric buffers, CTA policies, bucket sizes (11)
-#   D  bar 3: M1 at batch 16384 per GPU over PCIe, plain, sharded, bf16 gradients (3)
+#   D  bar 3: M1 at batch 16384 per GPU through host memory (comm.path = host), plain,
+#      sharded, bf16 gradients (3)
 #   E  bar 4: a small fp32 model (5 x 1024) over NVLink, three bucket layouts (3)
 #   F  the PyTorch DDP reference on 1 and on 2 GPUs: M1 bf16, M1 autocast, the bar-4 model
 #      in fp32, M1 at batch 16384 with NCCL_P2P_DISABLE=1 (8 torchrun launches; F_QUICK=1:
@@ -363,10 +366,10 @@ def cmd_bars(tsv):
     print(f"      fp32 allreduce (A1-fp32): {num(val(get('A1-fp32', 2, 'dpscale'), 'efficiency'), '.3f')}; "
           f"DDP bf16: {num(val(get('F-M1-bf16', 2, 'ddp'), 'efficiency'), '.3f')}, "
           f"DDP autocast: {num(val(get('F-M1-autocast', 2, 'ddp'), 'efficiency'), '.3f')}")
-    # bar 3: M1 at batch 16384 over PCIe
+    # bar 3: M1 at batch 16384 through host memory
     b3 = best(lambda r: dp(r) and r["label"].startswith("D") and r["n"] == 2, "efficiency", max)
     e3 = val(b3, "efficiency")
-    print(f"bar3  M1 batch 16384 PCIe 2-GPU efficiency, best of D: {num(e3, '.3f')} ({b3['label'] if b3 else '-'}) "
+    print(f"bar3  M1 batch 16384 host-memory 2-GPU efficiency, best of D: {num(e3, '.3f')} ({b3['label'] if b3 else '-'}) "
           f"vs 0.93: {verdict(None if b3 is None else e3 >= 0.93)}; "
           f"DDP (NCCL_P2P_DISABLE=1): {num(val(get('F-M1-pcie-b16384', 2, 'ddp'), 'efficiency'), '.3f')}")
     # bar 4: the small fp32 model over NVLink
@@ -534,8 +537,8 @@ main() {
     }
 
     section_D() {
-        echo; echo "######## D. bar 3: M1 at batch 16384 per GPU over PCIe"
-        local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie --comm.allreduce_dtype=compute
+        echo; echo "######## D. bar 3: M1 at batch 16384 per GPU through host memory"
+        local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=host --comm.allreduce_dtype=compute
             --train.iters=10 --train.warmup=2)
         dp D-pcie-b16384 "${d[@]}"
         dp D-pcie-b16384-shard "${d[@]}" --comm.shard_optimizer=on
@@ -584,7 +587,7 @@ main() {
         dp H-small-plain "${small[@]}"
         dp H-small-zero "${small[@]}" "${z[@]}"
         "$PY" "$HELPER" hash "$H5DIR/H-small-plain.h5" "$H5DIR/H-small-zero.h5" | sed 's/overlap_update=on/plain/; s/== off/== sharded+symmetric+zero/' | tee -a "$CHECKS"
-        dp D-pcie-b16384-grad16-shard "${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie \
+        dp D-pcie-b16384-grad16-shard "${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=host \
             --comm.allreduce_dtype=compute --train.grad_dtype=compute --comm.shard_optimizer=on --train.iters=10 --train.warmup=2
         local e=(--model.layers=5 --model.input_dim=1024 --model.hidden_dim=1024 --model.classes=1024
             --train.precision=fp32 --train.batch_per_gpu=256 --comm.path=nvlink --train.iters=200 --train.warmup=20)
@@ -594,7 +597,7 @@ main() {
 
     section_I() {
         echo; echo "######## I. layer 0's weight gradient in row blocks (comm.last_layer_chunks): the exposed tail"
-        local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie --comm.allreduce_dtype=compute
+        local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=host --comm.allreduce_dtype=compute
             --train.grad_dtype=compute --train.iters=10 --train.warmup=2)
         dp D-pcie-b16384-grad16-again "${d[@]}"
         dp D-pcie-b16384-grad16-chunks4 "${d[@]}" --comm.last_layer_chunks=4
@@ -623,7 +626,7 @@ main() {
 
     section_J() {
         echo; echo "######## J. bars 3 and 4 once more: NCCL's host-memory copies on copy engines, small-message knobs"
-        local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie --comm.allreduce_dtype=compute
+        local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=host --comm.allreduce_dtype=compute
             --train.grad_dtype=compute --train.iters=10 --train.warmup=2)
         dp D-pcie-b16384-grad16-chunks8-again "${d[@]}" --comm.last_layer_chunks=8
         DP_ENV="NCCL_SHM_USE_CUDA_MEMCPY=1" dp D-pcie-b16384-grad16-chunks8-ce "${d[@]}" --comm.last_layer_chunks=8
@@ -665,7 +668,7 @@ main() {
             dp A-K-M1-fp32 "${M1[@]}" "${long[@]}" --comm.allreduce_dtype=fp32 --comm.path=nvlink
         fi
         if [[ $parts == *3* ]]; then  # bar 3: batch 16384 through host memory
-            local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=pcie "${g16[@]}" --train.iters=20
+            local d=("${M1_MODEL[@]}" --train.batch_per_gpu=16384 --comm.path=host "${g16[@]}" --train.iters=20
                 --train.warmup=3 --comm.last_layer_chunks=8)
             for r in 1 2; do
                 dp D-K-pcie-b16384-chunks8-sm-r$r "${d[@]}"

@@ -16,10 +16,12 @@
 #      NCCL): the bars mean nothing for a step that is not the model
 #   B  BERT-Large, batch 16, --model.mask_fraction=1, sweep 1,2: nvlink with fp32 gradients (as the
 #      framework's autocast DDP) and with bf16 gradients (train.grad_dtype and comm.allreduce_dtype =
-#      compute; the master weights and AdamW state stay fp32); pcie with bf16 gradients and NCCL's
-#      host-memory copies on the copy engines (comm.shm_copy = ce)
+#      compute; the master weights and AdamW state stay fp32); host memory (comm.path = host) with
+#      bf16 gradients and NCCL's host-memory copies on the copy engines (comm.shm_copy = ce)
 #   P  BERT-Large through host memory with fp32 gradients
-#   G  GPT-2 small, batch 16: nvlink (fp32 gradients), pcie (bf16 gradients)
+#   G  GPT-2 small, batch 16: nvlink (fp32 gradients), host memory (bf16 gradients)
+# Labels with "pcie" (B-bert-large-pcie-g16, ...) keep the names of the files in results/:
+# the path through host memory, comm.path = pcie before schema 6, host now.
 #   X  GPT-2 XL, batch 4, nvlink (the communication-heavy end; not a bar)
 #   Z  dpscale bench on BERT-Large and GPT-2 small: the step against its GEMMs alone, the
 #      largest non-GEMM part
@@ -112,12 +114,12 @@ main() {
             echo; echo "######## B. BERT-Large, batch 16 per GPU, loss on every position"
             dp B-bert-large-nvlink configs/bert-large.ini "${bert[@]}" --comm.path=nvlink
             dp B-bert-large-nvlink-g16 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=nvlink
-            dp B-bert-large-pcie-g16 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=pcie --comm.shm_copy=ce ;;
+            dp B-bert-large-pcie-g16 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=host --comm.shm_copy=ce ;;
         G)
             echo; echo "######## G. GPT-2 small, batch 16 per GPU"
             dp G-gpt2-small-nvlink configs/gpt2-small.ini "${gpt[@]}" --comm.path=nvlink
             dp G-gpt2-small-nvlink-g16 configs/gpt2-small.ini "${gpt[@]}" "${g16[@]}" --comm.path=nvlink
-            dp G-gpt2-small-pcie-g16 configs/gpt2-small.ini "${gpt[@]}" "${g16[@]}" --comm.path=pcie --comm.shm_copy=ce ;;
+            dp G-gpt2-small-pcie-g16 configs/gpt2-small.ini "${gpt[@]}" "${g16[@]}" --comm.path=host --comm.shm_copy=ce ;;
         W)
             echo; echo "######## W. BERT-Large over NVLink, bf16 gradients: the knobs against interference"
             dp W-bert-g16-bucket50 configs/bert-large.ini "${bert[@]}" "${g16[@]}" --comm.path=nvlink --comm.bucket_mb=50
@@ -126,7 +128,7 @@ main() {
                 --comm.shard_optimizer=on --comm.symmetric=on --comm.cta_policy=zero ;;
         P)
             echo; echo "######## P. BERT-Large through host memory with fp32 gradients (as the framework's autocast DDP)"
-            dp P-bert-large-pcie configs/bert-large.ini "${bert[@]}" --comm.path=pcie --comm.shm_copy=ce ;;
+            dp P-bert-large-pcie configs/bert-large.ini "${bert[@]}" --comm.path=host --comm.shm_copy=ce ;;
         X)
             echo; echo "######## X. GPT-2 XL, batch 4 per GPU, NVLink"
             dp X-gpt2-xl-nvlink configs/gpt2-xl.ini "${gpt[@]}" --comm.path=nvlink ;;

@@ -182,14 +182,14 @@ if [ "$NGPU" -ge 2 ]; then
     cat "$LOG/comm_nvlink.log"
     check comm_p2p_disabled $MPIRUN -np 2 -x NCCL_P2P_DISABLE=1 bin/dpscale comm --backend=cuda $O --run.output=comm-nop2p.h5
     cat "$LOG/comm_p2p_disabled.log"
-    # 7. NVLink versus PCIe (comm.path), each proven by the NVLink counters, through the job scripts' sweep
-    check paths_sweep env OUTDIR="$LOG" NAME=comm-bound PATHS=nvlink,pcie \
+    # 7. NVLink versus host memory (comm.path), each proven by the NVLink counters, through the job scripts' sweep
+    check paths_sweep env OUTDIR="$LOG" NAME=comm-bound PATHS=nvlink,host \
         LAUNCHER="$MPIRUN -np 2" jobs/lib/sweep.sh --config configs/mlp-comm-bound.ini
-    grep -E "^== path|^nccl/(nvlink|pcie) |path|verified" "$LOG/paths_sweep.log"
+    grep -E "^== path|^nccl/(nvlink|host) |path|verified" "$LOG/paths_sweep.log"
     sed -n '/^comm\/path/,/^step:/p' "$LOG/paths_sweep.log"
     # schema 2: /runs/<library>/<path>/n<N>
-    $PY -c "import h5py,sys; [print(f, h5py.File(f)['runs']['nccl'][p]['n2'].attrs['path_proof']) for f,p in [(sys.argv[1],'nvlink'),(sys.argv[2],'pcie')]]" \
-        "$LOG/comm-bound-nvlink.h5" "$LOG/comm-bound-pcie.h5" | tee "$LOG/path_proof.txt"
+    $PY -c "import h5py,sys; [print(f, h5py.File(f)['runs']['nccl'][p]['n2'].attrs['path_proof']) for f,p in [(sys.argv[1],'nvlink'),(sys.argv[2],'host')]]" \
+        "$LOG/comm-bound-nvlink.h5" "$LOG/comm-bound-host.h5" | tee "$LOG/path_proof.txt"
     # 8. how many SMs NCCL may take from the overlapped backward (GEMM-heavy, NVLink)
     for ctas in 4 8 16; do
         check ctas_${ctas} $MPIRUN -np 2 bin/dpscale run --config configs/mlp-gemm-heavy.ini --comm.nccl_max_ctas=$ctas \
@@ -198,7 +198,7 @@ if [ "$NGPU" -ge 2 ]; then
     done
     # 9. overlap on and off through host memory, on a model whose allreduce is about half its backward
     for ov in on off; do
-        check overlap_${ov}_p2p_disabled $MPIRUN -np 2 bin/dpscale run --comm.path=pcie \
+        check overlap_${ov}_p2p_disabled $MPIRUN -np 2 bin/dpscale run --comm.path=host \
             --config configs/mlp-comm-bound.ini --comm.overlap=$ov $O --run.output=comm-bound-$ov.h5
         sed -n '/^comm\/path/,/^step:/p' "$LOG/overlap_${ov}_p2p_disabled.log"
     done

@@ -34,7 +34,7 @@ def test_sweeps_every_n_of_the_sweep(outdir):
     assert p.returncode == 0, p.stderr
     f = h5py.File(outdir / "c.h5")
     assert sorted(f["collectives/mpi/auto"].keys()) == ["n2", "n4"]
-    assert "runs" not in f and "model" not in f and f.attrs["schema_version"] == 5
+    assert "runs" not in f and "model" not in f and f.attrs["schema_version"] == 6
     assert f["system"].attrs["library"] == "mpi" and f["system"].attrs["path"] == "auto"
 
 

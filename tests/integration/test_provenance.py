@@ -186,7 +186,7 @@ def test_comm_topo_and_projection_files_carry_provenance_too(tmp_path):
     assert p.returncode == 0, p.stderr
     for name in ("c.h5", "t.h5", "p.h5"):
         f = h5py.File(tmp_path / name)
-        assert f.attrs["schema_version"] == 5 and f.attrs["git_commit"] and ISO.match(f.attrs["ended_utc"]), name
+        assert f.attrs["schema_version"] == 6 and f.attrs["git_commit"] and ISO.match(f.attrs["ended_utc"]), name
         assert f.attrs["argv"][1] == {"c.h5": "comm", "t.h5": "topo", "p.h5": "project"}[name]
         if name != "p.h5":
             check_units_and_types(f)

@@ -147,7 +147,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     newer = tmp_path / "newer.h5"
     shutil.copy(files / "a.h5", newer)
     with edit_h5(newer) as f:
-        f.attrs["schema_version"] = 6
+        f.attrs["schema_version"] = 7
     text = tmp_path / "notes.h5"
     text.write_text("not hdf5")
     p = report(truncated, foreign, files / "a.h5", newer, text)
@@ -156,7 +156,7 @@ def test_bad_files_are_named_and_the_others_still_reported(files, tmp_path):
     assert len(errors) == 4, p.stderr
     assert any("truncated.h5" in e and ("damaged" in e or "not an HDF5" in e) for e in errors)
     assert any("foreign.h5: not a dpscale result file" in e for e in errors)
-    assert any("newer.h5: schema version 6" in e and "update dpscale" in e for e in errors)
+    assert any("newer.h5: schema version 7" in e and "update dpscale" in e for e in errors)
     assert any("notes.h5: not an HDF5 file" in e for e in errors)
     assert str(files / "a.h5") in p.stdout  # the good one is still reported
 
@@ -189,6 +189,59 @@ def test_schema_1_and_2_files_compare_side_by_side(files):
     assert "not comparable:" in p.stderr and "mpi over auto" in p.stderr  # beside the data, never in it
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert rows and all(r["system"] == "NVIDIA H200, nccl over auto" for r in rows)
+
+
+OLD_HOST = [ROOT / "results" / n for n in ("h200x4-mlp-comm-bound-overlap-on-pcie.h5", "h200x2-comm-bound-pcie.h5",
+                                            "h200x2-issue13/bert-large-pcie.h5")]  # schemas 1, 2, 4: path "pcie"
+
+
+@pytest.mark.parametrize("old", OLD_HOST, ids=lambda p: p.name)
+def test_pcie_of_a_file_before_schema_6_is_read_as_host_memory(old):
+    """Before schema 6, "pcie" was NCCL with peer access off, through host memory: the
+    path schema 6 calls host. The label says host memory, never a PCIe system."""
+    if not old.exists():
+        pytest.skip(f"results/ holds no {old.name}")
+    with h5py.File(old) as f:
+        assert f.attrs["schema_version"] < 6
+        column = "path" if "path" in f["summary"].dtype.names else "transport"
+        assert set(f["summary"][column]) == {b"pcie"}
+    p = report("--format", "csv", old)
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert rows and all(r["library"] == "nccl" and r["path"] == "host" for r in rows), rows
+    p = report(old)
+    assert p.returncode == 0 and "### NVIDIA H200, nccl over host memory (P2P off): " in p.stdout, p.stdout
+    assert "over pcie" not in p.stdout and "PCIe (P2P)" not in p.stdout
+
+
+def test_a_comm_file_before_schema_6_names_its_pcie_sweeps_host_memory():
+    old = ROOT / "results/h200x2-issue13/comm-pcie.h5"  # schema 4: /collectives/nccl/pcie
+    if not old.exists():
+        pytest.skip("results/ holds no comm-pcie.h5")
+    p = report("--format", "json", old)
+    assert p.returncode == 0, p.stderr
+    assert {(s["library"], s["path"]) for s in json.loads(p.stdout)["busbw"]} == {("nccl", "host")}
+    p = report(old)
+    assert "### NVIDIA H200, nccl over host memory (P2P off): allreduce busbw by size" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("schema, path, words", [(5, "pcie", "host memory (P2P off)"), (6, "pcie", "PCIe (P2P)"),
+                                                 (6, "host", "host memory (P2P off)")])
+def test_the_schema_decides_what_pcie_means(files, tmp_path, schema, path, words):
+    """pcie before schema 6 is host memory (read as host); from schema 6 it is peer-to-peer over PCIe."""
+    f = tmp_path / "f.h5"
+    shutil.copy(files / "a.h5", f)
+    with edit_h5(f) as h:
+        s = h["summary"][:]
+        s["library"], s["path"] = b"nccl", path.encode()
+        h["summary"][...] = s
+        h.attrs["schema_version"] = schema
+    p = report("--format", "csv", f)
+    assert p.returncode == 0, p.stderr
+    assert {r["path"] for r in csv.DictReader(io.StringIO(p.stdout))} == {"host" if words.startswith("host") else "pcie"}
+    p = report("--compare", f, f)
+    assert p.returncode == 0, p.stderr
+    assert f", nccl over {words} " in p.stdout, p.stdout
 
 
 # --- every kind of file, every format, hostile names (issue 14, items 3 and 5) ---

@@ -3,7 +3,9 @@ of small CPU run files made here: the same model over NVLink, through host memor
 overlap on and off (their /summary's library and path rewritten, as the CPU cannot
 take NCCL's paths) and through MPI, another batch (another section), a comm file and a
 projection. Its tables parse, with the systems as columns and the GPU counts as rows;
-the labels tell every run apart and never say PCIe; projections keep to their own
+the labels tell every run apart and never say a bare pcie (host memory is "host memory
+(P2P off)", also in files before schema 6 that call it pcie; peer-to-peer over PCIe is
+"PCIe (P2P)"); projections keep to their own
 tables; the figures exist with one ideal and one legend entry per line; the same
 command runs twice; a missing or corrupt file is named while the rest is reported.
 Also --plot's fixes, and the committed docs/procurement.md against results/."""
@@ -36,10 +38,10 @@ def folder(tmp_path_factory):
     d = tmp_path_factory.mktemp("doc")
     run_tiny(2, d, "--sweep=1,2", name="a-nvlink.h5")
     set_path(d / "a-nvlink.h5", "nccl", "nvlink", "NCCL_VERSION=2.28.3-1 NCCL_P2P_LEVEL=NVL")
-    run_tiny(2, d, "--sweep=1,2", name="a-pcie.h5")
-    set_path(d / "a-pcie.h5", "nccl", "pcie", "NCCL_VERSION=2.28.3-1 NCCL_P2P_DISABLE=1")
-    run_tiny(2, d, "--sweep=1,2", "--comm.overlap=off", name="a-pcie-off.h5")
-    set_path(d / "a-pcie-off.h5", "nccl", "pcie", "NCCL_VERSION=2.28.3-1 NCCL_P2P_DISABLE=1")
+    run_tiny(2, d, "--sweep=1,2", name="a-host.h5")
+    set_path(d / "a-host.h5", "nccl", "host", "NCCL_VERSION=2.28.3-1 NCCL_P2P_DISABLE=1")
+    run_tiny(2, d, "--sweep=1,2", "--comm.overlap=off", name="a-host-off.h5")
+    set_path(d / "a-host-off.h5", "nccl", "host", "NCCL_VERSION=2.28.3-1 NCCL_P2P_DISABLE=1")
     run_tiny(2, d, "--sweep=1,2", name="a-mpi.h5")
     run_tiny(2, d, "--sweep=1,2", "--train.batch_per_gpu=16", name="b.h5")
     p = dpscale(2, "comm", "--backend=cpu", "--collective.min_mib=0.25", "--collective.max_mib=1", "--collective.iters=2",
@@ -106,7 +108,7 @@ def test_tables_have_the_systems_as_columns_and_the_gpu_counts_as_rows(doc, fold
     assert len(measured) >= 3, body  # per GPU, efficiency, step (the CPU records no energy)
     assert "not recorded in these files (no GPU energy counter)" in body
     labels = measured[0][1][0][1:]
-    assert len(labels) == 4 and len(set(labels)) == 4, labels  # nvlink, pcie on, pcie off, mpi: one column each
+    assert len(labels) == 4 and len(set(labels)) == 4, labels  # nvlink, host on, host off, mpi: one column each
     for caption, t in measured:
         assert t[0][1:] == labels, caption
         assert [int(r[0]) for r in t[1:]] == [1, 2], caption
@@ -114,7 +116,7 @@ def test_tables_have_the_systems_as_columns_and_the_gpu_counts_as_rows(doc, fold
             for v in r[1:]:
                 assert v == "-" or NUMBER.match(v) or ("Step" in caption and STEP.match(v)), (caption, v)
     (eff,) = [t for c, t in measured if "efficiency" in c]
-    with h5py.File(folder / "a-pcie-off.h5") as f:
+    with h5py.File(folder / "a-host-off.h5") as f:
         want = f["summary"]["efficiency"][1]
     (col,) = [k for k, label in enumerate(labels, 1) if "overlap off" in label]
     assert float(eff[2][col]) == pytest.approx(want, abs=5e-4)
@@ -132,6 +134,30 @@ def test_labels_name_the_path_and_library_and_what_differs(doc):
     # NVLink beside host memory: the column after NVLink's is host memory with the same settings
     k = next(i for i, l in enumerate(labels) if l.startswith("NVLink"))
     assert labels[k + 1].startswith("host memory") and labels[k + 1].split(", ")[2:] == labels[k].split(", ")[2:], labels
+
+
+def test_pcie_is_host_memory_before_schema_6_and_peer_to_peer_over_pcie_from_it(folder, tmp_path):
+    """Files before schema 6 said pcie for the path through host memory (NCCL_P2P_DISABLE=1);
+    from schema 6 pcie is NCCL's peer-to-peer over PCIe (NCCL_P2P_LEVEL=SYS)."""
+    d = tmp_path / "schemas"
+    d.mkdir()
+    for name, schema, env in (("old.h5", 5, "NCCL_P2P_DISABLE=1"), ("new.h5", 6, "NCCL_P2P_LEVEL=SYS")):
+        shutil.copy(folder / "a-mpi.h5", d / name)
+        set_path(d / name, "nccl", "pcie", f"NCCL_VERSION=2.28.3-1 {env}")
+        with edit_h5(d / name) as f:
+            f.attrs["schema_version"] = schema
+    out = tmp_path / "s.md"
+    p = report("--doc", out, d)
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    labels = gpu_tables(model_section(text, 8))[0][1][0][1:]
+    assert sorted(l.split(",")[0] for l in labels) == ["PCIe (P2P)", "host memory (P2P off)"], labels
+    (legend,) = [t for c, t in tables(model_section(text, 8)) if t[0][0] == "column"]
+    proofs = {row[1]: row[2] for row in legend[1:]}
+    assert proofs[str(d / "old.h5")] == "comm.path = host (NCCL_P2P_DISABLE=1; pcie in schema 5)", proofs
+    assert proofs[str(d / "new.h5")] == "comm.path = pcie (NCCL_P2P_LEVEL=SYS)", proofs
+    (glance,) = [t for c, t in tables(sections(text)["At a glance"]) if t[0][0] == "model"]
+    assert glance[0][2:] == ["PCIe (P2P)", "host memory (P2P off)"], glance[0]
 
 
 def test_projections_have_their_own_tables(doc):
@@ -186,7 +212,7 @@ def test_provenance_shows_what_each_file_holds(folder, tmp_path):
     d = tmp_path / "prov"
     d.mkdir()
     shutil.copy(folder / "a-mpi.h5", d / "new.h5")
-    shutil.copy(folder / "a-pcie.h5", d / "old.h5")
+    shutil.copy(folder / "a-host.h5", d / "old.h5")
     with edit_h5(d / "new.h5") as f:
         g = f.create_group("provenance")
         g.attrs["cuda_driver"] = "580.159.04"
@@ -207,7 +233,7 @@ def test_a_missing_or_corrupt_file_is_named_and_the_rest_reported(folder, tmp_pa
     corrupt = tmp_path / "corrupt.h5"
     corrupt.write_bytes((folder / "a-mpi.h5").read_bytes()[:2000])
     out = tmp_path / "bad.md"
-    p = report("--doc", out, folder / "a-nvlink.h5", tmp_path / "missing.h5", corrupt, folder / "a-pcie.h5")
+    p = report("--doc", out, folder / "a-nvlink.h5", tmp_path / "missing.h5", corrupt, folder / "a-host.h5")
     assert p.returncode == 1
     assert "missing.h5: cannot open it" in p.stderr and "corrupt.h5:" in p.stderr
     text = out.read_text()
@@ -227,7 +253,7 @@ def test_doc_takes_no_table_options(folder, tmp_path):
 
 def test_plot_runs_twice_with_one_legend_entry_per_line(folder, tmp_path):
     out = tmp_path / "plot.svg"
-    files = [folder / n for n in ("a-nvlink.h5", "a-pcie.h5", "a-pcie-off.h5")]
+    files = [folder / n for n in ("a-nvlink.h5", "a-host.h5", "a-host-off.h5")]
     first = report("--plot", out, *files)
     second = report("--plot", out, *files)
     assert first.returncode == second.returncode == 0, second.stderr
@@ -261,13 +287,13 @@ def test_per_watt_and_per_dollar_with_the_prices_given(folder, tmp_path):
     legend, per dollar = samples/s x 3600 / (price x GPUs)."""
     d = tmp_path / "priced"
     d.mkdir()
-    for name in ("a-nvlink.h5", "a-pcie.h5"):
+    for name in ("a-nvlink.h5", "a-host.h5"):
         shutil.copy(folder / name, d / name)
         with edit_h5(d / name) as f:
             s = f["summary"][:]
             s["avg_power_w"], s["joules_per_sample"] = 500.0, 0.002
             f["summary"][...] = s
-    p = report("--doc", tmp_path / "priced.md", "--price-per-gpu-hour", "2,3", d / "a-nvlink.h5", d / "a-pcie.h5")
+    p = report("--doc", tmp_path / "priced.md", "--price-per-gpu-hour", "2,3", d / "a-nvlink.h5", d / "a-host.h5")
     assert p.returncode == 0, p.stderr
     body = model_section((tmp_path / "priced.md").read_text(), 8)
     (legend,) = [t for c, t in tables(body) if t[0][0] == "column"]
@@ -275,6 +301,6 @@ def test_per_watt_and_per_dollar_with_the_prices_given(folder, tmp_path):
     found = {c.split("**")[1]: t for c, t in gpu_tables(body)}
     assert [r[1:] for r in found["Average power per GPU, W"][1:]] == [["500", "500"]] * 2
     assert float(found["samples/s per watt"][1][1]) == pytest.approx(500)
-    with h5py.File(d / "a-pcie.h5") as f:
+    with h5py.File(d / "a-host.h5") as f:
         rate = f["summary"]["samples_per_s"][1]
     assert float(found["samples per dollar"][2][2]) == pytest.approx(rate * 3600 / (3 * 2), rel=1e-3)

@@ -20,7 +20,7 @@ def result(tmp_path_factory):
 
 def test_root_system_and_config_are_self_describing(result):
     f, _ = result
-    assert f.attrs["schema_version"] == 5
+    assert f.attrs["schema_version"] == 6
     assert f.attrs["writer"] == "dpscale"
     for key in ["dpscale_version", "created_utc", "command_line", "job_id"]:
         assert key in f.attrs

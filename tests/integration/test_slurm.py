@@ -152,13 +152,14 @@ def test_a_failed_path_is_reported_and_the_others_still_run(slurm, tmp_path):
 
 
 def test_on_a_node_without_nvlink_the_default_paths_skip_nvlink(slurm, tmp_path):
-    # a PCIe-only node (L40S, H100 PCIe): the default nvlink,pcie measures pcie and says why not nvlink
+    # a PCIe-only node (L40S, H100 PCIe): the default measures peer-to-peer over PCIe and host
+    # memory, and says why not nvlink
     rc, log = sbatch(gpu_node(slurm, PCIE_NODE), tmp_path, "jobs/scale8.sh", CONFIG="configs/mlp-tiny.ini",
                      OUTDIR=tmp_path, SWEEP="1:2")
     assert rc == 0, log
     skipped = [l for l in log.splitlines() if "path nvlink skipped" in l]
     assert len(skipped) == 1 and "no NVLink" in skipped[0], log
-    assert sorted(f.name.split("-")[-1] for f in tmp_path.glob("*.h5")) == ["pcie.h5"], log
+    assert sorted(f.name.split("-")[-1] for f in tmp_path.glob("*.h5")) == ["host.h5", "pcie.h5"], log
     assert "--comm.path=nvlink" not in log
 
 
@@ -228,7 +229,7 @@ def test_readme_sbatch_lines_run_every_path_and_gpu_count_they_ask_for(slurm, tm
         if script == "smoke":
             assert "smoke test passed" in log, log
             continue
-        paths = asked(line, "PATHS") or asked(line, "TRANSPORTS") or ["nvlink", "pcie"]  # the default on NVLink
+        paths = asked(line, "PATHS") or asked(line, "TRANSPORTS") or ["nvlink", "host"]  # the default on NVLink
         sweep = [int(n) for n in asked(line, "SWEEP") or [1, 2, 4, 8]]
         for p in paths:
             launch = [l for l in log.splitlines() if f"path {p}: srun --mpi=pmix" in l]

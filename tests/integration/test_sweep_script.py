@@ -1,6 +1,7 @@
 """jobs/lib/sweep.sh outside Slurm: one launch per path (comm.path), an existing
 result never overwritten, a bad path refused, a failed path named while the others
-run, TRANSPORTS still taken with a warning; and the functions of jobs/lib/common.sh
+run, TRANSPORTS still taken with a warning, the default paths of a node with and
+without NVLink (a stand-in GPU node: tests/slurm/gpu-node); and the functions of jobs/lib/common.sh
 the Slurm jobs rest on: the launcher and its MPI plugin, CPUs per rank, lists that
 survive sbatch --export."""
 import os
@@ -70,6 +71,45 @@ def test_a_failed_path_is_named_with_its_reason_and_the_others_still_run(tmp_pat
     failed = [l for l in p.stderr.splitlines() if "path nvlink failed" in l]
     assert len(failed) == 1 and "needs the cuda backend" in failed[0], p.stderr
     assert (tmp_path / "s-auto.h5").exists() and not (tmp_path / "s-nvlink.h5").exists()
+
+
+GPU_NODE = ROOT / "tests/slurm/gpu-node"  # nvidia-smi of a recorded node, and a dpscale that runs on the CPU
+
+
+def sweep_on_gpu_node(tmp_path, topo):
+    """The sweep with its default paths on a stand-in node with TOPO's GPUs and links."""
+    e = mpi_env({"OUTDIR": str(tmp_path), "NAME": "s", "LAUNCHER": "mpirun -np 2", "PATH": f"{GPU_NODE}:{os.environ['PATH']}",
+                 "DPSCALE": str(GPU_NODE / "dpscale"), "DPSCALE_TEST_TOPO": str(topo)})
+    for k in ("PATHS", "TRANSPORTS"):
+        e.pop(k, None)
+    # --backend=cuda as jobs/scale8.sh asks on a GPU node; the stand-in dpscale runs the CPU
+    return subprocess.run([ROOT / "jobs/lib/sweep.sh", "--config", ROOT / "configs/mlp-tiny.ini", "--backend=cuda",
+                           "--sweep=1,2"], env=e, capture_output=True, text=True, timeout=180)
+
+
+def test_on_a_node_without_nvlink_the_default_is_pcie_and_host(tmp_path):
+    # a PCIe-only node (L40S, H100 PCIe): peer-to-peer over PCIe against host memory, nvlink skipped with a note
+    p = sweep_on_gpu_node(tmp_path, ROOT / "tests/fixtures/topo-pcie-dual-socket-8gpu.txt")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "paths pcie, host (the default without NVLink)" in p.stdout, p.stdout
+    assert "path nvlink skipped: nvidia-smi topo -m shows no NVLink" in p.stdout
+    assert "--comm.path=pcie " in p.stdout and "--comm.path=host " in p.stdout and "--comm.path=nvlink" not in p.stdout
+    assert sorted(f.name for f in tmp_path.glob("*.h5")) == ["s-host.h5", "s-pcie.h5"]
+
+
+def test_on_an_nvlink_node_the_default_is_nvlink_and_host(tmp_path):
+    # pcie would take NVLink there (and is refused): NVLink against host memory
+    p = sweep_on_gpu_node(tmp_path, ROOT / "tests/fixtures/topo-nvswitch-8gpu.txt")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "paths nvlink, host (the default with NVLink)" in p.stdout, p.stdout
+    assert "skipped" not in p.stdout and "--comm.path=pcie" not in p.stdout
+    assert sorted(f.name for f in tmp_path.glob("*.h5")) == ["s-host.h5", "s-nvlink.h5"]
+
+
+def test_host_is_a_path_dpscale_config_accepts():
+    p = subprocess.run([ROOT / "bin/dpscale", "config", "--config", ROOT / "configs/mlp-tiny.ini", "--comm.path=host",
+                        "--get", "comm.path"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == "host", p.stderr
 
 
 @pytest.mark.parametrize("paths, error", [("auto:auto", "path auto is named twice"),
@@ -142,13 +182,14 @@ def test_each_rank_gets_its_share_of_the_node_or_what_sbatch_c_gave(env, ranks, 
 
 
 @pytest.mark.parametrize("name, value, expected", [("SWEEP", "1:2:4:8", "1,2,4,8"), ("SWEEP", "1,2", "1,2"),
-                                                   ("PATHS", "nvlink:pcie", "nvlink,pcie"), ("PATHS", "auto", "auto")])
+                                                   ("PATHS", "nvlink:host", "nvlink,host"), ("PATHS", "pcie:host", "pcie,host"),
+                                                   ("PATHS", "auto", "auto")])
 def test_a_list_takes_colons_and_commas(name, value, expected):
     p = common(f"list_items {name} '{value}'")
     assert p.returncode == 0 and p.stdout.strip() == expected, (p.stdout, p.stderr)
 
 
-@pytest.mark.parametrize("spec", ["ALL,SWEEP=1:2:4:8,PATHS=nvlink:pcie:net", "ALL,PATHS=nvlink:pcie,HOME",
+@pytest.mark.parametrize("spec", ["ALL,SWEEP=1:2:4:8,PATHS=nvlink:host:net", "ALL,PATHS=nvlink:host,HOME",
                                   "ALL,CONFIG=configs/mlp-tiny.ini,SWEEP=8"])
 def test_an_export_that_slurm_passes_whole_is_taken(spec):
     p = common("check_export_split && echo taken", SLURM_EXPORT_ENV=spec)
@@ -156,8 +197,10 @@ def test_an_export_that_slurm_passes_whole_is_taken(spec):
 
 
 def test_an_export_cut_at_the_end_is_refused():
-    p = common("check_export_split", SLURM_EXPORT_ENV="ALL,SWEEP=1:2,PATHS=nvlink,pcie")
-    assert p.returncode == 2 and "write PATHS=nvlink:pcie" in p.stderr, p.stderr
+    p = common("check_export_split", SLURM_EXPORT_ENV="ALL,SWEEP=1:2,PATHS=nvlink,host")
+    assert p.returncode == 2 and "write PATHS=nvlink:host" in p.stderr, p.stderr
+    p = common("check_export_split", SLURM_EXPORT_ENV="ALL,PATHS=pcie,host")
+    assert p.returncode == 2 and "write PATHS=pcie:host" in p.stderr, p.stderr
 
 
 def test_every_srun_line_in_the_readme_names_its_mpi_plugin():

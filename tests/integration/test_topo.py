@@ -63,5 +63,23 @@ def test_every_run_file_records_topology_and_nccl_environment(outdir):
 
 def test_paths_other_than_auto_need_nccl(outdir):
     p = dpscale(2, "run", "--config", ROOT / "configs/mlp-tiny.ini", f"--run.output_dir={outdir}",
-                f"--topo.fixture={NVSWITCH}", "--comm.path=pcie")
-    assert p.returncode == 2 and "needs the cuda backend" in p.stderr
+                f"--topo.fixture={NVSWITCH}", "--comm.path=host")
+    assert p.returncode == 2 and "comm.path = host chooses NCCL's path and needs the cuda backend" in p.stderr
+
+
+def test_pcie_asked_of_nvlink_gpus_is_refused_naming_host(outdir):
+    # NCCL's peer-to-peer would take NVLink: a "pcie" run there would measure NVLink
+    p = topo(outdir, f"--topo.fixture={NVSWITCH}", "--comm.path=pcie")
+    assert p.returncode == 2
+    errors = [l for l in p.stderr.splitlines() if l.startswith("dpscale: error:")]
+    assert len(errors) == 1, p.stderr
+    assert "comm.path = pcie, but these GPUs are NVLink-connected" in errors[0] and "GPU0: X NV18" in errors[0]
+    assert "use comm.path = host to measure without NVLink (through host memory), or nvlink" in errors[0]
+    assert list(outdir.iterdir()) == []
+
+
+def test_pcie_on_a_pcie_node_passes_the_topology_check(outdir):
+    # on the cpu backend it then stops where every path but auto does
+    p = topo(outdir, f"--topo.fixture={PCIE}", "--comm.path=pcie")
+    assert p.returncode == 2 and "NVLink-connected" not in p.stderr
+    assert "comm.path = pcie chooses NCCL's path and needs the cuda backend" in p.stderr, p.stderr

@@ -179,13 +179,13 @@ TEST(strong_scaling_batch_must_split_evenly)
 TEST(paths_list_is_checked_and_one_entry_sets_the_path)
 {
     struct config c;
-    char *one[] = {"run", "--comm.paths=pcie", NULL};
-    CHECK(load(&c, 2, one) == 0 && c.path == PATH_PCIE);
+    char *one[] = {"run", "--comm.paths=host", NULL};
+    CHECK(load(&c, 2, one) == 0 && c.path == PATH_HOST);
     CHECK(config_resolve_for_world(&c, 2, g_err, sizeof g_err) == 0);
     char *bad[] = {"run", "--comm.paths=nvlink,infiniband", NULL};
     CHECK(load(&c, 2, bad) != 0);
     CHECK_CONTAINS(g_err, "'infiniband' is not a path");
-    char *two[] = {"run", "--comm.paths=nvlink,pcie", NULL};
+    char *two[] = {"run", "--comm.paths=nvlink,host", NULL};
     CHECK(load(&c, 2, two) == 0 && c.path == PATH_AUTO); /* loads: dpscale config reads it */
     CHECK(config_resolve_for_world(&c, 2, g_err, sizeof g_err) != 0); /* but one launch cannot run both */
     CHECK_CONTAINS(g_err, "run jobs/lib/sweep.sh");
@@ -193,6 +193,21 @@ TEST(paths_list_is_checked_and_one_entry_sets_the_path)
     CHECK(load(&c, 2, alias) == 0 && c.path == PATH_NVLINK);
     char *library[] = {"run", "--library=mpi", NULL};
     CHECK(load(&c, 2, library) == 0 && c.library == LIBRARY_MPI);
+}
+
+TEST(host_and_pcie_are_two_paths_named_as_the_file_records_them)
+{
+    /* host = through host memory (pcie before schema 6); pcie = peer-to-peer over PCIe */
+    struct config c;
+    char *host[] = {"run", "--comm.path=host", NULL};
+    CHECK(load(&c, 2, host) == 0 && c.path == PATH_HOST);
+    CHECK(strcmp(config_value_name(&c, "comm", "path"), "host") == 0);
+    char *pcie[] = {"run", "--path=pcie", NULL};
+    CHECK(load(&c, 2, pcie) == 0 && c.path == PATH_PCIE && c.path != PATH_HOST);
+    CHECK(strcmp(config_value_name(&c, "comm", "path"), "pcie") == 0);
+    char *bad[] = {"run", "--comm.paths=nvlink,p2p", NULL};
+    CHECK(load(&c, 2, bad) != 0);
+    CHECK_CONTAINS(g_err, "use auto, nvlink, pcie, host or net");
 }
 
 TEST(the_former_transport_keys_name_their_new_names)

@@ -10,6 +10,7 @@
 
 #include "../../src/h5out.h"
 #include "../../src/h5w.h"
+#include "../../src/report.h"
 #include "check.h"
 #include "test_model_of.h"
 #include "fake_run.h"
@@ -99,7 +100,7 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     CHECK(f >= 0);
     CHECK_NEAR(read_attr_double(f, "schema_version"), H5OUT_SCHEMA_VERSION, 0);
-    CHECK(H5OUT_SCHEMA_VERSION == 5);
+    CHECK(H5OUT_SCHEMA_VERSION == 6);
     char text[64];
     /* /model: the tensor table, in arena order */
     hid_t model_group = H5Gopen2(f, "model", H5P_DEFAULT);
@@ -390,6 +391,50 @@ TEST(a_dataset_the_schema_does_not_define_is_refused)
     CHECK_CONTAINS(w.err, "throughput_gbps, which schema.h does not define");
     CHECK(h5file_close_and_write(&w, path, f, fapl, H5FILE_NEW, err, sizeof err) != 0);
     CHECK(access(path, F_OK) != 0);
+}
+
+TEST(the_host_path_is_written_host_and_read_back_as_host)
+{
+    /* --comm.path=host names the file's path as a run names it (train.c: config_value_name) */
+    struct run_result runs[2];
+    struct run_summary sums[2];
+    struct config cfg;
+    char path[128], err[512], *argv[] = {"run", "--model.layers=2", "--comm.path=host", NULL};
+    fake_runs(runs, sums, &cfg);
+    CHECK(config_load(&cfg, 3, argv, err, sizeof err) == 0);
+    const char *asked = config_value_name(&cfg, "comm", "path");
+    CHECK(strcmp(asked, "host") == 0);
+    for (int k = 0; k < 2; k++) {
+        snprintf(runs[k].library, sizeof runs[k].library, "nccl");
+        snprintf(runs[k].path, sizeof runs[k].path, "%s", asked);
+        snprintf(sums[k].library, sizeof sums[k].library, "nccl");
+        snprintf(sums[k].path, sizeof sums[k].path, "%s", asked);
+    }
+    struct h5out_system sys = g_sys;
+    sys.library = "nccl", sys.path = asked;
+    snprintf(path, sizeof path, "%s/host.h5", g_dir);
+    const struct model *m = test_model_of(2, 8, 16, 4);
+    CHECK(h5out_write(path, &cfg, &sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) == 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    char text[64];
+    hid_t g = H5Gopen2(f, "runs/nccl/host/n2", H5P_DEFAULT);
+    CHECK(g >= 0);
+    read_attr_text(g, "path", text, sizeof text);
+    CHECK(strcmp(text, "host") == 0);
+    H5Gclose(g);
+    g = H5Gopen2(f, "config", H5P_DEFAULT);
+    read_attr_text(g, "comm.path", text, sizeof text);
+    CHECK(strcmp(text, "host") == 0);
+    H5Gclose(g);
+    H5Fclose(f);
+    /* schema 6 writes host: the report reads it as it is (its pcie would be P2P over PCIe) */
+    struct report_file rf;
+    CHECK(report_read(path, &rf, err, sizeof err) == 0);
+    CHECK(rf.nrows == 2 && strcmp(rf.rows[1].library, "nccl") == 0 && strcmp(rf.rows[1].path, "host") == 0);
+    char label[256];
+    report_system_label(&rf, &rf.rows[1], label, sizeof label);
+    CHECK_CONTAINS(label, "nccl over host memory (P2P off)");
+    report_free(&rf);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* test_topo.c — topology from recorded `nvidia-smi topo -m` output and /sys, and
  * the NCCL settings of every path (comm.path), on an 8-GPU NVSwitch node and a PCIe-only
- * dual-socket node. */
+ * dual-socket node (and that node with one NVLink bridge, made from it in memory). */
 #include <stdlib.h>
 
 #include "../../src/config.h"
@@ -68,13 +68,14 @@ TEST(nvlink_on_a_pcie_node_is_an_error_that_shows_the_matrix)
     CHECK(nccl_path_settings(PATH_NVLINK, &g_pcie, all8, 2, &s, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "not all NVLink-connected");
     CHECK_CONTAINS(err, "GPU0: X PIX PXB");
+    CHECK_CONTAINS(err, "use comm.path = pcie, host or auto");
 }
 
-TEST(pcie_disables_peer_access_and_net_disables_shared_memory_too)
+TEST(host_disables_peer_access_and_net_disables_shared_memory_too)
 {
     struct nccl_settings s;
     char err[256];
-    CHECK(nccl_path_settings(PATH_PCIE, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
+    CHECK(nccl_path_settings(PATH_HOST, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
     CHECK(s.n == 1 && strcmp(setting(&s, "NCCL_P2P_DISABLE"), "1") == 0);
     CHECK(nccl_path_settings(PATH_NET, &g_pcie, all8, 8, &s, err, sizeof err) == 0);
     CHECK(strcmp(setting(&s, "NCCL_P2P_DISABLE"), "1") == 0 && strcmp(setting(&s, "NCCL_SHM_DISABLE"), "1") == 0);
@@ -83,11 +84,49 @@ TEST(pcie_disables_peer_access_and_net_disables_shared_memory_too)
     CHECK(nccl_path_settings(PATH_AUTO, &g_pcie, all8, 8, &s, err, sizeof err) == 0 && s.n == 0);
 }
 
+TEST(pcie_on_a_pcie_node_allows_peer_to_peer_across_the_whole_node)
+{
+    struct nccl_settings s;
+    char err[1024];
+    CHECK(nccl_path_settings(PATH_PCIE, &g_pcie, all8, 8, &s, err, sizeof err) == 0);
+    CHECK(s.n == 1 && setting(&s, "NCCL_P2P_LEVEL") != NULL && strcmp(setting(&s, "NCCL_P2P_LEVEL"), "SYS") == 0);
+    CHECK(setting(&s, "NCCL_P2P_DISABLE") == NULL);
+}
+
+TEST(pcie_on_nvlink_gpus_is_refused_naming_host_and_nvlink)
+{
+    /* NCCL cannot keep its peer-to-peer off NVLink: a pcie run there would be an NVLink run */
+    struct nccl_settings s;
+    char err[1024] = "";
+    CHECK(nccl_path_settings(PATH_PCIE, &g_nvswitch, all8, 2, &s, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "comm.path = pcie, but these GPUs are NVLink-connected");
+    CHECK_CONTAINS(err, "GPU0: X NV18");
+    CHECK_CONTAINS(err, "use comm.path = host to measure without NVLink (through host memory), or nvlink");
+    CHECK(strchr(err, '\n') == NULL);
+    /* one GPU communicates with nobody: nothing to refuse */
+    CHECK(nccl_path_settings(PATH_PCIE, &g_nvswitch, all8, 1, &s, err, sizeof err) == 0);
+}
+
+TEST(pcie_is_refused_where_one_pair_of_the_run_has_nvlink)
+{
+    /* a PCIe node with an NVLink bridge between GPUs 2 and 3 (A100 PCIe, RTX A6000) */
+    struct topo_node t = g_pcie;
+    struct nccl_settings s;
+    char err[1024] = "";
+    t.link[2][3] = t.link[3][2] = TOPO_NVLINK;
+    t.nvlinks[2][3] = t.nvlinks[3][2] = 4;
+    const int two[] = {0, 1}, bridged[] = {1, 2, 3};
+    CHECK(nccl_path_settings(PATH_PCIE, &t, two, 2, &s, err, sizeof err) == 0); /* GPUs 0 and 1: PIX only */
+    CHECK(nccl_path_settings(PATH_PCIE, &t, bridged, 3, &s, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "GPUs 2 and 3 are NVLink-connected");
+    CHECK_CONTAINS(err, "use comm.path = host to measure without NVLink (through host memory), or auto");
+}
+
 TEST(shm_copy_ce_puts_the_host_memory_copies_on_the_copy_engines)
 {
     struct nccl_settings s;
     char err[256];
-    CHECK(nccl_path_settings(PATH_PCIE, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
+    CHECK(nccl_path_settings(PATH_HOST, &g_nvswitch, all8, 8, &s, err, sizeof err) == 0);
     nccl_shm_copy_settings(SHM_COPY_SM, &s);
     CHECK(s.n == 1 && setting(&s, "NCCL_SHM_USE_CUDA_MEMCPY") == NULL);
     nccl_shm_copy_settings(SHM_COPY_CE, &s);
@@ -118,7 +157,7 @@ TEST(applying_settings_reports_a_user_value_it_replaced)
     struct nccl_settings s;
     char err[256], note[128] = "";
     setenv("NCCL_P2P_DISABLE", "0", 1);
-    nccl_path_settings(PATH_PCIE, &g_pcie, all8, 8, &s, err, sizeof err);
+    nccl_path_settings(PATH_HOST, &g_pcie, all8, 8, &s, err, sizeof err);
     CHECK(nccl_path_apply(&s, note, sizeof note) == 1);
     CHECK_CONTAINS(note, "NCCL_P2P_DISABLE=0 replaced by 1");
     char env[512];
