@@ -17,6 +17,7 @@
 #include "h5read.h"
 #include "log.h"
 #include "project.h"
+#include "report_read.h"
 #include "session.h"
 #include "systems.h"
 #include "stats.h"
@@ -144,7 +145,8 @@ static const char *const setting_names[NSETTINGS] = {"path", "comm.shm_copy", "c
 static void read_settings(hid_t f, struct source *src)
 {
     const char *path = strrchr(src->where, '/');
-    snprintf(src->settings[0], sizeof src->settings[0], "%.31s", path != NULL ? path + 1 : src->where);
+    report_path_in(h5_attr_int(f, "schema_version", 1), path != NULL ? path + 1 : src->where, src->settings[0],
+                   sizeof src->settings[0]);
     hid_t cfg = H5Gopen2(f, "config", H5P_DEFAULT);
     for (int i = 1; i < NSETTINGS; i++) {
         if (cfg < 0 || h5_attr_str(cfg, setting_names[i], src->settings[i], sizeof src->settings[i]) == 0) continue;
