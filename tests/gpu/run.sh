@@ -190,6 +190,12 @@ if [ "$NGPU" -ge 2 ]; then
     # schema 2: /runs/<library>/<path>/n<N>
     $PY -c "import h5py,sys; [print(f, h5py.File(f)['runs']['nccl'][p]['n2'].attrs['path_proof']) for f,p in [(sys.argv[1],'nvlink'),(sys.argv[2],'host')]]" \
         "$LOG/comm-bound-nvlink.h5" "$LOG/comm-bound-host.h5" | tee "$LOG/path_proof.txt"
+    # comm.path = pcie is peer-to-peer over PCIe: refused where NCCL's P2P would take NVLink
+    fails pcie_refused_on_nvlink $MPIRUN -np 2 bin/dpscale run --config configs/mlp-tiny.ini --backend=cuda \
+        --comm.path=pcie $O --run.output=pcie-refused.h5
+    # the provenance of a 2-GPU file: per rank, what NVML and the CUDA runtime said
+    $PY -c "import h5py,sys; f=h5py.File(sys.argv[1]); r=f['system/ranks'][:]; print(r.dtype.names); [print(row) for row in r]; print(dict(f['system'].attrs))" \
+        "$LOG/comm-bound-nvlink.h5" 2>&1 | cut -c1-2000 | tee "$LOG/provenance.txt"
     # 8. how many SMs NCCL may take from the overlapped backward (GEMM-heavy, NVLink)
     for ctas in 4 8 16; do
         check ctas_${ctas} $MPIRUN -np 2 bin/dpscale run --config configs/mlp-gemm-heavy.ini --comm.nccl_max_ctas=$ctas \
