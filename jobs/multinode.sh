@@ -21,7 +21,8 @@
 # PATHS (comm.path of each launch, default auto: NVLink inside a node, the network
 # between; add net to force the network even inside; TRANSPORTS, its former name, is
 # taken with a warning), OUTDIR (default out, in the dpscale folder), LAUNCH (pmix,
-# pmi2, mpirun or auto, as in jobs/scale8.sh), DPSCALE_HOME, DPSCALE, and any NCCL_*
+# pmi2, mpirun or auto, as in jobs/scale8.sh), NVLS (on or off: NCCL_NVLS_ENABLE, as in
+# jobs/scale8.sh), DPSCALE_HOME, DPSCALE, and any NCCL_*
 # variable (NCCL_IB_HCA, NCCL_SOCKET_IFNAME, ...): every run records ranks per node,
 # the adapters (/system/topology) and the NCCL settings in force (nccl_env). A path
 # that fails is reported in one line; the others still run and the job exits 1.
@@ -60,5 +61,6 @@ LAUNCHER=$(dpscale_launcher "$cpt")
 export DPSCALE=${DPSCALE:-$home/bin/dpscale}
 export DPSCALE_JOB_TAG
 say "job ${SLURM_JOB_ID:-none}, $nodes nodes x $per_node ranks, $cpt CPUs per task, config $CONFIG, sweep ${SWEEP//,/, }"
+nvls_setting
 say "launcher '$LAUNCHER'; NCCL: $(env | grep '^NCCL_' | tr '\n' ' ' || true)"
 exec "$home/jobs/lib/sweep.sh" --config "$CONFIG" --sweep="$SWEEP" "$@"

@@ -30,6 +30,8 @@
 #                                             the reference files and is left alone)
 #   LAUNCH      pmix | pmi2 | mpirun | auto  (default auto: srun --mpi=pmix, else srun --mpi=pmi2,
 #                                             as srun --mpi=list offers them, else mpirun)
+#   NVLS        on | off                     (default: unset, NCCL_NVLS_ENABLE as the environment has
+#                                             it; every figure in results/ ran with NVLS off)
 #   NAME        file name stem               (default dpscale-scale8-<job id>: files NAME-<path>.h5)
 #   NTASKS      ranks when run outside Slurm with LAUNCH=mpirun (default: one per GPU)
 #   DPSCALE_HOME the dpscale folder          (default: where sbatch was called)
@@ -88,4 +90,5 @@ export DPSCALE=${DPSCALE:-$home/bin/dpscale}
 export DPSCALE_JOB_TAG
 say "job ${SLURM_JOB_ID:-none} on $(hostname), $ntasks tasks, $ngpus GPUs, $cpt CPUs per task, config $CONFIG, sweep ${SWEEP//,/, }"
 say "launcher '$LAUNCHER'"
+nvls_setting
 exec "$home/jobs/lib/sweep.sh" --config "$CONFIG" --backend="$backend" --sweep="$SWEEP" "$@"

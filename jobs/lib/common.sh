@@ -87,6 +87,22 @@ paths_from_transports() {
     unset TRANSPORTS
 }
 
+# NVLink SHARP (NCCL's NVLS algorithms, on NVSwitch systems that support them): NVLS=on
+# or off sets NCCL_NVLS_ENABLE to 1 or 0 for every launch; unset, the environment's
+# NCCL_NVLS_ENABLE (or NCCL's default: on where the fabric supports it) stands. Every
+# figure in results/ ran with NCCL_NVLS_ENABLE=0 (the lending machines require it): on
+# an NVSwitch system measure both, since NVLS changes the NVLink allreduce. Says the
+# setting in the job's log; each result file records the NCCL_* environment as well.
+nvls_setting() {
+    case "${NVLS:-}" in
+    on) export NCCL_NVLS_ENABLE=1 ;;
+    off) export NCCL_NVLS_ENABLE=0 ;;
+    "") ;;
+    *) die "NVLS=$NVLS: give on or off (or leave it unset for NCCL_NVLS_ENABLE as the environment has it)" ;;
+    esac
+    say "NVLink SHARP: NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset, NCCL default: on where the NVSwitch supports it}"
+}
+
 # CPUs for each rank: what -c/--cpus-per-task gave the job, else the CPUs Slurm gave
 # this node (an --exclusive job has them all) shared among the node's ranks; at least 1.
 # srun does not pass the job's --cpus-per-task on to its steps (Slurm >= 22.05), and a

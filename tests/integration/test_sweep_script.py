@@ -125,7 +125,8 @@ def test_a_bad_list_of_paths_is_refused_before_any_launch(tmp_path, paths, error
 
 def common(call, **env):
     """Run CALL in bash after sourcing jobs/lib/common.sh; returns the CompletedProcess."""
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in ("LAUNCH", "DPSCALE")}
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith("SLURM_") and k not in ("LAUNCH", "DPSCALE", "NVLS", "NCCL_NVLS_ENABLE")}
     e.update(env)
     return subprocess.run(["bash", "-c", f"source {ROOT}/jobs/lib/common.sh && {call}"], env=e, capture_output=True,
                           text=True, timeout=30)
@@ -209,3 +210,19 @@ def test_every_srun_line_in_the_readme_names_its_mpi_plugin():
     lines = [l for l in text.splitlines() if re.match(r"\s*srun\s", l)] + re.findall(r"`(srun\s[^`]*)`", text)
     assert lines, "README shows no srun line"
     assert [l for l in lines if not re.search(r"--mpi=(pmix|pmi2|list)\b", l)] == []
+
+
+@pytest.mark.parametrize("env, said, in_force", [({"NVLS": "off"}, "NCCL_NVLS_ENABLE=0", "0"),
+                                                 ({"NVLS": "on"}, "NCCL_NVLS_ENABLE=1", "1"),
+                                                 ({"NCCL_NVLS_ENABLE": "0"}, "NCCL_NVLS_ENABLE=0", "0"),
+                                                 ({}, "NCCL_NVLS_ENABLE=unset, NCCL default", "unset")])
+def test_nvls_is_set_for_every_launch_and_said_in_the_log(env, said, in_force):
+    p = common('nvls_setting && echo "in force: ${NCCL_NVLS_ENABLE:-unset}"', **env)
+    assert p.returncode == 0, p.stderr
+    assert "NVLink SHARP: " + said in p.stdout, p.stdout
+    assert p.stdout.strip().endswith("in force: " + in_force), p.stdout
+
+
+def test_a_wrong_nvls_is_refused():
+    p = common("nvls_setting", NVLS="yes")
+    assert p.returncode == 2 and "NVLS=yes: give on or off" in p.stderr, p.stderr
