@@ -85,18 +85,13 @@ bin/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
-# the tests' sealer of results/ copies (tests/integration/test_report_corrupt.py)
-bin/tests/h5seal: tests/integration/h5seal.c build/src/checksum.o src/checksum.h
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Isrc -o $@ $< build/src/checksum.o $(LDLIBS)
-
 demo: all
 	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 bin/dpscale run --config configs/mlp-small.ini
 
 unit: all $(UNIT_TESTS)
 	@tests/unit/run_all.sh $(UNIT_TESTS)
 
-integration: all bin/tests/h5seal
+integration: all
 	@tools/deps.sh check tests
 	$(PYTHON) -m pytest -q tests/integration
 
@@ -108,7 +103,7 @@ bench: all
 # The CI test's damage, scaled up: every file of results/, 3000 seeded flips (FUZZ_MUTATIONS, FUZZ_SEED to change).
 FUZZ_MUTATIONS ?= 3000
 FUZZ_SEED ?= 15
-fuzz-report: all bin/tests/h5seal
+fuzz-report: all
 	DPSCALE_FUZZ_MUTATIONS=$(FUZZ_MUTATIONS) DPSCALE_FUZZ_SEED=$(FUZZ_SEED) DPSCALE_FUZZ_ALL=1 \
 	    $(PYTHON) -m pytest -q -s tests/integration/test_report_corrupt.py
 

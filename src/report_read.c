@@ -130,8 +130,11 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
                  H5OUT_SCHEMA_VERSION, schema > H5OUT_SCHEMA_VERSION ? "update dpscale to read it" : "an unknown version");
         goto done;
     }
-    if (checksum_verify(file, why, sizeof why) < 0) {
+    f->schema = (int)schema;
+    f->sealed = checksum_verify(file, why, sizeof why);
+    if (f->sealed < 0) {
         snprintf(err, errlen, "corrupt: %s; the file was changed after it was written", why);
+        rc = REPORT_CHANGED;
         goto done;
     }
     h5_attr_str(file, "created_utc", f->created, sizeof f->created);
@@ -165,6 +168,13 @@ done:
     H5Fclose(file);
     if (rc != 0) report_free(f);
     return rc;
+}
+
+void report_note_unsealed(FILE *out, const struct report_file *f)
+{
+    fprintf(out, "dpscale: note: %s has no checksums (written before dpscale sealed its files, schema %d): a damaged "
+                 "byte in it could change a figure unnoticed; seal a copy you trust with `dpscale seal %s`\n",
+            f->path, f->schema, f->path);
 }
 
 void report_free(struct report_file *f)

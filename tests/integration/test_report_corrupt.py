@@ -38,7 +38,6 @@ from conftest import BINARY, ROOT, dpscale, edit_h5, run_tiny
 MUTATIONS = int(os.environ.get("DPSCALE_FUZZ_MUTATIONS", "300"))
 SEED = int(os.environ.get("DPSCALE_FUZZ_SEED", "15"))
 EVERY_FILE = os.environ.get("DPSCALE_FUZZ_ALL") == "1"
-SEALER = ROOT / "bin/tests/h5seal"
 CALL_TIMEOUT_S = 60  # per call; a file's own deadline is --file-timeout 5
 # The damaged file's name in every call, and the strings of one file: were any to reach
 # gnuplot or a shell unquoted, a pwned* file would appear in the call's folder.
@@ -57,9 +56,7 @@ def kind_of(path):
 
 
 def seal(*paths):
-    if not SEALER.exists():
-        subprocess.run(["make", "-s", str(SEALER.relative_to(ROOT))], cwd=ROOT, check=True, capture_output=True)
-    subprocess.run([SEALER, *paths], check=True, capture_output=True, timeout=60)
+    subprocess.run([BINARY, "seal", *paths], check=True, capture_output=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -273,6 +270,33 @@ def test_no_damaged_file_crashes_hangs_or_runs_a_command_and_every_changed_figur
     print("\n" + summary)
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40]) + "\n" + summary
     assert counts["mutations"] == MUTATIONS and all(counts[c] > 0 for c in CLASSES), summary
+
+
+@pytest.mark.parametrize("form", [[], ["--compare"], ["--format", "csv"], ["--format", "json"], ["--doc", "out.md"]])
+def test_a_file_without_checksums_is_reported_with_a_note(corpus, tmp_path, form):
+    """One note on stderr per file without checksums, in every form of the report and
+    for every kind of file; the tables as they were, the exit status 0."""
+    files, good = corpus
+    names = [GOOD] + [f"{kind}.h5" for kind in ("run", "comm", "topo", "projection")]
+    out = {}
+    for sealed in (True, False):
+        d = tmp_path / ("sealed" if sealed else "unsealed")
+        d.mkdir()
+        shutil.copy(good, d / GOOD)
+        for name in names[1:]:
+            shutil.copy(next(p for label, p, _ in files if label == f"new {name[:-3]}"), d / name)
+            if not sealed:
+                with edit_h5(d / name):  # the checksums dropped, nothing else
+                    pass
+        p = subprocess.run([BINARY, "report", *form, *names], cwd=d, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        out[sealed] = p.stdout if form[:1] != ["--doc"] else (d / "out.md").read_text()
+        notes = [l for l in p.stderr.splitlines() if "no checksums" in l]
+        assert notes == ([] if sealed else [
+            f"dpscale: note: {name} has no checksums (written before dpscale sealed its files, schema 5): a damaged byte "
+            f"in it could change a figure unnoticed; seal a copy you trust with `dpscale seal {name}`"
+            for name in names[1:]]), p.stderr
+    assert out[True] == out[False]  # the note is beside the tables, never in them
 
 
 def test_a_fifo_or_a_device_is_named_and_never_opened(corpus, tmp_path):
