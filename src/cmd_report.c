@@ -8,7 +8,8 @@
  * crashes or hangs the HDF5 library is one more unreadable file. Only regular files
  * are opened (a FIFO named *.h5 in a folder would block the call). A file without
  * checksums (written before dpscale sealed its files) is reported with a note on
- * stderr that nothing tells a damaged byte in it. No MPI is needed. */
+ * stderr that nothing tells a damaged byte in it, and one of a sweep that ended early
+ * with a note that it is partial. No MPI is needed. */
 #include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -49,7 +50,8 @@ static void usage(FILE *out)
             "not dpscale's, a newer schema, corrupt: changed since it was written, as its checksums show: each is\n"
             "named on stderr with the reason, and the others are still reported) or the plot or a figure could not\n"
             "be drawn; 2 bad options. A file without checksums (written before dpscale sealed its files) is\n"
-            "reported with a note on stderr; dpscale seal FILE seals a copy you trust.\n",
+            "reported with a note on stderr (dpscale seal FILE seals a copy you trust), and so is a partial one\n"
+            "(its sweep ended early: the points measured before).\n",
             DEFAULT_FILE_TIMEOUT_S);
 }
 
@@ -238,6 +240,7 @@ int cmd_report(int argc, char **argv)
             continue;
         }
         if (!files[ngood].sealed) report_note_unsealed(stderr, &files[ngood]);
+        if (files[ngood].points_done < files[ngood].points_planned) report_note_partial(stderr, &files[ngood]);
         if (files[ngood].kind == REPORT_NONE) {
             fprintf(stderr, "dpscale: note: %s: a dpscale dump file (one step laid open): no table to report\n", paths[i]);
             report_free(&files[ngood]);

@@ -83,6 +83,7 @@ struct report_file {
     char created[32];
     int schema;            /* its schema_version */
     int sealed;            /* 1: its checksums match (checksum.h); 0: it has none, and nothing tells a changed byte */
+    int points_done, points_planned; /* a sweep that ended early (root complete = 0): its points written, of those planned */
     char system_label[96]; /* run.system_label (schema 5), "" when none was given */
     /* what must match for two files to be compared */
     char model[48];       /* the preset's label (model.name) */
@@ -123,6 +124,8 @@ int report_read_isolated(const char *path, struct report_file *f, int with_info,
 /* The note on `out` for a file read without checksums (f->sealed = 0): what it
  * cannot tell, and how to seal a copy one trusts (dpscale seal). */
 void report_note_unsealed(FILE *out, const struct report_file *f);
+/* The note for a file whose sweep ended early (f->points_done < f->points_planned). */
+void report_note_partial(FILE *out, const struct report_file *f);
 
 /* Tag the run files with their overlap setting when they differ in it. */
 void report_label(struct report_file *files, int n);

@@ -65,5 +65,8 @@ int session_any_failed(int failed);
  * session_hang_if_pending (called before each) never returns. */
 void session_maybe_inject_fault(int world_rank);
 void session_hang_if_pending(void);
+/* DPSCALE_FAULT=0:K:write: whether the result file's write that holds K sweep points
+ * (the one after the K-th point) is to fail as on a full disk (h5file_fill_disk). */
+int session_fault_fails_write(int world_rank, int points);
 
 #endif
