@@ -79,7 +79,8 @@ static void sync_folder(const char *path)
 }
 
 /* `path` copied to `tmp` (created afresh, with its mode), the copy sealed, checked
- * and fsync'ed; 0, or -1 with the reason in err. */
+ * and fsync'ed; 0, or with the reason in err -1 (the copy is ours to remove) or -2
+ * (tmp was there before: another seal's, left alone). */
 static int seal_copy(const char *path, const char *tmp, char *err, size_t errlen)
 {
     char why[512] = "";
@@ -98,7 +99,7 @@ static int seal_copy(const char *path, const char *tmp, char *err, size_t errlen
                                      : "cannot create %s: %s; seal a copy in a folder you can write to",
                  tmp, strerror(errno));
         close(in);
-        return exists ? -2 : -1; /* not ours: left alone */
+        return exists ? -2 : -1;
     }
     int rc = copy_fd(in, out);
     if (rc != 0) snprintf(err, errlen, "copying it to %s failed: %s; free space there", tmp, strerror(errno));
