@@ -85,18 +85,13 @@ bin/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
-# the tests' sealer of results/ copies (tests/integration/test_report_corrupt.py)
-bin/tests/h5seal: tests/integration/h5seal.c build/src/checksum.o src/checksum.h
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Isrc -o $@ $< build/src/checksum.o $(LDLIBS)
-
 demo: all
 	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 bin/dpscale run --config configs/mlp-small.ini
 
 unit: all $(UNIT_TESTS)
 	@tests/unit/run_all.sh $(UNIT_TESTS)
 
-integration: all bin/tests/h5seal
+integration: all
 	@tools/deps.sh check tests
 	$(PYTHON) -m pytest -q tests/integration
 
@@ -108,7 +103,7 @@ bench: all
 # The CI test's damage, scaled up: every file of results/, 3000 seeded flips (FUZZ_MUTATIONS, FUZZ_SEED to change).
 FUZZ_MUTATIONS ?= 3000
 FUZZ_SEED ?= 15
-fuzz-report: all bin/tests/h5seal
+fuzz-report: all
 	DPSCALE_FUZZ_MUTATIONS=$(FUZZ_MUTATIONS) DPSCALE_FUZZ_SEED=$(FUZZ_SEED) DPSCALE_FUZZ_ALL=1 \
 	    $(PYTHON) -m pytest -q -s tests/integration/test_report_corrupt.py
 
@@ -117,7 +112,8 @@ clean:
 
 # ---- sanitizers and fuzzing ---------------------------------------------------
 #   make test-sanitize  the CPU path (CUDA=0) built with ASan + UBSan into build/sanitize/, its unit tests,
-#                       then a 2-rank integration subset (a run of mlp-tiny, gradcheck, bad configs, a report)
+#                       then a 2-rank integration subset (a run of mlp-tiny, gradcheck, bad configs, a report,
+#                       dpscale seal, a failed write)
 #   make fuzz-replay    the libFuzzer harnesses of tests/fuzz/ over their seed corpus (seconds); without
 #                       clang's libFuzzer, the same harnesses with a plain main() that feeds each file
 #   make fuzz           a longer libFuzzer session per harness (FUZZ_SECONDS each), new inputs in build/fuzz/
@@ -142,7 +138,9 @@ SAN_INTEGRATION := tests/integration/test_result_file.py \
 	tests/integration/test_bad_input.py::test_an_option_without_its_value_does_not_swallow_the_next_option \
 	tests/integration/test_bad_input.py::test_a_long_line_is_refused_with_its_true_line_and_a_long_comment_is_fine \
 	tests/integration/test_report.py::test_markdown_rows_match_the_file \
-	tests/integration/test_report.py::test_bad_files_are_named_and_the_others_still_reported
+	tests/integration/test_report.py::test_bad_files_are_named_and_the_others_still_reported \
+	tests/integration/test_seal.py \
+	tests/integration/test_partial_results.py::test_a_write_that_fails_is_named_and_the_file_is_as_last_written
 
 .PHONY: test-sanitize fuzz fuzz-replay
 $(SAN_DIR)/%.o: %.c $(wildcard src/*.h src/models/*.h mpi/*.h comm/*.h kernels/*.h)

@@ -87,6 +87,8 @@ const struct command commands[] = {
      "0 done; 1 the file could not be written; 2 bad configuration (or a comm.path this node lacks)"},
     {"report", cmd_report, "scaling tables (Markdown, CSV, JSON), comparisons and plots of result files", NULL, NULL, NULL,
      NULL, NULL},
+    {"seal", cmd_seal, "seal result files written before dpscale sealed its files (checksums the report checks)", NULL,
+     NULL, NULL, NULL, NULL},
     {"project", cmd_project, "a measured step projected onto another system's allreduce curves (dpscale comm file)",
      NULL, NULL, NULL, NULL, NULL},
     {"config", cmd_config, "the resolved configuration (--get section.key for one value)",

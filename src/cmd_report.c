@@ -6,7 +6,10 @@
  * others are still reported, and the exit status (1) says that one was bad. Each file
  * is read in a child process with a deadline (report_child.c): one whose damage
  * crashes or hangs the HDF5 library is one more unreadable file. Only regular files
- * are opened (a FIFO named *.h5 in a folder would block the call). No MPI is needed. */
+ * are opened (a FIFO named *.h5 in a folder would block the call). A file without
+ * checksums (written before dpscale sealed its files) is reported with a note on
+ * stderr that nothing tells a damaged byte in it, and one of a sweep that ended early
+ * with a note that it is partial. No MPI is needed. */
 #include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -46,7 +49,9 @@ static void usage(FILE *out)
             "exit status: 0 every file was reported; 1 a file could not be read (missing, not HDF5, truncated,\n"
             "not dpscale's, a newer schema, corrupt: changed since it was written, as its checksums show: each is\n"
             "named on stderr with the reason, and the others are still reported) or the plot or a figure could not\n"
-            "be drawn; 2 bad options\n",
+            "be drawn; 2 bad options. A file without checksums (written before dpscale sealed its files) is\n"
+            "reported with a note on stderr (dpscale seal FILE seals a copy you trust), and so is a partial one\n"
+            "(its sweep ended early: the points measured before).\n",
             DEFAULT_FILE_TIMEOUT_S);
 }
 
@@ -234,6 +239,8 @@ int cmd_report(int argc, char **argv)
             bad = 1;
             continue;
         }
+        if (!files[ngood].sealed) report_note_unsealed(stderr, &files[ngood]);
+        if (files[ngood].points_done < files[ngood].points_planned) report_note_partial(stderr, &files[ngood]);
         if (files[ngood].kind == REPORT_NONE) {
             fprintf(stderr, "dpscale: note: %s: a dpscale dump file (one step laid open): no table to report\n", paths[i]);
             report_free(&files[ngood]);

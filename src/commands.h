@@ -13,13 +13,14 @@ int cmd_dump(int argc, char **argv);      /* one step laid open for an independe
 int cmd_comm(int argc, char **argv);      /* allreduce bandwidth sweep (cmd_comm.c) */
 int cmd_topo(int argc, char **argv);      /* the node's GPU, PCIe, NVLink and network topology (cmd_topo.c) */
 int cmd_report(int argc, char **argv);    /* tables, comparisons and plots of result files (cmd_report.c) */
+int cmd_seal(int argc, char **argv);      /* checksums added to result files written before dpscale sealed them (cmd_seal.c) */
 int cmd_project(int argc, char **argv);   /* a measured step projected onto another system's allreduce curves (cmd_project.c) */
 int cmd_config(int argc, char **argv);    /* the resolved configuration, or one key of it (cmd_config.c) */
 
 /* A subcommand as `dpscale --help` lists it and its own --help describes it
  * (cmd_help.c). Commands that read the configuration share one layout of help:
- * synopsis, what it does, its options, the configuration keys it reads. report and
- * project read result files, not the configuration, and print their own. */
+ * synopsis, what it does, its options, the configuration keys it reads. report,
+ * seal and project read result files, not the configuration, and print their own. */
 struct command {
     const char *name;
     int (*main)(int argc, char **argv);

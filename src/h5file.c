@@ -110,6 +110,10 @@ void h5file_release(const char *path)
     unlink(tmp);
 }
 
+static int g_disk_fills = 0; /* h5file_fill_disk: the next write_new_file stops half-way */
+
+void h5file_fill_disk(void) { g_disk_fills = 1; }
+
 /* Write `bytes` to `path`, fsync'ed; -1 on any failure (nothing left then). `ours`: the
  * file is the launch's claim (truncated), else it must not exist. */
 static int write_new_file(const char *path, const void *data, size_t bytes, int ours)
@@ -117,9 +121,11 @@ static int write_new_file(const char *path, const void *data, size_t bytes, int 
     int fd = open(path, ours ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return -1;
     const char *p = data;
-    size_t left = bytes;
-    while (left > 0) {
-        ssize_t n = write(fd, p, left);
+    size_t done = 0;
+    const size_t room = g_disk_fills ? bytes / 2 : bytes; /* what the disk takes */
+    g_disk_fills = 0;
+    while (done < bytes) {
+        ssize_t n = done < room ? write(fd, p + done, room - done) : (errno = ENOSPC, -1);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             int saved = errno ? errno : ENOSPC;
@@ -128,8 +134,7 @@ static int write_new_file(const char *path, const void *data, size_t bytes, int 
             errno = saved;
             return -1;
         }
-        p += n;
-        left -= (size_t)n;
+        done += (size_t)n;
     }
     if (fsync(fd) != 0 || close(fd) != 0) {
         int saved = errno;
@@ -185,7 +190,10 @@ int h5file_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fa
     int rc = write_new_file(tmp, image, (size_t)size, mode != H5FILE_NEW);
     free(image);
     if (rc != 0) {
-        snprintf(err, errlen, "writing %s failed, nothing was kept: %s", tmp, strerror(errno));
+        if (mode == H5FILE_REWRITE)
+            snprintf(err, errlen, "writing %s failed: %s; it was removed, and %s is as this launch last wrote it", tmp,
+                     strerror(errno), path);
+        else snprintf(err, errlen, "writing %s failed: %s; it was removed, nothing was kept", tmp, strerror(errno));
         return -1;
     }
     if (mode == H5FILE_REWRITE) { /* our own NAME: replaced in one step, never half of either */

@@ -36,4 +36,8 @@ hid_t h5file_open_image(struct h5w *w, const char *path, hid_t *fapl);
 int h5file_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fapl, int mode, char *err,
                            size_t errlen);
 
+/* Tests only (DPSCALE_FAULT=0:K:write): the next image written out stops half-way with
+ * ENOSPC, as on a disk that fills up; what follows is the real failure's path. */
+void h5file_fill_disk(void);
+
 #endif

@@ -81,6 +81,9 @@ struct report_file {
     char device[96];    /* /system device_name */
     char host[64];      /* first host of the launch */
     char created[32];
+    int schema;            /* its schema_version */
+    int sealed;            /* 1: its checksums match (checksum.h); 0: it has none, and nothing tells a changed byte */
+    int points_done, points_planned; /* a sweep that ended early (root complete = 0): its points written, of those planned */
     char system_label[96]; /* run.system_label (schema 5), "" when none was given */
     /* what must match for two files to be compared */
     char model[48];       /* the preset's label (model.name) */
@@ -107,7 +110,9 @@ struct report_file {
 enum report_format { REPORT_MARKDOWN, REPORT_CSV, REPORT_JSON };
 
 /* Read a result file of any kind. Returns 0, or -1 with a one-line reason (without
- * the path) in err. report_free releases what a read file holds. */
+ * the path) in err, REPORT_CHANGED when that reason is its checksums. report_free
+ * releases what a read file holds. */
+#define REPORT_CHANGED (-2)
 int report_read(const char *path, struct report_file *f, char *err, size_t errlen);
 void report_free(struct report_file *f);
 /* report_read in a child process of its own (report_child.c), so that a file that
@@ -115,6 +120,12 @@ void report_free(struct report_file *f);
  * unreadable file, named in err, and the caller goes on. with_info: also read the
  * file's attributes as text into f->info (doc_read_info, for --doc and --plot). */
 int report_read_isolated(const char *path, struct report_file *f, int with_info, double timeout_s, char *err, size_t errlen);
+
+/* The note on `out` for a file read without checksums (f->sealed = 0): what it
+ * cannot tell, and how to seal a copy one trusts (dpscale seal). */
+void report_note_unsealed(FILE *out, const struct report_file *f);
+/* The note for a file whose sweep ended early (f->points_done < f->points_planned). */
+void report_note_partial(FILE *out, const struct report_file *f);
 
 /* Tag the run files with their overlap setting when they differ in it. */
 void report_label(struct report_file *files, int n);

@@ -135,11 +135,18 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
                  H5OUT_SCHEMA_VERSION, schema > H5OUT_SCHEMA_VERSION ? "update dpscale to read it" : "an unknown version");
         goto done;
     }
-    if (checksum_verify(file, why, sizeof why) < 0) {
+    f->schema = (int)schema;
+    f->sealed = checksum_verify(file, why, sizeof why);
+    if (f->sealed < 0) {
         snprintf(err, errlen, "corrupt: %s; the file was changed after it was written", why);
+        rc = REPORT_CHANGED;
         goto done;
     }
     h5_attr_str(file, "created_utc", f->created, sizeof f->created);
+    if (h5_attr_int(file, "complete", 1) == 0) { /* the points done before a crash, a time limit or a failed write */
+        f->points_done = h5_attr_int(file, "points_completed", 0);
+        f->points_planned = h5_attr_int(file, "points_planned", 0);
+    }
     h5_attr_str(file, "system_label", f->system_label, sizeof f->system_label); /* schema 5; "" before */
     if (h5_exists(file, "system")) {
         hid_t sys = H5Gopen2(file, "system", H5P_DEFAULT);
@@ -170,6 +177,19 @@ done:
     H5Fclose(file);
     if (rc != 0) report_free(f);
     return rc;
+}
+
+void report_note_unsealed(FILE *out, const struct report_file *f)
+{
+    fprintf(out, "dpscale: note: %s has no checksums (written before dpscale sealed its files, schema %d): a damaged "
+                 "byte in it could change a figure unnoticed; seal a copy you trust with `dpscale seal %s`\n",
+            f->path, f->schema, f->path);
+}
+
+void report_note_partial(FILE *out, const struct report_file *f)
+{
+    fprintf(out, "dpscale: note: %s is partial: its launch ended after %d of the %d sweep points planned (root attribute "
+                 "complete = 0); it holds those measured\n", f->path, f->points_done, f->points_planned);
 }
 
 void report_free(struct report_file *f)

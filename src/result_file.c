@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "h5file.h"
 #include "h5out.h"
 #include "log.h"
 #include "memlimit.h"
@@ -126,9 +127,10 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
             .path = config_value_name(&s->cfg, "comm", "path"), .nccl_env = s->nccl_env, .topo = &s->topo,
             .peers = f->peers, .memory = memory,
         };
+        if (session_fault_fails_write(s->launch.rank, contents->nruns)) h5file_fill_disk(); /* tests only */
         if (h5out_write(f->path, &s->cfg, &sys, contents, err, sizeof err) != 0) {
-            DP_ERROR("free space in run.output_dir or choose another folder", "%s%s", err,
-                     f->written ? "; the file holds the sweep points written before, marked incomplete" : "");
+            DP_ERROR("free space in run.output_dir or set run.output_dir to another folder", "%s%s", err,
+                     f->written ? " (the sweep points written before, marked incomplete)" : "");
             failed = 1;
         } else {
             f->written = 1;

@@ -185,17 +185,27 @@ void session_hang_if_pending(void)
     while (g_hang_pending) pause();
 }
 
+/* DPSCALE_FAULT=rank:at:kind, read once; rank -1 when unset or malformed. */
+static struct {
+    int parsed, rank, at;
+    char kind[16];
+} g_fault;
+
+static void fault_parse(void)
+{
+    if (g_fault.parsed) return;
+    g_fault.parsed = 1;
+    const char *spec = getenv("DPSCALE_FAULT");
+    if (spec == NULL || sscanf(spec, "%d:%d:%15s", &g_fault.rank, &g_fault.at, g_fault.kind) != 3) g_fault.rank = -1;
+}
+
 void session_maybe_inject_fault(int world_rank)
 {
-    static int parsed = 0, rank = -1, at_step = -1, step = -1;
-    static char kind[16] = "";
-    if (!parsed) {
-        parsed = 1;
-        const char *spec = getenv("DPSCALE_FAULT");
-        if (spec == NULL || sscanf(spec, "%d:%d:%15s", &rank, &at_step, kind) != 3) rank = -1;
-    }
+    static int step = -1;
+    fault_parse();
     step++; /* every step of every pass */
-    if (rank != world_rank || step != at_step) return;
+    const char *kind = g_fault.kind;
+    if (g_fault.rank != world_rank || step != g_fault.at || strcmp(kind, "write") == 0) return;
     if (strcmp(kind, "kill") == 0) raise(SIGKILL);
     if (strcmp(kind, "exit") == 0) _exit(3);
     if (strcmp(kind, "stop") == 0) { /* as `kill -STOP`: the process is frozen, threads and all */
@@ -207,4 +217,10 @@ void session_maybe_inject_fault(int world_rank)
         return;
     }
     DP_FATAL(NULL, "fault injected by DPSCALE_FAULT at step %d", step);
+}
+
+int session_fault_fails_write(int world_rank, int points)
+{
+    fault_parse();
+    return g_fault.rank == world_rank && g_fault.at == points && strcmp(g_fault.kind, "write") == 0;
 }

@@ -38,6 +38,28 @@ def outdir(tmp_path):
     return d
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """small_disk(BYTES): a folder on a file system of its own of that size (a tmpfs
+    mounted for the test, unmounted after), to be filled as a full disk is. Skips the
+    test where mount is not allowed (not root, a container without CAP_SYS_ADMIN)."""
+    mounts = []
+
+    def make(size_bytes):
+        d = tmp_path / f"disk{len(mounts)}"
+        d.mkdir()
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(d)], capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            pytest.skip(f"no file system of our own to fill: mount -t tmpfs failed: {p.stderr.strip()}")
+        mounts.append(d)
+        return d
+
+    yield make
+    for d in mounts:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
 def run_tiny(np, outdir, *args, name="r.h5", env=None):
     """A run of the tiny model into OUTDIR/NAME; fails the test on a non-zero exit."""
     p = dpscale(np, "run", "--config", TINY, f"--run.output_dir={outdir}", f"--run.output={name}", *args, env=env)

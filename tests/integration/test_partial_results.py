@@ -1,7 +1,9 @@
 """The result file survives what ends a launch early (issue 15, item 2): it is claimed
 (NAME.tmp) and checked before any work, rewritten after each sweep point marked
-incomplete, and SIGTERM leaves the points done so far and no NAME.tmp. Real ranks,
-the CPU backend."""
+incomplete, and SIGTERM leaves the points done so far and no NAME.tmp. A write that
+fails (a full disk: DPSCALE_FAULT=0:K:write, or a real one) ends the launch with one
+error and leaves NAME as the launch last wrote it, sealed, and no NAME.tmp. Real
+ranks, the CPU backend."""
 import os
 import signal
 import socket
@@ -64,28 +66,87 @@ def test_a_live_claim_is_refused_and_left_alone(outdir):
     assert claim.read_text() == f"{os.getpid()} {socket.gethostname()}\n" and not (outdir / "r.h5").exists()
 
 
-def test_sigterm_keeps_the_points_done_and_no_claim(outdir):
-    """As a Slurm time limit does: SIGTERM to the launch while the 2-rank point runs."""
+# the 1-rank point in seconds, the 2-rank one three times as long
+SLOW_SWEEP = ["--run.sweep=1,2", "--train.iters=5000", "--model.hidden_dim=256", "--train.batch_per_gpu=128"]
+FIX = "hint: free space in run.output_dir or set run.output_dir to another folder"
+
+
+def launch_and_act_after_the_first_point(outdir, act):
+    """A 2-rank sweep 1,2 into OUTDIR/r.h5; act(the mpirun process) once the 1-rank
+    point's file is there. Returns (exit status, stderr)."""
     cmd = ["mpirun", "-np", "2", str(BINARY), "run", "--config", str(TINY), f"--run.output_dir={outdir}",
-           "--run.output=r.h5", "--run.sweep=1,2", "--train.iters=5000", "--model.hidden_dim=256",
-           "--train.batch_per_gpu=128"]  # the 1-rank point in seconds, the 2-rank one three times as long
+           "--run.output=r.h5", *SLOW_SWEEP]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env())
     try:
         deadline = time.monotonic() + 120
         while not (outdir / "r.h5").exists() and time.monotonic() < deadline:  # the first point is kept
             time.sleep(0.2)
         assert (outdir / "r.h5").exists(), "the 1-rank point was never written"
-        time.sleep(1)
-        p.send_signal(signal.SIGTERM)  # mpirun passes it to the ranks
-        p.communicate(timeout=60)
+        act(p)
+        _, err = p.communicate(timeout=60)  # no rank hangs
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode != 0
-    assert sorted(f.name for f in outdir.iterdir()) == ["r.h5"]
+    return p.returncode, err
+
+
+def assert_the_first_point_is_kept(outdir):
+    """OUTDIR holds r.h5 alone: the 1-rank point, marked incomplete, sealed, reported as partial."""
+    assert sorted(f.name for f in outdir.iterdir()) == ["r.h5"]  # no r.h5.tmp
     with h5py.File(outdir / "r.h5") as f:
         assert (f.attrs["complete"], f.attrs["points_completed"], f.attrs["points_planned"]) == (0, 1, 2)
-        assert list(f["summary"]["nranks"]) == [1]
-    report = subprocess.run([str(BINARY), "report", str(outdir / "r.h5")], capture_output=True, text=True, timeout=60)
-    assert report.returncode == 0, report.stderr
+        assert list(f["summary"]["nranks"]) == [1] and "checksums" in f.attrs
+    report = subprocess.run([BINARY, "report", str(outdir / "r.h5")], capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0 and "| 1 |" in report.stdout, report.stdout + report.stderr
+    assert report.stderr == (f"dpscale: note: {outdir}/r.h5 is partial: its launch ended after 1 of the 2 sweep points "
+                             "planned (root attribute complete = 0); it holds those measured\n")  # its checksums match
+
+
+def test_sigterm_keeps_the_points_done_and_no_claim(outdir):
+    """As a Slurm time limit does: SIGTERM to the launch while the 2-rank point runs."""
+    def term(p):
+        time.sleep(1)
+        p.send_signal(signal.SIGTERM)  # mpirun passes it to the ranks
+    rc, _ = launch_and_act_after_the_first_point(outdir, term)
+    assert rc != 0
+    assert_the_first_point_is_kept(outdir)
+
+
+@pytest.mark.parametrize("point", [1, 2])
+def test_a_write_that_fails_is_named_and_the_file_is_as_last_written(outdir, point):
+    """DPSCALE_FAULT=0:K:write: the write after sweep point K stops half-way with ENOSPC, as
+    on a full disk. After point 2 (the last) r.h5 stays as written after point 1; at
+    point 1 nothing was written yet, and nothing is left."""
+    p = dpscale(2, "run", "--config", TINY, f"--run.output_dir={outdir}", "--run.output=r.h5", "--run.sweep=1,2",
+                env={"DPSCALE_FAULT": f"0:{point}:write"}, timeout=60)
+    assert p.returncode == 1 and len(errors(p)) == 1 and FIX in p.stderr.splitlines(), p.stderr
+    written = f"writing {outdir}/r.h5.tmp failed: No space left on device; it was removed"
+    if point == 1:
+        assert errors(p)[0].endswith(f"{written}, nothing was kept"), p.stderr
+        assert list(outdir.iterdir()) == []
+    else:
+        assert errors(p)[0].endswith(f"{written}, and {outdir}/r.h5 is as this launch last wrote it (the sweep points "
+                                     "written before, marked incomplete)"), p.stderr
+        assert_the_first_point_is_kept(outdir)
+
+
+def test_a_disk_that_fills_during_the_sweep_keeps_the_points_written_before(small_disk):
+    """A real full disk: room for the launch to start (twice the planned file), filled
+    once the 1-rank point is written, so that the write after the last point fails."""
+    disk = small_disk(32 << 20)
+
+    def fill(p):
+        with open(disk / "filler", "wb") as f:
+            try:
+                while True:
+                    f.write(bytes(1 << 20))
+                    f.flush()
+            except OSError:  # ENOSPC: the disk is full
+                pass
+    rc, err = launch_and_act_after_the_first_point(disk, fill)
+    errs = [l for l in err.splitlines() if l.startswith("dpscale: error:")]
+    assert rc == 1 and len(errs) == 1 and FIX in err.splitlines(), err
+    assert f"writing {disk}/r.h5.tmp failed: No space left on device; it was removed, and {disk}/r.h5 is as" in errs[0]
+    (disk / "filler").unlink()
+    assert_the_first_point_is_kept(disk)
