@@ -298,7 +298,8 @@ def test_a_file_without_checksums_is_reported_with_a_note(corpus, tmp_path, form
         out[sealed] = p.stdout if form[:1] != ["--doc"] else (d / "out.md").read_text()
         notes = [l for l in p.stderr.splitlines() if "no checksums" in l]
         assert notes == ([] if sealed else [
-            f"dpscale: note: {name} has no checksums (written before dpscale sealed its files, schema 5): a damaged byte "
+            f"dpscale: note: {name} has no checksums (written before dpscale sealed its files, schema "
+            f"{h5py.File(d / name, 'r').attrs['schema_version']}): a damaged byte "
             f"in it could change a figure unnoticed; seal a copy you trust with `dpscale seal {name}`"
             for name in names[1:]]), p.stderr
     assert out[True] == out[False]  # the note is beside the tables, never in them
