@@ -80,6 +80,11 @@ struct model_ops {
     /* The factor gradcheck scales the initial matrices by, so that every gradient is
      * above what float32 finite differences resolve (1: as initialised). */
     float gradcheck_matrix_scale;
+    /* gradcheck's step, tolerance and the loss's float noise in ulps, where the defaults
+     * (3e-3, 1e-2, 2) do not fit the model (0: the default): a network of ReLUs and max
+     * pools has kinks that a larger step crosses (src/models/resnet.c). */
+    float gradcheck_eps;
+    double gradcheck_tolerance, gradcheck_quanta;
     /* 0 when backend `be` has every operation the model needs; else -1 and why, with the fix. */
     int (*supported)(const struct model *m, const struct backend *be, char *err, size_t errlen);
     void (*alloc_acts)(struct backend *be, const struct model *m, int B, struct step_buffers *rb);
