@@ -8,7 +8,6 @@
 #include "../error.h"
 #include "resnet_internal.h"
 
-static const void *weight_at(const struct step_buffers *rb, size_t offset) { return step_elem(step_weights(rb), offset, rb->elem); }
 
 static struct conv_shape shape_of(const struct rn_conv *c, int N)
 {
@@ -29,7 +28,7 @@ static void conv_forward(struct backend *be, const struct step_buffers *rb, stru
         if (wel) be->ops->im2col(be, a->col, x, &s);
         col = a->col;
     }
-    be->ops->gemm(be, 0, 1, M, c->cout, K, 1.0f, col, K, weight_at(rb, c->w), K, 0.0f, y, 0, c->cout);
+    be->ops->gemm(be, 0, 1, M, c->cout, K, 1.0f, col, K, step_weight_at(rb, c->w), K, 0.0f, y, 0, c->cout);
 }
 
 /* From dy [B*P*P x cout]: the weight's gradient into the arena, and dx [B*H*H x cin]
@@ -48,7 +47,7 @@ static void conv_backward(struct backend *be, const struct step_buffers *rb, str
                   rb->grad_dtype == DT_F32, K);
     if (dx == NULL) return;
     if (!plain && accumulate) DP_FATAL(NULL, "resnet: a strided or k x k convolution cannot add into its input's gradient");
-    be->ops->gemm(be, 0, 0, M, K, c->cout, 1.0f, dy, c->cout, weight_at(rb, c->w), K, accumulate && wel ? 1.0f : 0.0f,
+    be->ops->gemm(be, 0, 0, M, K, c->cout, 1.0f, dy, c->cout, step_weight_at(rb, c->w), K, accumulate && wel ? 1.0f : 0.0f,
                   plain ? dx : a->col, 0, K);
     if (!plain && wel) be->ops->col2im(be, dx, a->col, &s);
 }
@@ -57,8 +56,8 @@ static void bn_forward(struct backend *be, const struct step_buffers *rb, const 
                        const struct rn_bn *n, void *y, const void *x, int rows, int relu)
 {
     be->ops->batchnorm_forward(be, y, a->mean + n->at, a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at, x,
-                               weight_at(rb, n->gamma), weight_at(rb, n->beta), rows, n->C, !p->frozen, RN_BN_MOMENTUM,
-                               relu);
+                               step_weight_at(rb, n->gamma), step_weight_at(rb, n->beta), rows, n->C, !p->frozen,
+                               RN_BN_MOMENTUM, relu);
 }
 
 /* relu_out: the forward's output after its ReLU, or NULL (none) */
@@ -66,25 +65,13 @@ static void bn_backward(struct backend *be, const struct step_buffers *rb, const
                         const struct rn_bn *n, void *dx, const void *dy, const void *x, const void *relu_out, int rows)
 {
     be->ops->batchnorm_backward(be, dx, step_grad_at(rb, n->gamma), step_grad_at(rb, n->beta), rb->grad_dtype, dy, x,
-                                relu_out, a->mean + n->at, a->rstd + n->at, weight_at(rb, n->gamma), rows, n->C,
+                                relu_out, a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma), rows, n->C,
                                 !p->frozen);
 }
 
 static struct conv_shape pool_shape(const struct resnet *p, int N)
 {
     return (struct conv_shape){N, p->stem.P, p->stem.P, p->width, 3, 3, 2, 1, p->pool, p->pool};
-}
-
-static void stage_begin(const struct step_hook *hook, int stage)
-{
-    if (hook != NULL && hook->stage_begin != NULL) hook->stage_begin(hook->ctx, stage);
-}
-
-static void grads_done(const struct model *m, const struct step_hook *hook, int stage)
-{
-    size_t lo, hi;
-    if (hook == NULL || hook->grads_done == NULL || model_stage_range(m, stage, &lo, &hi) != 0) return;
-    hook->grads_done(hook->ctx, hi);
 }
 
 /* with_elementwise = 0: the GEMMs alone. */
@@ -94,7 +81,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     const struct resnet *p = resnet_of(m);
     struct rn_acts *a = rb->acts;
     const int B = a->B;
-    stage_begin(hook, 0);
+    step_hook_stage_begin(hook, 0);
     conv_forward(be, rb, a, &p->stem, a->x, a->y0, wel);
     if (wel) {
         const struct conv_shape ps = pool_shape(p, B);
@@ -106,7 +93,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         const struct rn_block *k = &p->blk[i];
         struct rn_block_acts *s = &a->blk[i];
         const int rin = B * k->H * k->H, rout = B * k->P * k->P;
-        stage_begin(hook, i + 1);
+        step_hook_stage_begin(hook, i + 1);
         conv_forward(be, rb, a, &k->c1, x, s->y1, wel);
         if (wel) bn_forward(be, rb, p, a, &k->b1, s->a1, s->y1, rin, 1);
         conv_forward(be, rb, a, &k->c2, s->a1, s->y2, wel);
@@ -120,13 +107,13 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         if (wel) be->ops->add_relu(be, s->out, k->proj ? a->t[0] : x, (size_t)rout * (size_t)k->cout);
         x = s->out;
     }
-    stage_begin(hook, p->nblocks + 1);
+    step_hook_stage_begin(hook, p->nblocks + 1);
     if (wel) be->ops->avgpool_forward(be, a->feat, x, B, p->feat_hw, p->feat);
-    be->ops->gemm(be, 0, 1, B, p->classes, p->feat, 1.0f, a->feat, p->feat, weight_at(rb, p->fc_w), p->feat, 0.0f,
+    be->ops->gemm(be, 0, 1, B, p->classes, p->feat, 1.0f, a->feat, p->feat, step_weight_at(rb, p->fc_w), p->feat, 0.0f,
                   a->logits, 0, p->classes);
     if (wel)
-        be->ops->bias_act_forward(be, a->logits, a->logits, weight_at(rb, p->fc_b),
-                                  rb->params_lp != NULL ? be->act_dtype : DT_F32, B, p->classes, ACT_NONE);
+        be->ops->bias_act_forward(be, a->logits, a->logits, step_weight_at(rb, p->fc_b), step_weight_dtype(be, rb), B,
+                                  p->classes, ACT_NONE);
 }
 
 /* From the logits' gradient; with_elementwise as above. The stream's gradient is in
@@ -142,11 +129,11 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
     if (wel) be->ops->bias_grad(be, step_grad_at(rb, p->fc_b), rb->grad_dtype, a->dlogits, B, p->classes);
     be->ops->gemm(be, 1, 0, p->classes, p->feat, B, 1.0f, a->dlogits, p->classes, a->feat, p->feat, 0.0f,
                   step_grad_at(rb, p->fc_w), rb->grad_dtype == DT_F32, p->feat);
-    be->ops->gemm(be, 0, 0, B, p->feat, p->classes, 1.0f, a->dlogits, p->classes, weight_at(rb, p->fc_w), p->feat, 0.0f,
+    be->ops->gemm(be, 0, 0, B, p->feat, p->classes, 1.0f, a->dlogits, p->classes, step_weight_at(rb, p->fc_w), p->feat, 0.0f,
                   a->dfeat, 0, p->feat);
     int gi = 0;
     if (wel) be->ops->avgpool_backward(be, a->g[gi], a->dfeat, B, p->feat_hw, p->feat);
-    grads_done(m, hook, p->nblocks + 1);
+    step_hook_stage_done(m, hook, p->nblocks + 1);
     for (int i = p->nblocks - 1; i >= 0; i--) {
         const struct rn_block *k = &p->blk[i];
         struct rn_block_acts *s = &a->blk[i];
@@ -166,7 +153,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         conv_backward(be, rb, a, &k->c2, s->a1, t1, t0, 0, wel);
         if (wel) bn_backward(be, rb, p, a, &k->b1, t0, t0, s->y1, s->a1, rin);
         conv_backward(be, rb, a, &k->c1, x, t0, dx, 1, wel); /* dx: the shortcut's gradient, plus this */
-        grads_done(m, hook, i + 1);
+        step_hook_stage_done(m, hook, i + 1);
     }
     if (wel) {
         const struct conv_shape ps = pool_shape(p, B);
@@ -174,7 +161,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         bn_backward(be, rb, p, a, &p->stem_bn, t0, t0, a->y0, a->a0, B * p->stem.P * p->stem.P);
     }
     conv_backward(be, rb, a, &p->stem, a->x, t0, NULL, 0, wel);
-    grads_done(m, hook, 0);
+    step_hook_stage_done(m, hook, 0);
 }
 
 void rn_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,

@@ -15,36 +15,10 @@
 #include "../../kernels/synthetic.h"
 #include "../../src/backend.h"
 #include "check.h"
+#include "test_arrays.h"
 
 #define FD_EPS 1e-3f
 #define FD_TOL 1e-2
-
-/* a tiny LCG: uniform floats in [-1, 1) */
-static float lcg(unsigned *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return (float)((*s >> 8) * (1.0 / 8388608.0)) - 1.0f;
-}
-
-static float *rand_array(size_t n, unsigned seed)
-{
-    float *a = malloc(n * sizeof *a);
-    for (size_t i = 0; i < n; i++) a[i] = lcg(&seed);
-    return a;
-}
-
-static double dot_d(const float *a, const float *b, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
-    return s;
-}
-
-static double rel_err(double a, double n)
-{
-    const double den = fabs(a) + fabs(n);
-    return fabs(a - n) / (den > 1e-3 ? den : 1e-3);
-}
 
 static struct conv_shape conv(int N, int H, int W, int C, int R, int stride, int pad)
 {
@@ -81,7 +55,8 @@ TEST(col2im_is_the_adjoint_of_im2col)
         cpu_im2col(col, x, s);
         cpu_col2im(dx, y, s);
         const double lhs = dot_d(col, y, nc), rhs = dot_d(x, dx, nx);
-        if (fabs(lhs - rhs) > 1e-5 * (fabs(lhs) + 1.0)) printf("    shape %d: <im2col x, y> %.9g, <x, col2im y> %.9g\n", k, lhs, rhs);
+        if (fabs(lhs - rhs) > 1e-5 * (fabs(lhs) + 1.0))
+            printf("    shape %d: <im2col x, y> %.9g, <x, col2im y> %.9g\n", k, lhs, rhs);
         CHECK(fabs(lhs - rhs) <= 1e-5 * (fabs(lhs) + 1.0));
         free(x), free(y), free(col), free(dx);
     }
@@ -131,7 +106,8 @@ TEST(convolution_as_im2col_and_gemm_matches_the_direct_definition)
         const struct conv_shape *s = &all[k];
         const int M = (int)col_rows(s), K = col_cols(s);
         const size_t nx = x_size(s), nc = (size_t)M * K;
-        float *x = rand_array(nx, 21 + k), *w = rand_array((size_t)COUT * K, 31 + k), *dy = rand_array((size_t)M * COUT, 41 + k);
+        float *x = rand_array(nx, 21 + k), *w = rand_array((size_t)COUT * K, 31 + k);
+        float *dy = rand_array((size_t)M * COUT, 41 + k);
         float *col = malloc(nc * 4), *y = malloc((size_t)M * COUT * 4), *dw = malloc((size_t)COUT * K * 4);
         float *dx = malloc(nx * 4);
         double *ry = malloc((size_t)M * COUT * 8), *rdw = malloc((size_t)COUT * K * 8), *rdx = malloc(nx * 8);
@@ -240,7 +216,10 @@ TEST(batchnorm_training_normalises_each_channel_and_updates_the_running_statisti
         double m = 0.0, v = 0.0, ym = 0.0, yv = 0.0;
         for (int i = 0; i < BR; i++) m += x[i * BC + j], ym += y[i * BC + j];
         m /= BR, ym /= BR;
-        for (int i = 0; i < BR; i++) v += (x[i * BC + j] - m) * (x[i * BC + j] - m), yv += (y[i * BC + j] - ym) * (y[i * BC + j] - ym);
+        for (int i = 0; i < BR; i++) {
+            v += (x[i * BC + j] - m) * (x[i * BC + j] - m);
+            yv += (y[i * BC + j] - ym) * (y[i * BC + j] - ym);
+        }
         v /= BR, yv /= BR;
         CHECK_NEAR(mean[j], m, 1e-6);
         CHECK_NEAR(rstd[j], 1.0 / sqrt(v + 1e-5), 1e-4);
