@@ -21,5 +21,8 @@ void cpu_synth_batch(float *x, int *labels, uint64_t first_sample, int rows, int
  * (GPT) or [B*nmask] with mask_rows [B*nmask] (BERT). */
 void cpu_synth_tokens(int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first_sample, int B, int T,
                       int V, int nmask, int bert, uint64_t seed);
+/* B images H x W x C (NHWC) of the image task (synthetic.h) and their labels [B]. */
+void cpu_synth_images(float *x, int *labels, uint64_t first_sample, int B, int H, int W, int C, int classes,
+                      uint64_t seed);
 
 #endif

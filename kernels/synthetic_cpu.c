@@ -32,3 +32,19 @@ void cpu_synth_tokens(int *tokens, int *segments, int *targets, int *mask_rows, 
             }
         }
 }
+
+void cpu_synth_images(float *x, int *labels, uint64_t first_sample, int B, int H, int W, int C, int classes,
+                      uint64_t seed)
+{
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        const uint64_t sample = first_sample + (uint64_t)b;
+        const int label = synth_label(seed, sample, classes);
+        labels[b] = label;
+        float *img = x + (size_t)b * H * W * C;
+        for (int h = 0; h < H; h++)
+            for (int w = 0; w < W; w++)
+                for (int c = 0; c < C; c++)
+                    img[((size_t)h * W + w) * C + c] = synth_pixel(seed, sample, label, h, w, c, H, W, C);
+    }
+}

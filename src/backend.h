@@ -43,6 +43,15 @@ struct gemm_fusion {
                            * itself); NULL: none */
 };
 
+/* The geometry of a convolution's or a pooling's windows over NHWC images: N images
+ * of H x W x C in, windows of R x S moved by `stride`, `pad` zeros (pooling: nothing)
+ * around, P x Q out, P = (H + 2 pad - R) / stride + 1 and Q likewise. */
+struct conv_shape {
+    int N, H, W, C;
+    int R, S, stride, pad;
+    int P, Q;
+};
+
 struct backend_info {
     char device_name[256];
     char library[160];  /* e.g. "OpenBLAS 0.3.21 ..." or "cuBLASLt 130100, CUDA runtime 13000" */
@@ -164,6 +173,37 @@ struct backend_ops {
     void (*synth_tokens)(struct backend *b, int *tokens, int *segments, int *targets, int *mask_rows,
                          uint64_t first_sample, int B, int T, int V, int nmask, int bert, uint64_t seed);
     void (*scatter_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+
+    /* The ResNet's operations (kernels/resnet_cpu.h has their exact semantics). Images
+     * are NHWC, [N*H*W x C] row-major; activations and the norms' gains in the compute
+     * dtype, gradients in grad_dtype, the statistics fp32. NULL where a backend has none
+     * yet: the resnet is refused there with a message. */
+    /* col [N*P*Q x R*S*C] = the windows of x (zeros where they reach into the padding). */
+    void (*im2col)(struct backend *b, void *col, const void *x, const struct conv_shape *s);
+    /* dx [N*H*W x C] = the adjoint of im2col applied to col (overwritten, not added to). */
+    void (*col2im)(struct backend *b, void *dx, const void *col, const struct conv_shape *s);
+    /* y = (x - mean) rstd gamma + beta per channel (column), then ReLU when relu; training:
+     * mean and rstd of this batch's rows, and the running statistics updated with
+     * `momentum`; else the running statistics themselves. mean, rstd [C] kept for backward. */
+    void (*batchnorm_forward)(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
+                              const void *x, const void *gamma, const void *beta, int rows, int C, int training,
+                              float momentum, int relu);
+    /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; y: the forward's
+     * output, whose zeros mask dy (its ReLU), or NULL (none). */
+    void (*batchnorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                               const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
+                               int rows, int C, int training);
+    void (*add_relu)(struct backend *b, void *y, const void *x, size_t n); /* y = max(y + x, 0) */
+    /* y = the windows' maxima, argmax their positions (h W + w in the image); backward
+     * routes dy to them (dx overwritten). */
+    void (*maxpool_forward)(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s);
+    void (*maxpool_backward)(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s);
+    /* y [N x C] = the mean of each image's HW rows of x [N*HW x C]; backward spreads dy evenly. */
+    void (*avgpool_forward)(struct backend *b, void *y, const void *x, int N, int HW, int C);
+    void (*avgpool_backward)(struct backend *b, void *dx, const void *dy, int N, int HW, int C);
+    /* B images H x W x C of the image task from first_sample (kernels/synthetic.h), and their labels. */
+    void (*synth_images)(struct backend *b, void *x, int *labels, uint64_t first_sample, int B, int H, int W, int C,
+                         int classes, uint64_t seed);
 
     struct backend_event *(*event_create)(struct backend *b);
     void (*event_destroy)(struct backend *b, struct backend_event *e);

@@ -27,7 +27,8 @@ enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
 enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_HOST = 3, PATH_NET = 4 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
 enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 }; /* = enum reduce_op of dtype.h */
-enum model_type { MODEL_MLP = 0, MODEL_GPT = 1, MODEL_BERT = 2 }; /* model.type */
+enum model_type { MODEL_MLP = 0, MODEL_GPT = 1, MODEL_BERT = 2, MODEL_RESNET = 3 }; /* model.type */
+enum batchnorm_mode { BATCHNORM_BATCH = 0, BATCHNORM_FROZEN = 1 }; /* model.batchnorm (resnet) */
 enum master_weights { MASTER_FP32 = 0, MASTER_OFF = 1 }; /* train.master_weights */
 enum optimizer_state { STATE_FP32 = 0, STATE_COMPUTE = 1 }; /* train.optimizer_state */
 enum shm_copy { SHM_COPY_SM = 0, SHM_COPY_CE = 1 }; /* comm.shm_copy */
@@ -47,6 +48,11 @@ struct config {
     int hidden_dim;
     int classes;
     int activation; /* enum activation */
+    int image_size;  /* resnet: images of image_size x image_size x 3 */
+    int blocks[CONFIG_MAX_SWEEP]; /* resnet: bottleneck blocks per stage (a KEY_INTLIST: the count follows) */
+    int nblocks;     /* resnet: stages */
+    int width;       /* resnet: channels of the stem and of the first stage's bottlenecks */
+    int batchnorm;   /* enum batchnorm_mode */
 
     /* [train] */
     int scaling; /* enum scaling */

@@ -5,7 +5,8 @@
 
 #include "config.h"
 
-static const char *const model_type_names[] = {"mlp", "gpt", "bert", NULL};
+static const char *const model_type_names[] = {"mlp", "gpt", "bert", "resnet", NULL};
+static const char *const batchnorm_names[] = {"batch", "frozen", NULL};
 static const char *const activation_names[] = {"gelu", "relu", NULL};
 static const char *const scaling_names[] = {"weak", "strong", NULL};
 static const char *const optimizer_names[] = {"sgd", "adamw", NULL};
@@ -34,7 +35,8 @@ const struct config_key config_keys[] = {
      "the model family: mlp (dense layers on a synthetic classification task: model.layers, input_dim, hidden_dim, "
      "classes, activation); gpt (pre-LN decoder, causal, loss on every position) or bert (post-LN encoder, masked-LM "
      "loss on mask_fraction of the positions): model.layers blocks of width hidden_dim, heads, seq_len, vocab, FFN "
-     "4 x hidden_dim, GELU, the head tied to the token embedding"},
+     "4 x hidden_dim, GELU, the head tied to the token embedding; resnet (ResNet v1.5 on synthetic images, NHWC: "
+     "model.image_size, blocks, width, classes, batchnorm)"},
     {"model", "layers", KEY_INT, OFF(layers), 1, 4096, NULL, "4", "number of dense layers"},
     {"model", "input_dim", KEY_INT, OFF(input_dim), 1, 1048576, NULL, "512", "features of a sample"},
     {"model", "hidden_dim", KEY_INT, OFF(hidden_dim), 1, 1048576, NULL, "1024", "width of the hidden layers"},
@@ -45,6 +47,17 @@ const struct config_key config_keys[] = {
     {"model", "mask_fraction", KEY_DOUBLE, OFF(mask_fraction), 0.0001, 1, NULL, "0.15",
      "bert: the share of positions masked and predicted (gathered before the head); 1 = every position"},
     {"model", "activation", KEY_ENUM, OFF(activation), 0, 0, activation_names, "gelu", "activation after each hidden layer"},
+    {"model", "image_size", KEY_INT, OFF(image_size), 1, 65536, NULL, "224",
+     "resnet: the synthetic images are image_size x image_size x 3 (224 for ImageNet's)"},
+    {"model", "blocks", KEY_INTLIST, OFF(blocks), 1, 1024, NULL, "3,4,6,3",
+     "resnet: bottleneck blocks of each stage, 1 to 8 stages (3,4,6,3: ResNet-50; 3,4,23,3: ResNet-101); stage s is "
+     "width x 2^s wide inside its bottlenecks, 4 x that outside, and halves the image from the second stage on"},
+    {"model", "width", KEY_INT, OFF(width), 1, 65536, NULL, "64",
+     "resnet: channels of the stem and of the first stage's bottlenecks (64 for ResNet-50)"},
+    {"model", "batchnorm", KEY_ENUM, OFF(batchnorm), 0, 0, batchnorm_names, "batch",
+     "resnet: batch = training-mode batch norm over each rank's own batch (as DDP without SyncBatchNorm), the running "
+     "statistics kept with momentum 0.1; frozen = the running statistics (mean 0, variance 1) held fixed, as in eval "
+     "mode: the loss is then a sum over samples, and N ranks train what one rank trains on their batch (a test mode)"},
 
     {"train", "scaling", KEY_ENUM, OFF(scaling), 0, 0, scaling_names, "weak",
      "weak: batch per GPU fixed; strong: global batch fixed"},

@@ -18,6 +18,14 @@
 
 #define GRADCHECK_EPS 3e-3f     /* step of the central difference: smaller drowns in float32, larger in curvature */
 #define GRADCHECK_TOLERANCE 1e-2 /* on |a - n| / max(|a| + |n|, floor): see resolution_floor */
+
+#define GRADCHECK_QUANTA 2.0  /* the loss's float noise that the differences must clear, in ulps of the loss */
+
+/* The model's step, tolerance and noise (struct model_ops), or the defaults above. */
+struct probe {
+    float eps;
+    double tolerance, quanta;
+};
 #define COORDS_PER_TENSOR 8
 
 /* Global loss of the current parameters: the mean over ranks of each rank's mean. */
@@ -31,14 +39,14 @@ static double global_loss(struct backend *be, const struct model *m, struct step
     return sum / group_size(c);
 }
 
-/* The loss is a float: a central difference cannot resolve a slope finer than two of
- * its quanta, 2 ulp(L) / (2 eps). The relative error's denominator is at least that
- * resolution over the tolerance (and 1e-3), so that a gradient below what the
- * differences resolve is checked to that resolution, not to noise. */
-static double resolution_floor(double plus, double minus)
+/* The loss is a float: a central difference cannot resolve a slope finer than its noise,
+ * two quanta by default (a model's own: gradcheck_quanta), 2 ulp(L) / (2 eps). The relative error's
+ * denominator is at least that resolution over the tolerance (and 1e-3), so that a
+ * gradient below what the differences resolve is checked to that resolution, not to noise. */
+static double resolution_floor(double plus, double minus, const struct probe *pr)
 {
     const double l = fmax(fabs(plus), fabs(minus)), ulp = l * FLT_EPSILON;
-    return fmax(1e-3, 2.0 * ulp / (2.0 * GRADCHECK_EPS) / GRADCHECK_TOLERANCE);
+    return fmax(1e-3, pr->quanta * ulp / (2.0 * pr->eps) / pr->tolerance);
 }
 
 static void set_param(struct backend *be, struct step_buffers *rb, size_t k, float value)
@@ -117,8 +125,12 @@ int cmd_gradcheck(int argc, char **argv)
     }
     be->ops->download(be, grads, rb.grads, m->nparams * sizeof(float)); /* fp32: gradcheck runs in fp32 */
 
+    const struct model_ops *o = m->ops;
+    const struct probe pr = {o->gradcheck_eps > 0 ? o->gradcheck_eps : GRADCHECK_EPS,
+                             o->gradcheck_tolerance > 0 ? o->gradcheck_tolerance : GRADCHECK_TOLERANCE,
+                             o->gradcheck_quanta > 0 ? o->gradcheck_quanta : GRADCHECK_QUANTA};
     say("gradcheck: %d ranks x batch %d, %zu parameters, central differences with eps %g\n", N, B, m->nparams,
-        (double)GRADCHECK_EPS);
+        (double)pr.eps);
     say("%-24s %10s %14s %14s %10s\n", "tensor", "index", "analytic", "numeric", "rel_err");
     double worst = 0.0;
     int checked = 0;
@@ -128,23 +140,23 @@ int cmd_gradcheck(int argc, char **argv)
             const size_t idx = synth_hash3((uint64_t)s.cfg.seed, (uint64_t)i, (uint64_t)t) % tensor->count;
             const size_t k = tensor->offset + idx;
             const float p = params[k];
-            double plus = perturbed_loss(be, m, &rb, B, g, k, p + GRADCHECK_EPS);
-            double minus = perturbed_loss(be, m, &rb, B, g, k, p - GRADCHECK_EPS);
+            double plus = perturbed_loss(be, m, &rb, B, g, k, p + pr.eps);
+            double minus = perturbed_loss(be, m, &rb, B, g, k, p - pr.eps);
             set_param(be, &rb, k, p);
-            const double numeric = (plus - minus) / (2.0 * GRADCHECK_EPS);
+            const double numeric = (plus - minus) / (2.0 * pr.eps);
             const double analytic = grads[k] / (double)N;
-            const double denom = fmax(fabs(analytic) + fabs(numeric), resolution_floor(plus, minus));
+            const double denom = fmax(fabs(analytic) + fabs(numeric), resolution_floor(plus, minus, &pr));
             const double rel = fabs(analytic - numeric) / denom;
             if (rel > worst || isnan(rel)) worst = isnan(rel) ? INFINITY : rel;
             checked++;
-            if (t == 0 || rel > GRADCHECK_TOLERANCE) /* every failing coordinate is named */
+            if (t == 0 || rel > pr.tolerance) /* every failing coordinate is named */
                 say("%-24s %10zu %14.6e %14.6e %10.2e%s\n", tensor->name, idx, analytic, numeric, rel,
-                    rel > GRADCHECK_TOLERANCE ? "  <- over" : "");
+                    rel > pr.tolerance ? "  <- over" : "");
         }
     }
-    const int pass = worst <= GRADCHECK_TOLERANCE;
+    const int pass = worst <= pr.tolerance;
     say("gradcheck: %d coordinates, max relative error %.3e (tolerance %.0e): %s\n", checked, worst,
-        GRADCHECK_TOLERANCE, pass ? "PASS" : "FAIL");
+        pr.tolerance, pass ? "PASS" : "FAIL");
 
     free(params);
     free(grads);

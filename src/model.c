@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "models/mlp.h"
+#include "models/resnet.h"
 #include "models/transformer.h"
 #include "step.h"
 
@@ -22,6 +23,7 @@ int model_describe(const struct config *cfg, struct model *m, char *err, size_t 
     case MODEL_MLP: rc = mlp_describe(cfg, m, err, errlen); break;
     case MODEL_GPT:
     case MODEL_BERT: rc = transformer_describe(cfg, m, err, errlen); break;
+    case MODEL_RESNET: rc = resnet_describe(cfg, m, err, errlen); break;
     default:
         snprintf(err, errlen, "model.type %d is not known to this build; use mlp", cfg->model_type);
         return -1;
@@ -96,7 +98,8 @@ int model_stage_range(const struct model *m, int stage, size_t *lo, size_t *hi)
 
 const char *model_type_name(int type)
 {
-    return type == MODEL_MLP ? "mlp" : type == MODEL_GPT ? "gpt" : type == MODEL_BERT ? "bert" : "unknown";
+    return type == MODEL_MLP ? "mlp" : type == MODEL_GPT ? "gpt" : type == MODEL_BERT ? "bert"
+           : type == MODEL_RESNET ? "resnet" : "unknown";
 }
 
 const char *model_unit_name(int unit)

@@ -21,7 +21,8 @@ static struct {
 static const char *const names[OPK_COUNT] = {
     "gemm", "gemm + epilogue", "bias + activation", "activation backward", "bias gradient", "softmax cross-entropy",
     "optimizer", "cast", "embedding forward", "embedding backward", "layernorm forward", "layernorm backward",
-    "attention forward", "attention backward", "flash attention forward", "flash attention backward", "residual add", "row gather/scatter", "synthetic data", "zero"};
+    "attention forward", "attention backward", "flash attention forward", "flash attention backward", "residual add", "row gather/scatter", "synthetic data", "zero",
+    "im2col / col2im", "batchnorm forward", "batchnorm backward", "pooling"};
 
 const char *op_kind_name(int kind) { return kind >= 0 && kind < OPK_COUNT ? names[kind] : "?"; }
 int op_kind_is_gemm(int kind) { return kind == OPK_GEMM || kind == OPK_GEMM_FUSED; }
@@ -151,6 +152,48 @@ static void w_synth_tokens(struct backend *b, int *t, int *s, int *targets, int 
     TIMED(OPK_DATA, synth_tokens, b, t, s, targets, mask_rows, first, B, T, V, nmask, bert, seed);
 }
 static void w_zero(struct backend *b, void *ptr, size_t bytes) { TIMED(OPK_ZERO, zero, b, ptr, bytes); }
+static void w_im2col(struct backend *b, void *col, const void *x, const struct conv_shape *s)
+{
+    TIMED(OPK_IM2COL, im2col, b, col, x, s);
+}
+static void w_col2im(struct backend *b, void *dx, const void *col, const struct conv_shape *s)
+{
+    TIMED(OPK_IM2COL, col2im, b, dx, col, s);
+}
+static void w_bn_fwd(struct backend *b, void *y, float *mean, float *rstd, float *rm, float *rv, const void *x,
+                     const void *gamma, const void *beta, int rows, int C, int training, float momentum, int relu)
+{
+    TIMED(OPK_BATCHNORM_FORWARD, batchnorm_forward, b, y, mean, rstd, rm, rv, x, gamma, beta, rows, C, training,
+          momentum, relu);
+}
+static void w_bn_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
+                     const void *y, const float *mean, const float *rstd, const void *gamma, int rows, int C,
+                     int training)
+{
+    TIMED(OPK_BATCHNORM_BACKWARD, batchnorm_backward, b, dx, dg, db, gd, dy, x, y, mean, rstd, gamma, rows, C, training);
+}
+static void w_add_relu(struct backend *b, void *y, const void *x, size_t n) { TIMED(OPK_ADD, add_relu, b, y, x, n); }
+static void w_maxpool_fwd(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
+{
+    TIMED(OPK_POOL, maxpool_forward, b, y, argmax, x, s);
+}
+static void w_maxpool_bwd(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s)
+{
+    TIMED(OPK_POOL, maxpool_backward, b, dx, dy, argmax, s);
+}
+static void w_avgpool_fwd(struct backend *b, void *y, const void *x, int N, int HW, int C)
+{
+    TIMED(OPK_POOL, avgpool_forward, b, y, x, N, HW, C);
+}
+static void w_avgpool_bwd(struct backend *b, void *dx, const void *dy, int N, int HW, int C)
+{
+    TIMED(OPK_POOL, avgpool_backward, b, dx, dy, N, HW, C);
+}
+static void w_synth_images(struct backend *b, void *x, int *labels, uint64_t first, int B, int H, int W, int C,
+                           int classes, uint64_t seed)
+{
+    TIMED(OPK_DATA, synth_images, b, x, labels, first, B, H, W, C, classes, seed);
+}
 
 void op_profile_begin(struct backend *be, struct op_profile *p)
 {
@@ -185,6 +228,16 @@ void op_profile_begin(struct backend *be, struct op_profile *p)
     WRAP(synth_batch, w_synth_batch);
     WRAP(synth_tokens, w_synth_tokens);
     WRAP(zero, w_zero);
+    WRAP(im2col, w_im2col);
+    WRAP(col2im, w_col2im);
+    WRAP(batchnorm_forward, w_bn_fwd);
+    WRAP(batchnorm_backward, w_bn_bwd);
+    WRAP(add_relu, w_add_relu);
+    WRAP(maxpool_forward, w_maxpool_fwd);
+    WRAP(maxpool_backward, w_maxpool_bwd);
+    WRAP(avgpool_forward, w_avgpool_fwd);
+    WRAP(avgpool_backward, w_avgpool_bwd);
+    WRAP(synth_images, w_synth_images);
 #undef WRAP
     be->ops = w;
 }

@@ -57,6 +57,33 @@ struct step_hook {
     void *ctx;
 };
 
+/* Element `offset` of the weights the GEMMs read (for the models' passes). */
+static inline const void *step_weight_at(const struct step_buffers *rb, size_t offset)
+{
+    return step_elem(step_weights(rb), offset, rb->elem);
+}
+
+/* The dtype of those weights: the compute copy's, or fp32 (for the bias kernels). */
+static inline int step_weight_dtype(const struct backend *be, const struct step_buffers *rb)
+{
+    return rb->params_lp != NULL ? be->act_dtype : DT_F32;
+}
+
+/* For the models' passes: forward is about to read stage `stage` (hook may be NULL). */
+static inline void step_hook_stage_begin(const struct step_hook *hook, int stage)
+{
+    if (hook != NULL && hook->stage_begin != NULL) hook->stage_begin(hook->ctx, stage);
+}
+
+/* Backward has finished stage `stage` of m: the gradients up to the end of its range
+ * are complete (nothing to say for a stage without tensors). */
+static inline void step_hook_stage_done(const struct model *m, const struct step_hook *hook, int stage)
+{
+    size_t lo, hi;
+    if (hook == NULL || hook->grads_done == NULL || model_stage_range(m, stage, &lo, &hi) != 0) return;
+    hook->grads_done(hook->ctx, hi);
+}
+
 /* One input array of a step (struct model_ops.inputs). */
 struct model_input {
     const char *name;
@@ -80,6 +107,11 @@ struct model_ops {
     /* The factor gradcheck scales the initial matrices by, so that every gradient is
      * above what float32 finite differences resolve (1: as initialised). */
     float gradcheck_matrix_scale;
+    /* gradcheck's step, tolerance and the loss's float noise in ulps, where the defaults
+     * (3e-3, 1e-2, 2) do not fit the model (0: the default): a network of ReLUs and max
+     * pools has kinks that a larger step crosses (src/models/resnet.c). */
+    float gradcheck_eps;
+    double gradcheck_tolerance, gradcheck_quanta;
     /* 0 when backend `be` has every operation the model needs; else -1 and why, with the fix. */
     int (*supported)(const struct model *m, const struct backend *be, char *err, size_t errlen);
     void (*alloc_acts)(struct backend *be, const struct model *m, int B, struct step_buffers *rb);

@@ -181,7 +181,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     const void *input = a->x;
     for (int l = 0; l < p->nlayers; l++) {
         const struct mlp_layer *s = &p->layers[l];
-        if (hook != NULL && hook->stage_begin != NULL) hook->stage_begin(hook->ctx, l);
+        step_hook_stage_begin(hook, l);
         /* pre[B x out] = input[B x in] * W^T */
         const void *w = step_elem(step_weights(rb), s->w_offset, rb->elem);
         if (with_elementwise && rb->fuse_forward) { /* + bias (its compute copy), then GELU, in the epilogue */

@@ -320,13 +320,6 @@ static void tf_data(struct backend *be, const struct model *m, struct step_buffe
 
 /* ---- the passes ---------------------------------------------------------------------- */
 
-/* The weights' element `offset` (the compute copy), and its dtype for the bias kernels. */
-static const void *weight_at(const struct step_buffers *rb, size_t offset) { return step_elem(step_weights(rb), offset, rb->elem); }
-static int wdtype(const struct backend *be, const struct step_buffers *rb)
-{
-    return rb->params_lp != NULL ? be->act_dtype : DT_F32;
-}
-
 /* y[R x out] = act(x[R x in] W^T + bias) (+ residual [R x out]; NULL: none), y_pre the
  * pre-activation; with_elementwise = 0: the GEMM alone. With train.gemm_epilogue the
  * bias, GELU and residual are cuBLASLt's epilogue; else our kernels after the GEMM. */
@@ -334,14 +327,14 @@ static void linear(struct backend *be, const struct step_buffers *rb, void *y_pr
                    size_t bias, int R, int in, int out, int act, const void *residual, int with_elementwise)
 {
     if (with_elementwise && rb->fuse_forward) {
-        const struct gemm_fusion f = {act == ACT_GELU ? EPI_GELU_BIAS : EPI_BIAS, (void *)weight_at(rb, bias), y_pre,
-                                      residual};
-        be->ops->gemm_fused(be, 0, 1, R, out, in, x, in, weight_at(rb, w), in, y, out, &f);
+        const struct gemm_fusion f = {act == ACT_GELU ? EPI_GELU_BIAS : EPI_BIAS, (void *)step_weight_at(rb, bias),
+                                      y_pre, residual};
+        be->ops->gemm_fused(be, 0, 1, R, out, in, x, in, step_weight_at(rb, w), in, y, out, &f);
         return;
     }
-    be->ops->gemm(be, 0, 1, R, out, in, 1.0f, x, in, weight_at(rb, w), in, 0.0f, y_pre, 0, out);
+    be->ops->gemm(be, 0, 1, R, out, in, 1.0f, x, in, step_weight_at(rb, w), in, 0.0f, y_pre, 0, out);
     if (!with_elementwise) return;
-    be->ops->bias_act_forward(be, y, y_pre, weight_at(rb, bias), wdtype(be, rb), R, out, act);
+    be->ops->bias_act_forward(be, y, y_pre, step_weight_at(rb, bias), step_weight_dtype(be, rb), R, out, act);
     if (residual != NULL) be->ops->add(be, y, residual, (size_t)R * (size_t)out);
 }
 
@@ -354,7 +347,8 @@ static void linear_backward(struct backend *be, const struct step_buffers *rb, v
     if (with_elementwise) be->ops->bias_grad(be, step_grad_at(rb, bias), rb->grad_dtype, d, R, out);
     be->ops->gemm(be, 1, 0, out, in, R, 1.0f, d, out, x, in, 0.0f, step_grad_at(rb, w), rb->grad_dtype == DT_F32, in);
     if (dx != NULL)
-        be->ops->gemm(be, 0, 0, R, in, out, 1.0f, d, out, weight_at(rb, w), in, accumulate ? 1.0f : 0.0f, dx, 0, in);
+        be->ops->gemm(be, 0, 0, R, in, out, 1.0f, d, out, step_weight_at(rb, w), in, accumulate ? 1.0f : 0.0f, dx, 0,
+                      in);
 }
 
 /* The FFN's second linear backward, from d = dL/dr2: fc2's gradients, and dfc =
@@ -372,13 +366,14 @@ static void ffn_backward(struct backend *be, const struct step_buffers *rb, void
     }
     linear_backward(be, rb, NULL, d, s->fcact, k->out_w, k->out_b, R, F, C, wel, 0);
     const struct gemm_fusion f = {EPI_DGELU, NULL, s->fcpre, NULL};
-    be->ops->gemm_fused(be, 0, 0, R, F, C, d, C, weight_at(rb, k->out_w), F, dfc, F, &f);
+    be->ops->gemm_fused(be, 0, 0, R, F, C, d, C, step_weight_at(rb, k->out_w), F, dfc, F, &f);
 }
 
 static void layernorm(struct backend *be, const struct step_buffers *rb, void *y, float *mean, float *rstd,
                       const void *x, size_t g, size_t b, int R, int C, int with_elementwise)
 {
-    if (with_elementwise) be->ops->layernorm_forward(be, y, mean, rstd, x, weight_at(rb, g), weight_at(rb, b), R, C);
+    if (with_elementwise)
+        be->ops->layernorm_forward(be, y, mean, rstd, x, step_weight_at(rb, g), step_weight_at(rb, b), R, C);
 }
 
 /* accumulate = 1: dx += the gradient through the LayerNorm (a pre-LN block's residual). */
@@ -388,19 +383,7 @@ static void layernorm_backward(struct backend *be, const struct step_buffers *rb
 {
     if (with_elementwise)
         be->ops->layernorm_backward(be, dx, step_grad_at(rb, g), step_grad_at(rb, b), rb->grad_dtype, dy, x, mean,
-                                    rstd, weight_at(rb, g), R, C, accumulate);
-}
-
-static void stage_begin(const struct step_hook *hook, int stage)
-{
-    if (hook != NULL && hook->stage_begin != NULL) hook->stage_begin(hook->ctx, stage);
-}
-
-static void grads_done(const struct model *m, const struct step_hook *hook, int stage)
-{
-    size_t lo, hi;
-    if (hook == NULL || hook->grads_done == NULL || model_stage_range(m, stage, &lo, &hi) != 0) return;
-    hook->grads_done(hook->ctx, hi);
+                                    rstd, step_weight_at(rb, g), R, C, accumulate);
 }
 
 /* with_elementwise = 0: the GEMMs alone, and attention's products (backend
@@ -411,18 +394,18 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
     const int R = a->R, C = p->C, F = p->F, wel = with_elementwise;
-    stage_begin(hook, 0);
+    step_hook_stage_begin(hook, 0);
     if (wel) {
         void *e = p->bert ? a->emb : a->x[0];
-        be->ops->embed_forward(be, e, a->tokens, p->bert ? a->segments : NULL, weight_at(rb, p->wte), weight_at(rb, p->wpe),
-                               p->bert ? weight_at(rb, p->wse) : NULL, a->B, p->T, C);
+        be->ops->embed_forward(be, e, a->tokens, p->bert ? a->segments : NULL, step_weight_at(rb, p->wte),
+                               step_weight_at(rb, p->wpe), p->bert ? step_weight_at(rb, p->wse) : NULL, a->B, p->T, C);
         if (p->bert) layernorm(be, rb, a->x[0], a->mean_e, a->rstd_e, e, p->lne_g, p->lne_b, R, C, wel);
     }
     for (int l = 0; l < p->L; l++) {
         const struct tf_block *k = &p->blk[l];
         struct tf_block_acts *s = &a->blk[l];
         const void *x = a->x[l];
-        stage_begin(hook, l + 1);
+        step_hook_stage_begin(hook, l + 1);
         /* attention: GPT reads LN1(x), BERT x itself */
         if (!p->bert) layernorm(be, rb, s->n1, s->mean1, s->rstd1, x, k->ln1_g, k->ln1_b, R, C, wel);
         linear(be, rb, s->qkv, s->qkv, p->bert ? x : s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, ACT_NONE, NULL, wel);
@@ -444,12 +427,13 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     }
     /* the head, tied to wte: GPT on LNf of every row, BERT on the masked rows */
     if (!p->bert) {
-        stage_begin(hook, p->L + 1);
+        step_hook_stage_begin(hook, p->L + 1);
         layernorm(be, rb, a->hf, a->mean_f, a->rstd_f, a->x[p->L], p->lnf_g, p->lnf_b, R, C, wel);
     } else if (wel) {
         be->ops->gather_rows(be, a->hf, a->x[p->L], a->mask_rows, a->M, C);
     }
-    be->ops->gemm(be, 0, 1, a->M, p->V, C, 1.0f, a->hf, C, weight_at(rb, p->wte), C, 0.0f, a->logits, 0, p->Vld);
+    be->ops->gemm(be, 0, 1, a->M, p->V, C, 1.0f, a->hf, C, step_weight_at(rb, p->wte), C, 0.0f, a->logits, 0,
+                  p->Vld);
 }
 
 static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int with_elementwise,
@@ -463,11 +447,13 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
     be->ops->gemm(be, 1, 0, p->V, C, a->M, 1.0f, a->dlogits, p->Vld, a->hf, C, 0.0f, step_grad_at(rb, p->wte),
                   rb->grad_dtype == DT_F32, C);
     if (!p->bert) {
-        be->ops->gemm(be, 0, 0, R, C, p->V, 1.0f, a->dlogits, p->Vld, weight_at(rb, p->wte), C, 0.0f, a->dt1, 0, C);
+        be->ops->gemm(be, 0, 0, R, C, p->V, 1.0f, a->dlogits, p->Vld, step_weight_at(rb, p->wte), C, 0.0f, a->dt1,
+                      0, C);
         layernorm_backward(be, rb, a->dx, a->dt1, a->x[p->L], a->mean_f, a->rstd_f, p->lnf_g, p->lnf_b, R, C, wel, 0);
-        grads_done(m, hook, p->L + 1);
+        step_hook_stage_done(m, hook, p->L + 1);
     } else {
-        be->ops->gemm(be, 0, 0, a->M, C, p->V, 1.0f, a->dlogits, p->Vld, weight_at(rb, p->wte), C, 0.0f, a->dt1, 0, C);
+        be->ops->gemm(be, 0, 0, a->M, C, p->V, 1.0f, a->dlogits, p->Vld, step_weight_at(rb, p->wte), C, 0.0f, a->dt1,
+                      0, C);
         if (wel) {
             be->ops->zero(be, a->dx, nel * rb->elem);
             be->ops->scatter_rows(be, a->dx, a->dt1, a->mask_rows, a->M, C);
@@ -516,7 +502,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
             linear_backward(be, rb, a->dt1, a->dqkv, s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, wel, 0);
             layernorm_backward(be, rb, a->dx, a->dt1, x, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel, 1);
         }
-        grads_done(m, hook, l + 1);
+        step_hook_stage_done(m, hook, l + 1);
     }
     if (wel) {
         const void *de = a->dx;
@@ -528,7 +514,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
                                 p->bert ? step_grad_at(rb, p->wse) : NULL, rb->grad_dtype, a->tokens,
                                 p->bert ? a->segments : NULL, de, a->B, p->T, C, p->V, p->S);
     }
-    grads_done(m, hook, 0);
+    step_hook_stage_done(m, hook, 0);
 }
 
 static void tf_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,

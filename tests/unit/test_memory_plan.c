@@ -104,6 +104,15 @@ TEST(bert_plan_is_the_allocation_plus_the_cuda_attention_scratch)
     check_plan_is_allocation(&c, DT_F32, B, 4, (size_t)B * 2 * 20 * 20 * sizeof(float));
 }
 
+TEST(resnet_plan_is_what_step_buffers_alloc_allocates_fp32_and_bf16)
+{
+    char *argv[] = {"run", "--model.type=resnet", "--model.image_size=20", "--model.blocks=1,2,1",
+                    "--model.width=4", "--model.classes=7", "--train.optimizer=adamw", NULL};
+    struct config c = load(7, argv);
+    check_plan_is_allocation(&c, DT_F32, 3, 5, 0);
+    check_plan_is_allocation(&c, DT_BF16, 2, 4, 0);
+}
+
 /* A file of `text` at dir/name (the folders made first). */
 static void put(const char *dir, const char *name, const char *text)
 {

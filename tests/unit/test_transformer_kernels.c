@@ -7,44 +7,10 @@
 
 #include "../../kernels/transformer_cpu.h"
 #include "check.h"
+#include "test_arrays.h"
 
 #define FD_EPS 1e-3f
 #define FD_TOL 1e-2
-
-/* a tiny LCG: uniform floats in [-1, 1) */
-static float lcg(unsigned *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return (float)((*s >> 8) * (1.0 / 8388608.0)) - 1.0f;
-}
-
-static float *rand_array(size_t n, unsigned seed)
-{
-    float *a = malloc(n * sizeof *a);
-    for (size_t i = 0; i < n; i++) a[i] = lcg(&seed);
-    return a;
-}
-
-static float *filled(size_t n, float value)
-{
-    float *a = malloc(n * sizeof *a);
-    for (size_t i = 0; i < n; i++) a[i] = value;
-    return a;
-}
-
-static double dot_d(const float *a, const float *r, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) s += (double)a[i] * r[i];
-    return s;
-}
-
-/* |analytic - numeric| / max(|analytic| + |numeric|, 1e-3); records the worst */
-static double rel_err(double a, double n)
-{
-    double den = fabs(a) + fabs(n);
-    return fabs(a - n) / (den > 1e-3 ? den : 1e-3);
-}
 
 /* ---- embeddings ---- */
 

@@ -1,0 +1,61 @@
+/* resnet_cpu.h — the CPU versions of the ResNet's own operations (the reference for
+ * the CUDA ones to come): im2col and col2im, which make a convolution two GEMMs;
+ * batch norm in training and frozen mode, with its ReLU fused; the residual add with
+ * ReLU; max and global average pooling. Plain C over fp32 arrays, parallel with
+ * OpenMP, and deterministic: every sum has a fixed order whatever the thread count
+ * (a channel's sum over rows goes over fixed chunks of rows, added in chunk order;
+ * col2im and the pooling backward gather, they never scatter).
+ *
+ * Layout NHWC: N images of H x W x C are [N*H*W x C] row-major, a channel is a
+ * column. Batch norm's statistics are then column sums; a 1x1 stride-1 convolution
+ * is a GEMM on the activation itself; any other convolution's windows are
+ * col [N*P*Q x R*S*C] (im2col, a row per output pixel, columns in (r, s, c) order),
+ * and with its weight W [Cout x R*S*C] (KRSC) y [N*P*Q x Cout] = col W^T.
+ * struct conv_shape (src/backend.h) gives the geometry. */
+#ifndef DPSCALE_RESNET_CPU_H
+#define DPSCALE_RESNET_CPU_H
+
+#include <stddef.h>
+
+struct conv_shape;
+
+#define BATCHNORM_EPS 1e-5f /* PyTorch's */
+
+/* col[(n P + p) Q + q][(r S + s) C + c] = x[n][p stride - pad + r][q stride - pad + s][c],
+ * 0 where that is outside the image. */
+void cpu_im2col(float *col, const float *x, const struct conv_shape *s);
+/* The adjoint of im2col: dx[n][h][w][c] = the sum of the col entries im2col copied
+ * x[n][h][w][c] to, in (r, s) order (overwrites dx). */
+void cpu_col2im(float *dx, const float *col, const struct conv_shape *s);
+
+/* Per channel c of x [rows x C]: y = (x - mean) rstd gamma + beta, rstd = 1/sqrt(var +
+ * BATCHNORM_EPS), then max(y, 0) when relu. training = 1: mean and var (biased) of
+ * the rows, and run_mean = (1 - momentum) run_mean + momentum mean, run_var likewise
+ * with the unbiased variance (PyTorch's rule); training = 0: the running statistics,
+ * left as they are. mean and rstd [C] are written for backward. y may not alias x. */
+void cpu_batchnorm_forward(float *y, float *mean, float *rstd, float *run_mean, float *run_var, const float *x,
+                           const float *gamma, const float *beta, int rows, int C, int training, float momentum,
+                           int relu);
+/* From dy: g = dy, or dy where y > 0 when y (the forward's output after its ReLU) is
+ * not NULL; dbeta = sum g, dgamma = sum g xhat over the rows (overwritten), and
+ *   training: dx = gamma rstd (g - dbeta / rows - xhat dgamma / rows)
+ *   frozen:   dx = gamma rstd g
+ * with xhat = (x - mean) rstd. dx may be dy itself. */
+void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *y,
+                            const float *mean, const float *rstd, const float *gamma, int rows, int C, int training);
+
+/* y[i] = max(y[i] + x[i], 0): a bottleneck's output, its shortcut added. */
+void cpu_add_relu(float *y, const float *x, size_t n);
+
+/* y [N*P*Q x C] = the maximum of each window (positions in the padding take no part);
+ * argmax the position h W + w in its image of the first maximum in (r, s) order. */
+void cpu_maxpool_forward(float *y, int *argmax, const float *x, const struct conv_shape *s);
+/* dx [N*H*W x C] (overwritten) = the sum of dy over the windows whose maximum it was. */
+void cpu_maxpool_backward(float *dx, const float *dy, const int *argmax, const struct conv_shape *s);
+
+/* y [N x C] = the mean over each image's HW rows of x [N*HW x C], summed in row order. */
+void cpu_avgpool_forward(float *y, const float *x, int N, int HW, int C);
+/* dx [N*HW x C] = dy[n] / HW on every row of image n. */
+void cpu_avgpool_backward(float *dx, const float *dy, int N, int HW, int C);
+
+#endif

@@ -1,0 +1,356 @@
+/* test_resnet_kernels.c — the ResNet's CPU kernels: col2im is the adjoint of im2col;
+ * a convolution as im2col + GEMM (forward, weight and input gradients) against the
+ * direct seven-loop definition; batch norm's statistics, running statistics and
+ * backward against central differences in training and frozen mode, with and
+ * without its ReLU; max and average pooling against their definitions; the synthetic
+ * images as a pure function of the sample; and bit-identical results with 1 and 4
+ * threads. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../kernels/kernels_cpu.h"
+#include "../../kernels/resnet_cpu.h"
+#include "../../kernels/synthetic.h"
+#include "../../src/backend.h"
+#include "check.h"
+#include "test_arrays.h"
+
+#define FD_EPS 1e-3f
+#define FD_TOL 1e-2
+
+static struct conv_shape conv(int N, int H, int W, int C, int R, int stride, int pad)
+{
+    struct conv_shape s = {N, H, W, C, R, R, stride, pad, 0, 0};
+    s.P = (H + 2 * pad - R) / stride + 1;
+    s.Q = (W + 2 * pad - R) / stride + 1;
+    return s;
+}
+
+/* odd sizes, strides 1 and 2, padding, the stem's 7x7/2 and a shortcut's 1x1/2 */
+static const struct conv_shape *shapes(int *n)
+{
+    static struct conv_shape s[4];
+    s[0] = conv(2, 7, 6, 3, 3, 2, 1);
+    s[1] = conv(1, 5, 5, 4, 3, 1, 1);
+    s[2] = conv(2, 9, 8, 3, 7, 2, 3);
+    s[3] = conv(2, 6, 5, 5, 1, 2, 0);
+    *n = 4;
+    return s;
+}
+
+static size_t x_size(const struct conv_shape *s) { return (size_t)s->N * s->H * s->W * s->C; }
+static size_t col_rows(const struct conv_shape *s) { return (size_t)s->N * s->P * s->Q; }
+static int col_cols(const struct conv_shape *s) { return s->R * s->S * s->C; }
+
+TEST(col2im_is_the_adjoint_of_im2col)
+{
+    int ns;
+    const struct conv_shape *all = shapes(&ns);
+    for (int k = 0; k < ns; k++) {
+        const struct conv_shape *s = &all[k];
+        const size_t nx = x_size(s), nc = col_rows(s) * col_cols(s);
+        float *x = rand_array(nx, 1 + k), *y = rand_array(nc, 11 + k), *col = malloc(nc * 4), *dx = malloc(nx * 4);
+        cpu_im2col(col, x, s);
+        cpu_col2im(dx, y, s);
+        const double lhs = dot_d(col, y, nc), rhs = dot_d(x, dx, nx);
+        if (fabs(lhs - rhs) > 1e-5 * (fabs(lhs) + 1.0))
+            printf("    shape %d: <im2col x, y> %.9g, <x, col2im y> %.9g\n", k, lhs, rhs);
+        CHECK(fabs(lhs - rhs) <= 1e-5 * (fabs(lhs) + 1.0));
+        free(x), free(y), free(col), free(dx);
+    }
+}
+
+/* The direct definition in double, NHWC, weights [Cout x R x S x C]: y, and the
+ * gradients dW and dx from dy. */
+static void conv_direct(const struct conv_shape *s, int Cout, const float *x, const float *w, const float *dy,
+                        double *y, double *dw, double *dx)
+{
+    const int K = col_cols(s);
+    for (size_t i = 0; i < col_rows(s) * Cout; i++) y[i] = 0.0;
+    for (size_t i = 0; i < (size_t)Cout * K; i++) dw[i] = 0.0;
+    for (size_t i = 0; i < x_size(s); i++) dx[i] = 0.0;
+    for (int n = 0; n < s->N; n++)
+        for (int p = 0; p < s->P; p++)
+            for (int q = 0; q < s->Q; q++)
+                for (int o = 0; o < Cout; o++)
+                    for (int r = 0; r < s->R; r++)
+                        for (int t = 0; t < s->S; t++)
+                            for (int c = 0; c < s->C; c++) {
+                                const int h = p * s->stride - s->pad + r, v = q * s->stride - s->pad + t;
+                                if (h < 0 || h >= s->H || v < 0 || v >= s->W) continue;
+                                const size_t xi = (((size_t)n * s->H + h) * s->W + v) * s->C + c;
+                                const size_t wi = (size_t)o * K + ((size_t)r * s->S + t) * s->C + c;
+                                const size_t yi = (((size_t)n * s->P + p) * s->Q + q) * Cout + o;
+                                y[yi] += (double)x[xi] * w[wi];
+                                dw[wi] += (double)dy[yi] * x[xi];
+                                dx[xi] += (double)dy[yi] * w[wi];
+                            }
+}
+
+static double worst_rel(const float *got, const double *want, size_t n)
+{
+    double scale = 0.0, worst = 0.0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(got[i] - want[i]) / (scale > 0 ? scale : 1.0));
+    return worst;
+}
+
+TEST(convolution_as_im2col_and_gemm_matches_the_direct_definition)
+{
+    enum { COUT = 5 };
+    int ns;
+    const struct conv_shape *all = shapes(&ns);
+    for (int k = 0; k < ns; k++) {
+        const struct conv_shape *s = &all[k];
+        const int M = (int)col_rows(s), K = col_cols(s);
+        const size_t nx = x_size(s), nc = (size_t)M * K;
+        float *x = rand_array(nx, 21 + k), *w = rand_array((size_t)COUT * K, 31 + k);
+        float *dy = rand_array((size_t)M * COUT, 41 + k);
+        float *col = malloc(nc * 4), *y = malloc((size_t)M * COUT * 4), *dw = malloc((size_t)COUT * K * 4);
+        float *dx = malloc(nx * 4);
+        double *ry = malloc((size_t)M * COUT * 8), *rdw = malloc((size_t)COUT * K * 8), *rdx = malloc(nx * 8);
+        conv_direct(s, COUT, x, w, dy, ry, rdw, rdx);
+        /* y = col W^T; dW = dy^T col; dx = col2im(dy W): what the model runs */
+        cpu_im2col(col, x, s);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, COUT, K, 1.0f, col, K, w, K, 0.0f, y, COUT);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, COUT, K, M, 1.0f, dy, COUT, col, K, 0.0f, dw, K);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, COUT, 1.0f, dy, COUT, w, K, 0.0f, col, K);
+        cpu_col2im(dx, col, s);
+        const double ey = worst_rel(y, ry, (size_t)M * COUT), ew = worst_rel(dw, rdw, (size_t)COUT * K);
+        const double ex = worst_rel(dx, rdx, nx);
+        if (ey > 1e-5 || ew > 1e-5 || ex > 1e-5) printf("    shape %d: y %.2e, dW %.2e, dx %.2e\n", k, ey, ew, ex);
+        CHECK(ey <= 1e-5);
+        CHECK(ew <= 1e-5);
+        CHECK(ex <= 1e-5);
+        free(x), free(w), free(dy), free(col), free(y), free(dw), free(dx), free(ry), free(rdw), free(rdx);
+    }
+}
+
+TEST(im2col_zero_pads_and_copies_each_window)
+{
+    const struct conv_shape s = conv(1, 3, 3, 2, 3, 1, 1);
+    float x[18], col[9 * 18];
+    for (int i = 0; i < 18; i++) x[i] = (float)(i + 1);
+    cpu_im2col(col, x, &s);
+    /* output (0,0): taps (r,t) = (0,*) and (*,0) are padding; tap (1,1) is pixel (0,0) */
+    for (int c = 0; c < 2; c++) {
+        CHECK(col[(0 * 3 + 0) * 2 + c] == 0.0f);
+        CHECK(col[(1 * 3 + 1) * 2 + c] == x[c]);
+        CHECK(col[(2 * 3 + 2) * 2 + c] == x[(1 * 3 + 1) * 2 + c]);
+    }
+    /* the centre output sees the whole image in order */
+    for (int i = 0; i < 18; i++) CHECK(col[4 * 18 + i] == x[i]);
+}
+
+/* ---- batch norm ---- */
+
+enum { BR = 12, BC = 5 };
+
+struct bn_case {
+    int training, relu;
+};
+
+static double bn_loss(const struct bn_case *c, const float *x, const float *gamma, const float *beta, const float *R)
+{
+    float y[BR * BC], mean[BC], rstd[BC], rm[BC], rv[BC];
+    for (int j = 0; j < BC; j++) rm[j] = 0.25f * (float)j, rv[j] = 0.5f + 0.25f * (float)j;
+    cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, BR, BC, c->training, 0.1f, c->relu);
+    return dot_d(y, R, BR * BC);
+}
+
+static double bn_fd_worst(const struct bn_case *c, float *w, size_t n, const float *grad, const float *x,
+                          const float *gamma, const float *beta, const float *R)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const float keep = w[i];
+        w[i] = keep + FD_EPS;
+        const double lp = bn_loss(c, x, gamma, beta, R);
+        w[i] = keep - FD_EPS;
+        const double lm = bn_loss(c, x, gamma, beta, R);
+        w[i] = keep;
+        worst = fmax(worst, rel_err(grad[i], (lp - lm) / (2.0 * FD_EPS)));
+    }
+    return worst;
+}
+
+TEST(batchnorm_backward_matches_finite_differences_in_training_and_frozen_mode)
+{
+    const struct bn_case cases[] = {{1, 0}, {1, 1}, {0, 0}, {0, 1}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct bn_case *c = &cases[k];
+        float *x = rand_array(BR * BC, 51), *gamma = rand_array(BC, 52), *beta = rand_array(BC, 53);
+        float *R = rand_array(BR * BC, 54);
+        for (int j = 0; j < BC; j++) gamma[j] += 1.5f; /* away from 0 */
+        float y[BR * BC], mean[BC], rstd[BC], rm[BC], rv[BC], dx[BR * BC], dg[BC], db[BC], inplace[BR * BC];
+        for (int j = 0; j < BC; j++) rm[j] = 0.25f * (float)j, rv[j] = 0.5f + 0.25f * (float)j;
+        cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, BR, BC, c->training, 0.1f, c->relu);
+        cpu_batchnorm_backward(dx, dg, db, R, x, c->relu ? y : NULL, mean, rstd, gamma, BR, BC, c->training);
+        const double ex = bn_fd_worst(c, x, BR * BC, dx, x, gamma, beta, R);
+        const double eg = bn_fd_worst(c, gamma, BC, dg, x, gamma, beta, R);
+        const double eb = bn_fd_worst(c, beta, BC, db, x, gamma, beta, R);
+        printf("    training %d relu %d: worst relative error x %.2e, gamma %.2e, beta %.2e\n", c->training, c->relu,
+               ex, eg, eb);
+        CHECK(ex < FD_TOL);
+        CHECK(eg < FD_TOL);
+        CHECK(eb < FD_TOL);
+        /* dx may be dy itself */
+        memcpy(inplace, R, sizeof inplace);
+        cpu_batchnorm_backward(inplace, dg, db, inplace, x, c->relu ? y : NULL, mean, rstd, gamma, BR, BC, c->training);
+        CHECK(memcmp(inplace, dx, sizeof dx) == 0);
+        free(x), free(gamma), free(beta), free(R);
+    }
+}
+
+TEST(batchnorm_training_normalises_each_channel_and_updates_the_running_statistics)
+{
+    float *x = rand_array(BR * BC, 61), gamma[BC], beta[BC], y[BR * BC], mean[BC], rstd[BC], rm[BC], rv[BC];
+    for (int j = 0; j < BC; j++) {
+        x[j] += 3.0f; /* a shifted row: the mean is not 0 */
+        gamma[j] = 1.0f + (float)j, beta[j] = -0.5f * (float)j, rm[j] = 1.0f, rv[j] = 2.0f;
+    }
+    cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, BR, BC, 1, 0.1f, 0);
+    for (int j = 0; j < BC; j++) {
+        double m = 0.0, v = 0.0, ym = 0.0, yv = 0.0;
+        for (int i = 0; i < BR; i++) m += x[i * BC + j], ym += y[i * BC + j];
+        m /= BR, ym /= BR;
+        for (int i = 0; i < BR; i++) {
+            v += (x[i * BC + j] - m) * (x[i * BC + j] - m);
+            yv += (y[i * BC + j] - ym) * (y[i * BC + j] - ym);
+        }
+        v /= BR, yv /= BR;
+        CHECK_NEAR(mean[j], m, 1e-6);
+        CHECK_NEAR(rstd[j], 1.0 / sqrt(v + 1e-5), 1e-4);
+        CHECK_NEAR(ym, beta[j], 1e-5);                                          /* the shift */
+        CHECK_NEAR(yv, gamma[j] * gamma[j] * v / (v + 1e-5), 1e-4 * gamma[j] * gamma[j]); /* the gain */
+        CHECK_NEAR(rm[j], 0.9 * 1.0 + 0.1 * m, 1e-6);                          /* momentum 0.1 */
+        CHECK_NEAR(rv[j], 0.9 * 2.0 + 0.1 * v * BR / (BR - 1), 1e-5);           /* the unbiased variance */
+    }
+    free(x);
+}
+
+TEST(batchnorm_frozen_normalises_with_the_running_statistics_and_keeps_them)
+{
+    float *x = rand_array(BR * BC, 71), gamma[BC], beta[BC], y[BR * BC], mean[BC], rstd[BC], rm[BC], rv[BC];
+    for (int j = 0; j < BC; j++) gamma[j] = 2.0f, beta[j] = 0.5f, rm[j] = 0.1f * (float)j, rv[j] = 4.0f;
+    cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, BR, BC, 0, 0.1f, 1);
+    for (int j = 0; j < BC; j++) {
+        CHECK(rm[j] == 0.1f * (float)j && rv[j] == 4.0f);
+        for (int i = 0; i < BR; i++) {
+            const double want = (x[i * BC + j] - 0.1 * j) / sqrt(4.0 + 1e-5) * 2.0 + 0.5;
+            CHECK_NEAR(y[i * BC + j], want > 0 ? want : 0.0, 1e-6); /* and its ReLU */
+        }
+    }
+    free(x);
+}
+
+TEST(add_relu_adds_the_shortcut_then_clamps)
+{
+    float y[4] = {1.0f, -2.0f, 0.5f, -0.25f}, x[4] = {0.5f, 1.0f, -1.0f, 0.25f};
+    cpu_add_relu(y, x, 4);
+    CHECK(y[0] == 1.5f && y[1] == 0.0f && y[2] == 0.0f && y[3] == 0.0f);
+}
+
+/* ---- pooling ---- */
+
+TEST(maxpool_takes_each_window_maximum_and_backward_routes_the_gradient_to_it)
+{
+    const struct conv_shape s = conv(2, 7, 6, 3, 3, 2, 1); /* the stem's 3x3/2, pad 1 */
+    const size_t nx = x_size(&s), ny = col_rows(&s) * s.C;
+    float *x = rand_array(nx, 81), *y = malloc(ny * 4), *dy = rand_array(ny, 82), *dx = malloc(nx * 4);
+    int *am = malloc(ny * sizeof(int));
+    double *want_dx = calloc(nx, sizeof(double));
+    cpu_maxpool_forward(y, am, x, &s);
+    cpu_maxpool_backward(dx, dy, am, &s);
+    for (int n = 0; n < s.N; n++)
+        for (int p = 0; p < s.P; p++)
+            for (int q = 0; q < s.Q; q++)
+                for (int c = 0; c < s.C; c++) {
+                    float best = -INFINITY;
+                    int at = -1;
+                    for (int r = 0; r < 3; r++)
+                        for (int t = 0; t < 3; t++) {
+                            const int h = 2 * p - 1 + r, w = 2 * q - 1 + t;
+                            if (h < 0 || h >= s.H || w < 0 || w >= s.W) continue;
+                            const float v = x[((n * s.H + h) * s.W + w) * s.C + c];
+                            if (v > best) best = v, at = h * s.W + w;
+                        }
+                    const size_t o = ((size_t)(n * s.P + p) * s.Q + q) * s.C + c;
+                    CHECK(y[o] == best && am[o] == at);
+                    want_dx[((size_t)n * s.H * s.W + at) * s.C + c] += dy[o];
+                }
+    for (size_t i = 0; i < nx; i++) CHECK_NEAR(dx[i], want_dx[i], 1e-6);
+    free(x), free(y), free(dy), free(dx), free(am), free(want_dx);
+}
+
+TEST(avgpool_averages_each_image_and_backward_spreads_evenly)
+{
+    enum { N = 3, HW = 5, C = 4 };
+    float *x = rand_array(N * HW * C, 91), *dy = rand_array(N * C, 92), y[N * C], dx[N * HW * C];
+    cpu_avgpool_forward(y, x, N, HW, C);
+    cpu_avgpool_backward(dx, dy, N, HW, C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            double s = 0.0;
+            for (int i = 0; i < HW; i++) {
+                s += x[(n * HW + i) * C + c];
+                CHECK_NEAR(dx[(n * HW + i) * C + c], dy[n * C + c] / HW, 1e-7);
+            }
+            CHECK_NEAR(y[n * C + c], s / HW, 1e-6);
+        }
+    free(x), free(dy);
+}
+
+/* ---- data, determinism ---- */
+
+TEST(synthetic_images_are_a_pure_function_of_the_sample)
+{
+    enum { H = 8, W = 6, C = 3, CLASSES = 7 };
+    float a[5 * H * W * C], b[2 * H * W * C];
+    int la[5], lb[2];
+    cpu_synth_images(a, la, 100, 5, H, W, C, CLASSES, 42);
+    cpu_synth_images(b, lb, 103, 2, H, W, C, CLASSES, 42); /* samples 103 and 104 again */
+    CHECK(memcmp(a + 3 * H * W * C, b, sizeof b) == 0 && la[3] == lb[0] && la[4] == lb[1]);
+    for (int i = 0; i < 5; i++) CHECK(la[i] == synth_label(42, 100 + (uint64_t)i, CLASSES));
+    for (int i = 0; i < 5 * H * W * C; i++) CHECK(a[i] >= -2.0f && a[i] < 2.0f); /* colour + noise */
+    cpu_synth_images(b, lb, 103, 2, H, W, C, CLASSES, 43);
+    CHECK(memcmp(a + 3 * H * W * C, b, sizeof b) != 0); /* another seed, other images */
+}
+
+TEST(kernels_are_bit_identical_with_1_and_4_threads)
+{
+    /* more rows than one chunk of the batch-norm sums, so that 4 threads split them */
+    const struct conv_shape s = conv(4, 24, 22, 24, 3, 2, 1);
+    const int rows = s.N * s.H * s.W, C = s.C;
+    const size_t nx = x_size(&s), nc = col_rows(&s) * col_cols(&s), np = col_rows(&s) * C;
+    float *x = rand_array(nx, 101), *dy = rand_array(nx, 102), *gamma = rand_array(C, 103), *beta = rand_array(C, 104);
+    float *col = rand_array(nc, 105), *pdy = rand_array(np, 106);
+    enum { Y, DX, DGAMMA, DBETA, STATS, COL2IM, POOL, POOLDX, NOUT };
+    const size_t n[NOUT] = {nx, nx, (size_t)C, (size_t)C, 4 * (size_t)C, nx, np, nx};
+    float *out[2][NOUT];
+    const int saved = omp_get_max_threads();
+    for (int k = 0; k < 2; k++) {
+        omp_set_num_threads(k == 0 ? 1 : 4);
+        float **o = out[k];
+        for (int i = 0; i < NOUT; i++) o[i] = calloc(n[i], sizeof(float));
+        float *mean = o[STATS], *rstd = mean + C, *rm = rstd + C, *rv = rm + C;
+        int *am = malloc(np * sizeof(int));
+        cpu_batchnorm_forward(o[Y], mean, rstd, rm, rv, x, gamma, beta, rows, C, 1, 0.1f, 1);
+        cpu_batchnorm_backward(o[DX], o[DGAMMA], o[DBETA], dy, x, o[Y], mean, rstd, gamma, rows, C, 1);
+        cpu_col2im(o[COL2IM], col, &s);
+        cpu_maxpool_forward(o[POOL], am, x, &s);
+        cpu_maxpool_backward(o[POOLDX], pdy, am, &s);
+        free(am);
+    }
+    omp_set_num_threads(saved);
+    for (int i = 0; i < NOUT; i++) {
+        if (memcmp(out[0][i], out[1][i], n[i] * sizeof(float)) != 0) printf("    output %d differs\n", i);
+        CHECK(memcmp(out[0][i], out[1][i], n[i] * sizeof(float)) == 0);
+        free(out[0][i]), free(out[1][i]);
+    }
+    free(x), free(dy), free(gamma), free(beta), free(col), free(pdy);
+}
+
+int main(void) { return test_main("resnet_kernels"); }
