@@ -67,15 +67,19 @@ def test_a_live_claim_is_refused_and_left_alone(outdir):
 
 
 # the 1-rank point in seconds, the 2-rank one three times as long
-SLOW_SWEEP = ["--run.sweep=1,2", "--train.iters=5000", "--model.hidden_dim=256", "--train.batch_per_gpu=128"]
+# The 2-rank point must outlast what the test does once the 1-rank point is written: a
+# signal (1,500 steps, about 10 s of it on 2 cores), or filling a small disk (a few ms:
+# 200 steps). Neither point longer than that: make test stays within its 10 minutes.
+SLOW_SWEEP = ["--run.sweep=1,2", "--train.iters=1500", "--model.hidden_dim=256", "--train.batch_per_gpu=128"]
+SHORT_SWEEP = ["--run.sweep=1,2", "--train.iters=200", "--model.hidden_dim=256", "--train.batch_per_gpu=128"]
 FIX = "hint: free space in run.output_dir or set run.output_dir to another folder"
 
 
-def launch_and_act_after_the_first_point(outdir, act):
+def launch_and_act_after_the_first_point(outdir, act, sweep=SLOW_SWEEP):
     """A 2-rank sweep 1,2 into OUTDIR/r.h5; act(the mpirun process) once the 1-rank
     point's file is there. Returns (exit status, stderr)."""
     cmd = ["mpirun", "-np", "2", str(BINARY), "run", "--config", str(TINY), f"--run.output_dir={outdir}",
-           "--run.output=r.h5", *SLOW_SWEEP]
+           "--run.output=r.h5", *sweep]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env())
     try:
         deadline = time.monotonic() + 120
@@ -144,7 +148,7 @@ def test_a_disk_that_fills_during_the_sweep_keeps_the_points_written_before(smal
                     f.flush()
             except OSError:  # ENOSPC: the disk is full
                 pass
-    rc, err = launch_and_act_after_the_first_point(disk, fill)
+    rc, err = launch_and_act_after_the_first_point(disk, fill, SHORT_SWEEP)
     errs = [l for l in err.splitlines() if l.startswith("dpscale: error:")]
     assert rc == 1 and len(errs) == 1 and FIX in err.splitlines(), err
     assert f"writing {disk}/r.h5.tmp failed: No space left on device; it was removed, and {disk}/r.h5 is as" in errs[0]
