@@ -71,8 +71,22 @@ template <typename T, int V> struct stats_terms {
     }
 };
 
-/* The backward's: g = dy, zero where the forward's ReLU output y is not > 0 (y given);
- * a += g (dbeta), b += g xhat (dgamma), xhat = (x - mean) rstd. */
+/* V elements of dy and x at o; g = dy, zero where the forward's ReLU output y is not > 0
+ * (y given: the ReLU's mask). */
+template <typename T, int V>
+__device__ __forceinline__ void masked_grad(float (&g)[V], float (&xv)[V], const T *dy, const T *x, const T *y, size_t o)
+{
+    float yv[V];
+    load_f32<V>(g, dy + o);
+    load_f32<V>(xv, x + o);
+    if (y == nullptr) return;
+    load_f32<V>(yv, y + o);
+#pragma unroll
+    for (int k = 0; k < V; k++)
+        if (!(yv[k] > 0.0f)) g[k] = 0.0f;
+}
+
+/* The backward's: a += g (dbeta), b += g xhat (dgamma), xhat = (x - mean) rstd. */
 template <typename T, int V> struct grad_terms {
     const T *dy, *x, *y;
     const float *mean, *rstd;
@@ -88,16 +102,12 @@ template <typename T, int V> struct grad_terms {
     }
     __device__ __forceinline__ void add(float (&a)[V], float (&b)[V], int r, int j) const
     {
-        const size_t o = (size_t)r * C + (size_t)j * V;
-        float d[V], xv[V], yv[V];
-        load_f32<V>(d, dy + o);
-        load_f32<V>(xv, x + o);
-        if (y != nullptr) load_f32<V>(yv, y + o);
+        float g[V], xv[V];
+        masked_grad<T, V>(g, xv, dy, x, y, (size_t)r * C + (size_t)j * V);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            const float g = y != nullptr && !(yv[k] > 0.0f) ? 0.0f : d[k];
-            a[k] += g;
-            b[k] = fmaf(g, (xv[k] - m[k]) * rs[k], b[k]);
+            a[k] += g[k];
+            b[k] = fmaf(g[k], (xv[k] - m[k]) * rs[k], b[k]);
         }
     }
 };
@@ -242,7 +252,7 @@ __global__ void __launch_bounds__(BN_THREADS) bn_apply(T *y, const T *x, const f
     }
 }
 
-/* dx = gamma rstd (g - (dbeta + xhat dgamma) inv_rows), g masked as in grad_terms;
+/* dx = gamma rstd (g - (dbeta + xhat dgamma) inv_rows), g masked as in masked_grad;
  * inv_rows = 0 when frozen (the statistics are constants). dx may be dy itself. */
 template <typename T, int V>
 __global__ void __launch_bounds__(BN_THREADS)
@@ -254,18 +264,15 @@ __global__ void __launch_bounds__(BN_THREADS)
     for (int i = threadIdx.x; i < b.count; i += BN_THREADS) {
         const int r = b.first + i / CV, c0 = (i % CV) * V;
         const size_t o = (size_t)r * C + c0;
-        float d[V], xv[V], yv[V];
-        load_f32<V>(d, dy + o);
-        load_f32<V>(xv, x + o);
-        if (y != nullptr) load_f32<V>(yv, y + o);
+        float g[V], xv[V];
+        masked_grad<T, V>(g, xv, dy, x, y, o);
 #pragma unroll
         for (int k = 0; k < V; k++) {
             const int c = c0 + k;
-            const float g = y != nullptr && !(yv[k] > 0.0f) ? 0.0f : d[k];
             const float xhat = (xv[k] - mean[c]) * rstd[c];
-            d[k] = to_f32(gamma[c]) * rstd[c] * (g - (sums[c] + xhat * sums[C + c]) * inv_rows);
+            g[k] = to_f32(gamma[c]) * rstd[c] * (g[k] - (sums[c] + xhat * sums[C + c]) * inv_rows);
         }
-        store_f32<V>(dx + o, d);
+        store_f32<V>(dx + o, g);
     }
 }
 

@@ -43,40 +43,26 @@ functions (ReLU, max pool) make the comparison exact only away from their kinks:
 a pre-activation within ~1e-7 of 0 or two window values within ~1e-7 of each other could
 route a gradient differently, which at these sizes does not happen in practice."""
 import argparse
+import importlib.util
 import sys
 
-import h5py
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from torch_reference import grad_errors, load as load_dump, text
 
 EPS_BN = 1e-5
 MOMENTUM = 0.1
 
 
-def text(v):
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
 def load(path, dtype):
-    f = h5py.File(path, "r")
-    if "dump" not in f or "model" not in f:
-        sys.exit(f"{path}: not a file of dpscale dump (no /dump or /model group)")
+    """torch_reference.load of a dump that must be a resnet's: P's tensors in the table's order."""
+    f, cfg, P, G, inputs, loss, batch = load_dump(path, dtype)
     if text(f["model"].attrs["type"]) != "resnet":
         sys.exit(f"{path}: model type {text(f['model'].attrs['type'])}, not resnet (tests/gpu/torch_reference.py "
                  f"takes the others)")
-    cfg = {k: (text(v) if isinstance(v, (bytes, str)) else v) for k, v in f["config"].attrs.items()}
-    table = [(text(r["name"]), int(r["offset"]), int(r["count"]),
-              (int(r["cols"]),) if text(r["kind"]) == "vector" else (int(r["rows"]), int(r["cols"])))
-             for r in f["model/tensors"][:]]
-    params = f["dump/params"][:].astype(np.float64)
-    grads = f["dump/grads"][:].astype(np.float64)
-    # dpscale's layout: a leaf tensor per table entry, its gradient lands in the same layout
-    P = {name: torch.tensor(params[off:off + cnt].reshape(shape), dtype=dtype, requires_grad=True)
-         for name, off, cnt, shape in table}
-    G = {name: grads[off:off + cnt] for name, off, cnt, _ in table}
-    inputs = {k: v[:] for k, v in f["dump/inputs"].items()}
-    return f, cfg, table, P, G, inputs, float(f["dump"].attrs["loss"]), int(f["dump"].attrs["batch"])
+    return f, cfg, P, G, inputs, loss, batch
 
 
 class Net:
@@ -159,11 +145,11 @@ def torchvision_loss(net, P, x, labels, running, dtype):
     return loss
 
 
-def compare_running(table, running, inputs):
+def compare_running(P, running, inputs):
     """max relative differences of the running statistics after the step, when the dump has them."""
     if "bn_running_mean" not in inputs or "bn_running_var" not in inputs:
         return None
-    order = [name[:-len(".gamma")] for name, *_ in table if name.endswith(".gamma")]
+    order = [name[:-len(".gamma")] for name in P if name.endswith(".gamma")]
     ref_m = np.concatenate([running[b][0].detach().cpu().numpy() for b in order])
     ref_v = np.concatenate([running[b][1].detach().cpu().numpy() for b in order])
     got_m, got_v = inputs["bn_running_mean"].astype(np.float64), inputs["bn_running_var"].astype(np.float64)
@@ -184,16 +170,12 @@ def main():
                     help="check the loss alone (a deep net whose float32 gradients are ill-conditioned)")
     a = ap.parse_args()
     dtype = getattr(torch, a.dtype)
-    f, cfg, table, P, G, inputs, dp_loss, B = load(a.dump, dtype)
+    f, cfg, P, G, inputs, dp_loss, B = load(a.dump, dtype)
     net = Net(cfg)
     fits_torchvision = len(net.blocks) == 4 and net.width == 64
     impl = a.impl
     if impl == "auto":
-        try:
-            import torchvision  # noqa: F401
-            impl = "torchvision" if fits_torchvision else "functional"
-        except ImportError:
-            impl = "functional"
+        impl = "torchvision" if fits_torchvision and importlib.util.find_spec("torchvision") else "functional"
     if impl == "torchvision" and not fits_torchvision:
         sys.exit(f"torchvision's ResNet has 4 stages of width 64; this one has {net.blocks}, width {net.width}: "
                  f"use --impl functional")
@@ -207,12 +189,7 @@ def main():
         loss = functional_loss(net, P, x, labels, running)
         loss.backward()
     loss_err = abs(loss.item() - dp_loss) / abs(loss.item())
-    rows = []
-    for name, p in P.items():
-        ref = p.grad.detach().cpu().numpy().reshape(-1)
-        err = float(np.abs(G[name] - ref).max() / max(np.abs(ref).max(), 1e-30))
-        rows.append((err, name, float(np.abs(ref).max())))
-    rows.sort(reverse=True)
+    rows = grad_errors(P, G)
     print(f"{a.dump}: resnet {cfg['model.blocks']} width {net.width}, {net.image}x{net.image} images, batch {B}, "
           f"{sum(p.numel() for p in P.values())} parameters in {len(P)} tensors, batch norm "
           f"{'frozen' if net.frozen else 'over the batch'}; reference: {impl} in {a.dtype}")
@@ -221,7 +198,7 @@ def main():
     for err, name, scale in rows:
         print(f"  {name:<34s} {scale:10.3e} {err:10.3e}")
     worst = loss_err if a.loss_only else max([loss_err] + [r[0] for r in rows])
-    stats = compare_running(table, running, inputs)
+    stats = compare_running(P, running, inputs)
     if stats is None:
         print("  running statistics: not in the dump (it holds the images and labels only); not compared")
         stats_note = "running=absent"

@@ -105,16 +105,26 @@ static float *host_from(const void *dev, size_t n)
 
 /* ---- comparisons ---- */
 
-/* got == round(want) element by element; prints the first difference */
-static int same_bits(const char *what, const float *got, const float *want, size_t n)
+/* got == round(want) element by element; prints the first difference and the case
+ * (shape k, pointers `off` elements off alignment) */
+static int same_bits(const char *what, const float *got, const float *want, size_t n, int k, int off)
 {
     for (size_t i = 0; i < n; i++)
         if (!(got[i] == rnd(want[i]))) {
-            printf("    %s (%s): element %zu of %zu is %.9g, the cpu's %.9g\n", what, dtype_name(g_be.act_dtype), i, n,
-                   got[i], rnd(want[i]));
+            printf("    %s (%s), shape %d, pointer offset %d: element %zu of %zu is %.9g, the cpu's %.9g\n", what,
+                   dtype_name(g_be.act_dtype), k, off, i, n, got[i], rnd(want[i]));
             return 0;
         }
     return 1;
+}
+
+/* the device's n elements (compute dtype) == round(want), as same_bits */
+static int device_same_bits(const char *what, const void *dev, const float *want, size_t n, int k, int off)
+{
+    float *got = host_from(dev, n);
+    const int same = same_bits(what, got, want, n, k, off);
+    free(got);
+    return same;
 }
 
 /* max |got - want| / max |want| <= tol */
@@ -193,20 +203,10 @@ TEST(im2col_and_col2im_give_the_cpus_bits)
             cpu_col2im(dx, y, s);
             void *img_d = dev_from(x, nx, off), *col_d = dev_raw(NULL, nc, elem(), off);
             g_be.ops->im2col(&g_be, col_d, img_d, s);
-            float *got = host_from(col_d, nc);
-            if (!same_bits("im2col", got, col, nc)) {
-                printf("    shape %d, offset %d\n", k, off);
-                CHECK(0);
-            }
-            free(got);
+            CHECK(device_same_bits("im2col", col_d, col, nc, k, off));
             void *y_d = dev_from(y, nc, off);
             g_be.ops->col2im(&g_be, img_d, y_d, s); /* over x, read already */
-            got = host_from(img_d, nx);
-            if (!same_bits("col2im", got, dx, nx)) {
-                printf("    shape %d, offset %d\n", k, off);
-                CHECK(0);
-            }
-            free(got);
+            CHECK(device_same_bits("col2im", img_d, dx, nx, k, off));
             dev_free(img_d, elem(), off), dev_free(col_d, elem(), off), dev_free(y_d, elem(), off);
             free(x), free(y), free(col), free(dx);
         }
@@ -230,25 +230,13 @@ TEST(max_pooling_gives_the_cpus_maxima_positions_and_gradients)
             void *x_d = dev_from(x, nx, off), *y_d = dev_raw(NULL, ny, elem(), off);
             int *am_d = dev_raw(NULL, ny, sizeof(int), off);
             g_be.ops->maxpool_forward(&g_be, y_d, am_d, x_d, s);
-            float *got = host_from(y_d, ny);
             g_be.ops->download(&g_be, am_got, am_d, ny * sizeof(int));
-            if (!same_bits("max pool", got, y, ny)) {
-                printf("    shape %d, offset %d\n", k, off);
-                CHECK(0);
-            }
-            if (memcmp(am_got, am, ny * sizeof *am) != 0) {
-                printf("    argmax differs: shape %d, offset %d\n", k, off);
-                CHECK(0);
-            }
-            free(got);
+            CHECK(device_same_bits("max pool", y_d, y, ny, k, off));
+            if (memcmp(am_got, am, ny * sizeof *am) != 0) printf("    argmax differs: shape %d, offset %d\n", k, off);
+            CHECK(memcmp(am_got, am, ny * sizeof *am) == 0);
             void *dy_d = dev_from(dy, ny, off);
             g_be.ops->maxpool_backward(&g_be, x_d, dy_d, am_d, s);
-            got = host_from(x_d, nx);
-            if (!same_bits("max pool backward", got, dx, nx)) {
-                printf("    shape %d, offset %d\n", k, off);
-                CHECK(0);
-            }
-            free(got);
+            CHECK(device_same_bits("max pool backward", x_d, dx, nx, k, off));
             dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
             dev_free(am_d, sizeof(int), off);
             free(x), free(dy), free(y), free(dx), free(am), free(am_got);
@@ -271,32 +259,18 @@ TEST(average_pooling_and_the_add_with_relu_give_the_cpus_bits)
             cpu_avgpool_backward(dx, dy, N, HW, C);
             void *x_d = dev_from(x, nx, off), *y_d = dev_raw(NULL, ny, elem(), off), *dy_d = dev_from(dy, ny, off);
             g_be.ops->avgpool_forward(&g_be, y_d, x_d, N, HW, C);
-            float *got = host_from(y_d, ny);
-            if (!same_bits("average pool", got, y, ny)) {
-                printf("    shape %zu, offset %d\n", k, off);
-                CHECK(0);
-            }
-            free(got);
+            CHECK(device_same_bits("average pool", y_d, y, ny, (int)k, off));
             void *dx_d = dev_raw(NULL, nx, elem(), off);
             g_be.ops->avgpool_backward(&g_be, dx_d, dy_d, N, HW, C);
-            got = host_from(dx_d, nx);
-            if (!same_bits("average pool backward", got, dx, nx)) {
-                printf("    shape %zu, offset %d\n", k, off);
-                CHECK(0);
-            }
-            free(got);
+            CHECK(device_same_bits("average pool backward", dx_d, dx, nx, (int)k, off));
             /* y = max(y + x, 0) over the whole of dx (the tail after the last whole vector too) */
             float *sum = malloc(nx * 4);
             memcpy(sum, dx, nx * 4);
             for (size_t i = 0; i < nx; i++) sum[i] = rnd(sum[i]);
             cpu_add_relu(sum, x, nx);
             g_be.ops->add_relu(&g_be, dx_d, x_d, nx);
-            got = host_from(dx_d, nx);
-            if (!same_bits("add + relu", got, sum, nx)) {
-                printf("    shape %zu, offset %d\n", k, off);
-                CHECK(0);
-            }
-            free(got), free(sum);
+            CHECK(device_same_bits("add + relu", dx_d, sum, nx, (int)k, off));
+            free(sum);
             dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
             dev_free(dx_d, elem(), off);
             free(x), free(dy), free(y), free(dx);
@@ -315,12 +289,11 @@ TEST(synthetic_images_and_labels_are_the_cpus)
         void *x_d = dev_raw(NULL, n, elem(), 0);
         int *l_d = dev_raw(NULL, B, sizeof(int), 0);
         g_be.ops->synth_images(&g_be, x_d, l_d, 5, B, H, W, C, CLASSES, 99);
-        float *got = host_from(x_d, n);
         g_be.ops->download(&g_be, got_labels, l_d, sizeof got_labels);
-        CHECK(same_bits("synthetic images", got, x, n));
+        CHECK(device_same_bits("synthetic images", x_d, x, n, 0, 0));
         CHECK(memcmp(got_labels, labels, sizeof labels) == 0);
         dev_free(x_d, elem(), 0), dev_free(l_d, sizeof(int), 0);
-        free(x), free(got);
+        free(x);
     }
 }
 
