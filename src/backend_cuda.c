@@ -17,10 +17,12 @@
 
 #include "../kernels/kernels_cuda.h"
 #include "backend.h"
+#include "backend_cuda.h"
 #include "cuda_check.h"
 #include "error.h"
 #include "gpu_peaks.h"
 #include "nvml.h"
+#include "resnet_cuda.h"
 #include "transformer_cuda.h"
 
 #define GEMM_CACHE_SIZE 256
@@ -59,6 +61,7 @@ struct cuda_state {
     int sms, sm_target; /* the GPU's SMs; the GEMMs' target, 0 = all */
     int autotune;       /* train.gemm_autotune */
     void *tf;           /* the transformer operations' state (transformer_cuda.c) */
+    void *rn;           /* the ResNet operations' (resnet_cuda.c) */
 };
 
 struct backend_event {
@@ -67,11 +70,23 @@ struct backend_event {
 
 static struct cuda_state *state(struct backend *b) { return b->impl; }
 
-/* What transformer_cuda.c needs of the state (transformer_cuda.h). */
+/* What transformer_cuda.c and resnet_cuda.c need of the state (backend_cuda.h). */
 void *cuda_backend_current_stream(struct backend *b) { return state(b)->cur; }
 int cuda_backend_compute_type(struct backend *b) { return (int)state(b)->compute; }
 int cuda_backend_ab_type(struct backend *b) { return (int)state(b)->ab_type; }
 void **cuda_backend_tf_slot(struct backend *b) { return &state(b)->tf; }
+void **cuda_backend_rn_slot(struct backend *b) { return &state(b)->rn; }
+
+void *cuda_backend_grow(struct backend *b, void **buf, size_t *have, size_t need)
+{
+    if (need > *have) {
+        CHECK_CUDA(cudaStreamSynchronize(state(b)->cur));
+        if (*buf != NULL) b->ops->free(b, *buf);
+        *buf = b->ops->alloc(b, need);
+        *have = need;
+    }
+    return *buf;
+}
 
 int backend_cuda_device_count(void)
 {
@@ -143,6 +158,7 @@ static void cuda_shutdown(struct backend *b)
     if (s == NULL) return;
     cudaStreamSynchronize(s->stream);
     cuda_tf_release(b);
+    cuda_rn_release(b);
     for (int i = 0; i < s->nplans; i++) {
         cublasLtMatmulDescDestroy(s->plans[i].desc);
         cublasLtMatrixLayoutDestroy(s->plans[i].a);
@@ -554,6 +570,16 @@ const struct backend_ops backend_cuda_ops = {
     .gather_rows = cuda_tf_gather_rows,
     .scatter_rows = cuda_tf_scatter_rows,
     .synth_tokens = cuda_tf_synth_tokens,
+    .im2col = cuda_rn_im2col,
+    .col2im = cuda_rn_col2im,
+    .batchnorm_forward = cuda_rn_batchnorm_forward,
+    .batchnorm_backward = cuda_rn_batchnorm_backward,
+    .add_relu = cuda_rn_add_relu,
+    .maxpool_forward = cuda_rn_maxpool_forward,
+    .maxpool_backward = cuda_rn_maxpool_backward,
+    .avgpool_forward = cuda_rn_avgpool_forward,
+    .avgpool_backward = cuda_rn_avgpool_backward,
+    .synth_images = cuda_rn_synth_images,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,

@@ -22,6 +22,7 @@
 
 #include "../kernels/flash_attention.h"
 #include "../kernels/kernels_cuda.h"
+#include "backend_cuda.h"
 #include "cuda_check.h"
 #include "error.h"
 
@@ -52,18 +53,6 @@ static struct tf_cuda *tf(struct backend *b)
 
 static cudaStream_t stream(struct backend *b) { return (cudaStream_t)cuda_backend_current_stream(b); }
 
-/* *buf holds at least `need` bytes (reallocated, with the stream drained, when it grows). */
-static void *grow(struct backend *b, void **buf, size_t *have, size_t need)
-{
-    if (need > *have) {
-        CHECK_CUDA(cudaStreamSynchronize(stream(b)));
-        if (*buf != NULL) b->ops->free(b, *buf);
-        *buf = b->ops->alloc(b, need);
-        *have = need;
-    }
-    return *buf;
-}
-
 void cuda_tf_release(struct backend *b)
 {
     void **slot = cuda_backend_tf_slot(b);
@@ -89,7 +78,7 @@ void cuda_tf_embed_backward(struct backend *b, void *dwte, void *dwpe, void *dws
 {
     (void)V;
     struct tf_cuda *t = tf(b);
-    void *scratch = grow(b, &t->embed_scratch, &t->embed_bytes, cuda_embed_scratch_bytes(B * T));
+    void *scratch = cuda_backend_grow(b, &t->embed_scratch, &t->embed_bytes, cuda_embed_scratch_bytes(B * T));
     CHECK_CUDA(cuda_embed_backward(dwte, dwpe, dwse, grad_dtype, tokens, segments, dx, B, T, C, S, scratch,
                                    b->act_dtype, stream(b)));
 }
@@ -105,8 +94,8 @@ void cuda_tf_layernorm_backward(struct backend *b, void *dx, void *dgamma, void 
                                 int accumulate)
 {
     struct tf_cuda *t = tf(b);
-    float *partial = grow(b, (void **)&t->ln_partial, &t->ln_bytes,
-                          cuda_layernorm_scratch_floats(rows, C) * sizeof(float));
+    float *partial = cuda_backend_grow(b, (void **)&t->ln_partial, &t->ln_bytes,
+                                       cuda_layernorm_scratch_floats(rows, C) * sizeof(float));
     CHECK_CUDA(cuda_layernorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, rows, C, accumulate,
                                        partial, b->act_dtype, stream(b)));
 }
@@ -187,7 +176,7 @@ static void grads_of_s(struct backend *b, void *dqkv, const void *ds, const void
 static void *scores_scratch(struct backend *b, int B, int T, int H)
 {
     struct tf_cuda *t = tf(b);
-    return grow(b, &t->dp, &t->dp_bytes, (size_t)B * H * T * T * dtype_size(b->act_dtype));
+    return cuda_backend_grow(b, &t->dp, &t->dp_bytes, (size_t)B * H * T * T * dtype_size(b->act_dtype));
 }
 
 void cuda_tf_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
@@ -238,8 +227,8 @@ void cuda_tf_flash_attention_backward(struct backend *b, void *dqkv, const void 
                                       const void *qkv, const float *lse, int B, int T, int C, int H, int causal)
 {
     struct tf_cuda *t = tf(b);
-    float *delta = grow(b, (void **)&t->fa_delta, &t->fa_delta_bytes,
-                        cuda_flash_attention_scratch_floats(B, T, H) * sizeof(float));
+    float *delta = cuda_backend_grow(b, (void **)&t->fa_delta, &t->fa_delta_bytes,
+                                     cuda_flash_attention_scratch_floats(B, T, H) * sizeof(float));
     CHECK_CUDA(cuda_flash_attention_backward(dqkv, dout, out, qkv, lse, delta, B, T, C, H, causal, b->act_dtype,
                                              stream(b)));
 }

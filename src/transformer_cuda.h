@@ -1,7 +1,7 @@
 /* transformer_cuda.h — the CUDA backend's transformer operations (struct backend_ops,
  * backend.h), in transformer_cuda.c: our kernels (kernels/transformer.cu) and the
- * attention's GEMMs as cuBLAS strided-batched calls; and what they need of the
- * backend's state (backend_cuda.c). */
+ * attention's GEMMs as cuBLAS strided-batched calls. What they need of the backend's
+ * state is in backend_cuda.h. */
 #ifndef DPSCALE_TRANSFORMER_CUDA_H
 #define DPSCALE_TRANSFORMER_CUDA_H
 
@@ -9,14 +9,6 @@
 #include <stdint.h>
 
 #include "backend.h"
-
-/* From backend_cuda.c: the stream the calls go to, the GEMMs' compute type and
- * element type (cublasComputeType_t, cudaDataType_t), and a slot for the
- * transformer's own state (freed by cuda_tf_release at shutdown). */
-void *cuda_backend_current_stream(struct backend *b);
-int cuda_backend_compute_type(struct backend *b);
-int cuda_backend_ab_type(struct backend *b);
-void **cuda_backend_tf_slot(struct backend *b);
 
 void cuda_tf_embed_forward(struct backend *b, void *x, const int *tokens, const int *segments, const void *wte,
                            const void *wpe, const void *wse, int B, int T, int C);

@@ -102,6 +102,17 @@ def mlp_loss(cfg, P, inputs, B):
     return F.cross_entropy(x, torch.tensor(inputs["labels"].astype(np.int64)))
 
 
+def grad_errors(P, G):
+    """Per tensor, the worst first: (max |g_dpscale - g_torch| / max |g_torch|, name, max |g_torch|),
+    g_torch the .grad of P[name] in the layout of dpscale's G[name]."""
+    rows = []
+    for name, p in P.items():
+        ref = p.grad.detach().cpu().numpy().reshape(-1)
+        err = float(np.abs(G[name] - ref).max() / max(np.abs(ref).max(), 1e-30))
+        rows.append((err, name, float(np.abs(ref).max())))
+    return sorted(rows, reverse=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dump", help="a file written by `dpscale dump`")
@@ -119,12 +130,7 @@ def main():
         sys.exit(f"{a.dump}: model type {kind} is not known to this script")
     loss.backward()
     loss_err = abs(loss.item() - dp_loss) / abs(loss.item())
-    rows = []
-    for name, p in P.items():
-        ref = p.grad.detach().cpu().numpy().reshape(-1)
-        err = float(np.abs(G[name] - ref).max() / max(np.abs(ref).max(), 1e-30))
-        rows.append((err, name, float(np.abs(ref).max())))
-    rows.sort(reverse=True)
+    rows = grad_errors(P, G)
     print(f"{a.dump}: {kind}, batch {B}, {sum(p.numel() for p in P.values())} parameters in {len(P)} tensors; "
           f"reference in {a.dtype}")
     print(f"  loss: dpscale {dp_loss:.8f}, torch {loss.item():.8f}, relative difference {loss_err:.3e}")

@@ -1,0 +1,349 @@
+/* batchnorm.cu — the ResNet's batch norm on the GPU, forward (training: this batch's
+ * statistics and the running ones updated; frozen: the running ones) with its fused
+ * ReLU, and backward (dgamma, dbeta, dx, the ReLU's mask from the forward's output).
+ * Semantics: the CPU reference, resnet_cpu.h. T: the compute dtype of x, y, gamma and
+ * beta; G: the gradients' (fp32 or T); the statistics fp32.
+ *
+ * NHWC puts a channel in a column of [rows x C], so a channel's sums run down a column:
+ *   1. partial pass: block (tile, chunk) owns L vector columns (V channels each, 16-byte
+ *      loads; L a power of two up to 32, so that a warp reads whole rows of a narrow C)
+ *      and a chunk of rows; thread (g, l) adds rows g, g + G, ... of its column in fp32,
+ *      then the G threads of a column are added in g order (shared memory) into
+ *      partial[chunk][2][C];
+ *   2. a small pass adds the chunks of each channel in a fixed order, in double, and
+ *      finishes the statistics (or the gradients of gamma and beta);
+ *   3. an element-wise pass applies them (y, or dx).
+ * No atomics: the same bits on every run. The chunk size depends on rows and C only.
+ *
+ * The forward's sums are one pass over x: the sums of d = x - x[0][c] and of d^2 (x[0][c],
+ * the first row's value, is a shift close to the mean, so the variance
+ * sum(d^2)/rows - (sum(d)/rows)^2 does not cancel the way raw sums of squares would),
+ * where the CPU reads x twice (the mean, then the squares about it).
+ * Performance notes (next steps): resnet.cu's header. */
+#include <stdint.h>
+
+#include "dtype_cuda.cuh"
+#include "kernels_cuda.h"
+#include "resnet_cpu.h" /* BATCHNORM_EPS */
+#include "vector_cuda.cuh"
+
+#define BN_THREADS 256
+#define BN_TARGET_BLOCKS 1024 /* blocks wanted of a partial pass: about 8 an SM of an H200 */
+#define BN_TILE_CHANNELS 256  /* channels of a partial pass's column tile at 16-bit width (32 lanes x 8) */
+#define BN_MIN_CHUNK_ROWS 64
+#define BN_SUM_WARPS 32       /* a block of the chunk sum: warp w adds chunks w, w + 32, ... of 32 channels */
+
+/* Rows of one chunk: enough chunks for about BN_TARGET_BLOCKS blocks of the partial pass,
+ * each of at least BN_MIN_CHUNK_ROWS rows. */
+static int bn_chunk_rows(int rows, int C)
+{
+    const long long tiles = (C + BN_TILE_CHANNELS - 1) / BN_TILE_CHANNELS;
+    const long long chunk = ((long long)rows * tiles + BN_TARGET_BLOCKS - 1) / BN_TARGET_BLOCKS;
+    return chunk < BN_MIN_CHUNK_ROWS ? BN_MIN_CHUNK_ROWS : (int)chunk;
+}
+
+static int bn_chunks(int rows, int C) { return rows <= 0 ? 0 : (rows + bn_chunk_rows(rows, C) - 1) / bn_chunk_rows(rows, C); }
+
+/* the partial sums [chunks][2][C], then fp32 copies of dbeta and dgamma [2][C] (backward) */
+extern "C" size_t cuda_batchnorm_scratch_floats(int rows, int C)
+{
+    return ((size_t)bn_chunks(rows, C) * 2 + 2) * (size_t)(C > 0 ? C : 0);
+}
+
+/* ---- 1. the partial pass ---------------------------------------------------------------- */
+
+/* The forward's terms of a row: a += d, b += d^2, d = x - shift, shift = x[0][c]. */
+template <typename T, int V> struct stats_terms {
+    const T *x;
+    int C;
+    float shift[V];
+    __device__ __forceinline__ void begin(int j) { load_f32<V>(shift, x + (size_t)j * V); }
+    __device__ __forceinline__ void add(float (&a)[V], float (&b)[V], int r, int j) const
+    {
+        float v[V];
+        load_f32<V>(v, x + (size_t)r * C + (size_t)j * V);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const float d = v[k] - shift[k];
+            a[k] += d;
+            b[k] = fmaf(d, d, b[k]);
+        }
+    }
+};
+
+/* V elements of dy and x at o; g = dy, zero where the forward's ReLU output y is not > 0
+ * (y given: the ReLU's mask). */
+template <typename T, int V>
+__device__ __forceinline__ void masked_grad(float (&g)[V], float (&xv)[V], const T *dy, const T *x, const T *y, size_t o)
+{
+    float yv[V];
+    load_f32<V>(g, dy + o);
+    load_f32<V>(xv, x + o);
+    if (y == nullptr) return;
+    load_f32<V>(yv, y + o);
+#pragma unroll
+    for (int k = 0; k < V; k++)
+        if (!(yv[k] > 0.0f)) g[k] = 0.0f;
+}
+
+/* The backward's: a += g (dbeta), b += g xhat (dgamma), xhat = (x - mean) rstd. */
+template <typename T, int V> struct grad_terms {
+    const T *dy, *x, *y;
+    const float *mean, *rstd;
+    int C;
+    float m[V], rs[V];
+    __device__ __forceinline__ void begin(int j)
+    {
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            m[k] = mean[j * V + k];
+            rs[k] = rstd[j * V + k];
+        }
+    }
+    __device__ __forceinline__ void add(float (&a)[V], float (&b)[V], int r, int j) const
+    {
+        float g[V], xv[V];
+        masked_grad<T, V>(g, xv, dy, x, y, (size_t)r * C + (size_t)j * V);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            a[k] += g[k];
+            b[k] = fmaf(g[k], (xv[k] - m[k]) * rs[k], b[k]);
+        }
+    }
+};
+
+/* partial[chunk][0][c] = the sum of a, partial[chunk][1][c] of b, over the chunk's rows.
+ * Thread t = g L + l: vector column tile L + l, rows r0 + g, r0 + g + G, ...; its sums
+ * land in red[.][t V ..], which is red[.][g][l V + k], and are added in g order. */
+template <int V, typename Terms>
+__global__ void __launch_bounds__(BN_THREADS) bn_partials(float *partial, Terms terms, int rows, int C, int L,
+                                                          int chunk_rows)
+{
+    __shared__ float red[2][BN_THREADS * V];
+    const int G = BN_THREADS / L, l = threadIdx.x % L, g = threadIdx.x / L, j = blockIdx.x * L + l;
+    const int r0 = blockIdx.y * chunk_rows, r1 = min(rows, r0 + chunk_rows);
+    float a[V] = {}, b[V] = {};
+    if (j < C / V) {
+        terms.begin(j);
+        for (int r = r0 + g; r < r1; r += G) terms.add(a, b, r, j);
+    }
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        red[0][threadIdx.x * V + k] = a[k];
+        red[1][threadIdx.x * V + k] = b[k];
+    }
+    __syncthreads();
+    const int width = L * V; /* channels of the tile */
+    for (int o = threadIdx.x; o < 2 * width; o += BN_THREADS) {
+        const int which = o / width, lc = o % width, c = blockIdx.x * width + lc;
+        if (c >= C) continue;
+        float s = 0.0f;
+        for (int k = 0; k < G; k++) s += red[which][k * width + lc];
+        partial[((size_t)blockIdx.y * 2 + which) * C + c] = s;
+    }
+}
+
+/* Lanes of a partial block across the vector columns: a power of two, at most 32. */
+static int bn_lanes(int CV)
+{
+    int L = 1;
+    while (L < CV && L < 32) L *= 2;
+    return L;
+}
+
+template <int V, typename Terms> static void launch_partials(float *partial, Terms terms, int rows, int C, cudaStream_t s)
+{
+    const int CV = C / V, L = bn_lanes(CV);
+    const dim3 grid((CV + L - 1) / L, bn_chunks(rows, C));
+    if (grid.y > 0) bn_partials<V, Terms><<<grid, BN_THREADS, 0, s>>>(partial, terms, rows, C, L, bn_chunk_rows(rows, C));
+}
+
+/* ---- 2. the chunks' sums ---------------------------------------------------------------- */
+
+/* For channel c = 32 blockIdx.x + lane: the sums over chunks of partial[k][0][c] (*s0)
+ * and partial[k][1][c] (*s1) in double, warp w adding chunks w, w + BN_SUM_WARPS, ...,
+ * then warp 0 the warps' sums in order: valid in warp 0. */
+__device__ __forceinline__ void chunk_sums(const float *partial, int chunks, int C, double *s0, double *s1)
+{
+    __shared__ double red[2][BN_SUM_WARPS][32];
+    const int lane = threadIdx.x % 32, w = threadIdx.x / 32, c = blockIdx.x * 32 + lane;
+    double a = 0.0, b = 0.0;
+    if (c < C)
+        for (int k = w; k < chunks; k += BN_SUM_WARPS) {
+            a += partial[(size_t)k * 2 * C + c];
+            b += partial[((size_t)k * 2 + 1) * C + c];
+        }
+    red[0][w][lane] = a;
+    red[1][w][lane] = b;
+    __syncthreads();
+    *s0 = *s1 = 0.0;
+    if (w == 0)
+        for (int i = 0; i < BN_SUM_WARPS; i++) {
+            *s0 += red[0][i][lane];
+            *s1 += red[1][i][lane];
+        }
+}
+
+/* mean, rstd of the batch; the running statistics updated as the CPU does, rounding for
+ * rounding (no fused multiply-add), with the unbiased variance. */
+template <typename T>
+__global__ void __launch_bounds__(BN_SUM_WARPS * 32)
+    bn_stats_finish(float *mean, float *rstd, float *run_mean, float *run_var, const float *partial, const T *x,
+                    int chunks, int rows, int C, float momentum)
+{
+    double sd, sdd;
+    chunk_sums(partial, chunks, C, &sd, &sdd);
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    if (threadIdx.x >= 32 || c >= C) return;
+    const double d = sd / rows, m = (double)to_f32(x[c]) + d;
+    const double var = fmax(sdd / rows - d * d, 0.0), unbias = rows > 1 ? (double)rows / (rows - 1) : 1.0;
+    mean[c] = (float)m;
+    rstd[c] = (float)(1.0 / sqrt(var + (double)BATCHNORM_EPS));
+    run_mean[c] = __fadd_rn(__fmul_rn(1.0f - momentum, run_mean[c]), __fmul_rn(momentum, (float)m));
+    run_var[c] = __fadd_rn(__fmul_rn(1.0f - momentum, run_var[c]), __fmul_rn(momentum, (float)(var * unbias)));
+}
+
+/* frozen: the running statistics themselves */
+__global__ void bn_frozen_stats(float *mean, float *rstd, const float *run_mean, const float *run_var, int C)
+{
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    mean[c] = run_mean[c];
+    rstd[c] = 1.0f / sqrtf(run_var[c] + BATCHNORM_EPS);
+}
+
+/* dbeta = sum g, dgamma = sum g xhat, in G; and in fp32 for the dx pass (sums [2][C]),
+ * so that a 16-bit gradient arena does not round what dx uses. */
+template <typename G>
+__global__ void __launch_bounds__(BN_SUM_WARPS * 32)
+    bn_grads_finish(G *dgamma, G *dbeta, float *sums, const float *partial, int chunks, int C)
+{
+    double sg, sgx;
+    chunk_sums(partial, chunks, C, &sg, &sgx);
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    if (threadIdx.x >= 32 || c >= C) return;
+    sums[c] = (float)sg;
+    sums[C + c] = (float)sgx;
+    dbeta[c] = from_f32<G>((float)sg);
+    dgamma[c] = from_f32<G>((float)sgx);
+}
+
+/* ---- 3. the element-wise passes --------------------------------------------------------- */
+
+/* y = (x - mean) rstd gamma + beta, then max(y, 0) when relu (a NaN stays, as on the CPU). */
+template <typename T, int V>
+__global__ void __launch_bounds__(BN_THREADS) bn_apply(T *y, const T *x, const float *mean, const float *rstd,
+                                                       const T *gamma, const T *beta, int rows, int C, int relu, int rpb)
+{
+    const int CV = C / V;
+    const block_items b(rows, CV, rpb);
+    for (int i = threadIdx.x; i < b.count; i += BN_THREADS) {
+        const int r = b.first + i / CV, c0 = (i % CV) * V;
+        const size_t o = (size_t)r * C + c0;
+        float v[V];
+        load_f32<V>(v, x + o);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int c = c0 + k;
+            const float t = (v[k] - mean[c]) * rstd[c] * to_f32(gamma[c]) + to_f32(beta[c]);
+            v[k] = relu && t < 0.0f ? 0.0f : t;
+        }
+        store_f32<V>(y + o, v);
+    }
+}
+
+/* dx = gamma rstd (g - (dbeta + xhat dgamma) inv_rows), g masked as in masked_grad;
+ * inv_rows = 0 when frozen (the statistics are constants). dx may be dy itself. */
+template <typename T, int V>
+__global__ void __launch_bounds__(BN_THREADS)
+    bn_apply_backward(T *dx, const T *dy, const T *x, const T *y, const float *mean, const float *rstd, const T *gamma,
+                      const float *sums, int rows, int C, float inv_rows, int rpb)
+{
+    const int CV = C / V;
+    const block_items b(rows, CV, rpb);
+    for (int i = threadIdx.x; i < b.count; i += BN_THREADS) {
+        const int r = b.first + i / CV, c0 = (i % CV) * V;
+        const size_t o = (size_t)r * C + c0;
+        float g[V], xv[V];
+        masked_grad<T, V>(g, xv, dy, x, y, o);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int c = c0 + k;
+            const float xhat = (xv[k] - mean[c]) * rstd[c];
+            g[k] = to_f32(gamma[c]) * rstd[c] * (g[k] - (sums[c] + xhat * sums[C + c]) * inv_rows);
+        }
+        store_f32<V>(dx + o, g);
+    }
+}
+
+/* ---- launchers ------------------------------------------------------------------------ */
+
+template <typename T>
+static cudaError_t launch_bn_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var, const void *x_,
+                                     const void *gamma, const void *beta, int rows, int C, int training, float momentum,
+                                     int relu, float *scratch, cudaStream_t s)
+{
+    if (C <= 0) return cudaSuccess;
+    const T *x = (const T *)x_;
+    with_vector_width<T>(vectors_fit<T>(C, x, y), [&](auto v) {
+        constexpr int V = decltype(v)::value;
+        if (training && rows > 0) {
+            launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, s);
+            bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x,
+                                                                          bn_chunks(rows, C), rows, C, momentum);
+        } else if (!training) {
+            bn_frozen_stats<<<(C + 255) / 256, 256, 0, s>>>(mean, rstd, run_mean, run_var, C);
+        }
+        const row_items g(rows, C / V);
+        if (g.blocks > 0)
+            bn_apply<T, V><<<g.blocks, BN_THREADS, 0, s>>>((T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows,
+                                                          C, relu, g.rows_per_block);
+    });
+    return cudaGetLastError();
+}
+
+template <typename T>
+static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int grads_in_t, const void *dy_,
+                                      const void *x_, const void *y_, const float *mean, const float *rstd,
+                                      const void *gamma, int rows, int C, int training, float *scratch, cudaStream_t s)
+{
+    if (C <= 0) return cudaSuccess;
+    const T *dy = (const T *)dy_, *x = (const T *)x_, *y = (const T *)y_;
+    const int chunks = bn_chunks(rows, C);
+    float *sums = scratch + (size_t)chunks * 2 * C;
+    with_vector_width<T>(vectors_fit<T>(C, dx, dy, x, y), [&](auto v) {
+        constexpr int V = decltype(v)::value;
+        launch_partials<V>(scratch, grad_terms<T, V>{dy, x, y, mean, rstd, C, {}, {}}, rows, C, s);
+        const int blocks = (C + 31) / 32;
+        if (grads_in_t)
+            bn_grads_finish<T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, sums, scratch, chunks, C);
+        else
+            bn_grads_finish<float><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((float *)dgamma, (float *)dbeta, sums, scratch,
+                                                                       chunks, C);
+        const row_items g(rows, C / V);
+        if (g.blocks > 0)
+            bn_apply_backward<T, V><<<g.blocks, BN_THREADS, 0, s>>>((T *)dx, dy, x, y, mean, rstd, (const T *)gamma,
+                                                                    sums, rows, C,
+                                                                    training ? 1.0f / (float)rows : 0.0f,
+                                                                    g.rows_per_block);
+    });
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var,
+                                              const void *x, const void *gamma, const void *beta, int rows, int C,
+                                              int training, float momentum, int relu, float *scratch, int dtype,
+                                              cudaStream_t s)
+{
+    return DISPATCH_DTYPE(dtype, launch_bn_forward, y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training,
+                          momentum, relu, scratch, s);
+}
+
+extern "C" cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                                               const void *x, const void *y, const float *mean, const float *rstd,
+                                               const void *gamma, int rows, int C, int training, float *scratch,
+                                               int dtype, cudaStream_t s)
+{
+    return DISPATCH_DTYPE(dtype, launch_bn_backward, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, y, mean, rstd,
+                          gamma, rows, C, training, scratch, s);
+}

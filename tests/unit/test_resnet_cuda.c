@@ -1,0 +1,430 @@
+/* test_resnet_cuda.c — the cuda backend's ResNet operations against the CPU's
+ * (kernels/resnet_cpu.h), in fp32 and bf16, through the backend table as the model
+ * calls them: im2col, col2im, the poolings, the add with ReLU and the synthetic images
+ * give the CPU's bits (in bf16: the CPU's result on the same bf16 inputs, rounded once),
+ * with 16-byte vectors and without (an odd channel count, a pointer one element off);
+ * batch norm's statistics, running statistics, output and gradients agree to fp32's
+ * (bf16's) resolution, with a mean far from zero, many chunks of rows and several
+ * column tiles; and batch norm's backward gives the same bits twice.
+ *
+ * Needs a GPU: where none is visible (or the binary has no CUDA) every test passes
+ * without checking anything and says so once. tests/gpu/resnet.sh runs it on the GPU. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernels/kernels_cpu.h"
+#include "../../kernels/resnet_cpu.h"
+#include "../../src/backend.h"
+#include "../../src/config.h"
+#include "../../src/halfconv.h"
+#include "check.h"
+
+static struct backend g_be;
+static int g_open;               /* the dtype g_be runs, + 1; 0: none open */
+static int g_no_gpu;
+
+/* The cuda backend at `precision` (fp32 or bf16), or 0 when there is none. */
+static int gpu(const char *precision)
+{
+    const int want = strcmp(precision, "bf16") == 0 ? DT_BF16 : DT_F32;
+    if (g_no_gpu) return 0;
+    if (g_open == want + 1) return 1;
+    if (g_open) backend_close(&g_be);
+    g_open = 0;
+    char flag[64], err[512] = "";
+    snprintf(flag, sizeof flag, "--train.precision=%s", precision);
+    char *argv[] = {"run", "--run.backend=cuda", flag, NULL};
+    struct config cfg;
+    if (config_load(&cfg, 3, argv, err, sizeof err) != 0 || backend_open(&g_be, &cfg, 0, 1, err, sizeof err) != 0) {
+        printf("    skipped: no cuda backend here (%s)\n", err);
+        g_no_gpu = 1;
+        return 0;
+    }
+    g_open = want + 1;
+    return 1;
+}
+
+static const char *const precisions[] = {"fp32", "bf16"};
+/* the statement that follows, once with each precision (none without a GPU) */
+#define EACH_PRECISION for (int pi_ = 0; pi_ < 2 && gpu(precisions[pi_]); pi_++)
+
+/* ---- data in the compute dtype ---- */
+
+static size_t elem(void) { return dtype_size(g_be.act_dtype); }
+
+/* v as the compute dtype holds it */
+static float rnd(float v) { return g_be.act_dtype == DT_BF16 ? bf16_to_float(float_to_bf16(v)) : v; }
+
+static float *rand_array(size_t n, unsigned seed, float offset)
+{
+    float *a = calloc(n, sizeof *a);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        a[i] = rnd(offset + (float)((seed >> 8) * (1.0 / 8388608.0)) - 1.0f);
+    }
+    return a;
+}
+
+/* A device buffer of n elements of `size` bytes starting `off` elements into its allocation
+ * (off = 1: not 16-byte aligned), filled from host (NULL: zeros). */
+static void *dev_raw(const void *host, size_t n, size_t size, int off)
+{
+    char *d = (char *)g_be.ops->alloc(&g_be, (n + 1) * size) + (size_t)off * size;
+    if (host != NULL) g_be.ops->upload(&g_be, d, host, n * size);
+    return d;
+}
+
+static void dev_free(void *d, size_t size, int off) { g_be.ops->free(&g_be, (char *)d - (size_t)off * size); }
+
+/* host floats into the compute dtype on the device */
+static void *dev_from(const float *host, size_t n, int off)
+{
+    if (g_be.act_dtype == DT_F32) return dev_raw(host, n, 4, off);
+    float *tmp = dev_raw(host, n, 4, 0);
+    void *d = dev_raw(NULL, n, elem(), off);
+    g_be.ops->cast_from_f32(&g_be, d, tmp, n);
+    dev_free(tmp, 4, 0);
+    return d;
+}
+
+static float *host_from(const void *dev, size_t n)
+{
+    float *h = malloc(n * sizeof *h);
+    if (g_be.act_dtype == DT_F32) {
+        g_be.ops->download(&g_be, h, dev, n * 4);
+        return h;
+    }
+    float *tmp = dev_raw(NULL, n, 4, 0);
+    g_be.ops->cast_to_f32(&g_be, tmp, dev, n);
+    g_be.ops->download(&g_be, h, tmp, n * 4);
+    dev_free(tmp, 4, 0);
+    return h;
+}
+
+/* ---- comparisons ---- */
+
+/* got == round(want) element by element; prints the first difference and the case
+ * (shape k, pointers `off` elements off alignment) */
+static int same_bits(const char *what, const float *got, const float *want, size_t n, int k, int off)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(got[i] == rnd(want[i]))) {
+            printf("    %s (%s), shape %d, pointer offset %d: element %zu of %zu is %.9g, the cpu's %.9g\n", what,
+                   dtype_name(g_be.act_dtype), k, off, i, n, got[i], rnd(want[i]));
+            return 0;
+        }
+    return 1;
+}
+
+/* the device's n elements (compute dtype) == round(want), as same_bits */
+static int device_same_bits(const char *what, const void *dev, const float *want, size_t n, int k, int off)
+{
+    float *got = host_from(dev, n);
+    const int same = same_bits(what, got, want, n, k, off);
+    free(got);
+    return same;
+}
+
+/* max |got - want| / max |want| <= tol */
+static int close_to(const char *what, const float *got, const float *want, size_t n, double tol)
+{
+    double scale = 0.0, worst = 0.0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double)got[i] - want[i]) / (scale > 0.0 ? scale : 1.0);
+        if (!(e <= worst)) worst = e, at = i;
+    }
+    if (worst <= tol) return 1;
+    printf("    %s (%s): relative error %.3g at element %zu of %zu (%.9g, the cpu's %.9g), tolerance %g\n", what,
+           dtype_name(g_be.act_dtype), worst, at, n, got[at], want[at], tol);
+    return 0;
+}
+
+/* |got - want| rstd <= tol for every channel: batch means agree to a fraction of a standard
+ * deviation (the GPU's mean is a shift plus the mean of the differences from it, summed
+ * in fp32: its error is relative to the data's spread, not to the mean itself) */
+static int means_close(const float *got, const float *want, const float *rstd, size_t C, double tol)
+{
+    for (size_t c = 0; c < C; c++)
+        if (!(fabs((double)got[c] - want[c]) * rstd[c] <= tol)) {
+            printf("    batch norm mean (%s): channel %zu of %zu is %.9g, the cpu's %.9g, %.3g standard deviations "
+                   "apart, tolerance %g\n", dtype_name(g_be.act_dtype), c, C, got[c], want[c],
+                   fabs((double)got[c] - want[c]) * rstd[c], tol);
+            return 0;
+        }
+    return 1;
+}
+
+/* ---- im2col, col2im, max pooling ---- */
+
+static struct conv_shape conv(int N, int H, int W, int C, int R, int stride, int pad)
+{
+    struct conv_shape s = {N, H, W, C, R, R, stride, pad, 0, 0};
+    s.P = (H + 2 * pad - R) / stride + 1;
+    s.Q = (W + 2 * pad - R) / stride + 1;
+    return s;
+}
+
+/* the CPU test's shapes (odd sizes, strides 1 and 2, the stem's 7x7/2 on 3 channels, a
+ * 1x1/2 shortcut), and channel counts that fill 16-byte vectors in fp32 and bf16 */
+static const struct conv_shape *shapes(int *n)
+{
+    static struct conv_shape s[7];
+    s[0] = conv(2, 7, 6, 3, 3, 2, 1);
+    s[1] = conv(1, 5, 5, 4, 3, 1, 1);
+    s[2] = conv(2, 9, 8, 3, 7, 2, 3);
+    s[3] = conv(2, 6, 5, 5, 1, 2, 0);
+    s[4] = conv(2, 8, 8, 16, 3, 2, 1);
+    s[5] = conv(3, 9, 9, 8, 3, 2, 1);
+    s[6] = conv(2, 11, 10, 24, 3, 1, 1);
+    *n = 7;
+    return s;
+}
+
+static size_t in_size(const struct conv_shape *s) { return (size_t)s->N * s->H * s->W * s->C; }
+static size_t out_size(const struct conv_shape *s) { return (size_t)s->N * s->P * s->Q * s->C; }
+static size_t col_size(const struct conv_shape *s) { return (size_t)s->N * s->P * s->Q * s->R * s->S * s->C; }
+
+TEST(im2col_and_col2im_give_the_cpus_bits)
+{
+    int ns;
+    const struct conv_shape *all = shapes(&ns);
+    EACH_PRECISION
+    for (int k = 0; k < ns; k++)
+        for (int off = 0; off < 2; off++) {
+            const struct conv_shape *s = &all[k];
+            const size_t nx = in_size(s), nc = col_size(s);
+            float *x = rand_array(nx, 3 + k, 0.0f), *y = rand_array(nc, 13 + k, 0.0f);
+            float *col = malloc(nc * 4), *dx = malloc(nx * 4);
+            cpu_im2col(col, x, s);
+            cpu_col2im(dx, y, s);
+            void *img_d = dev_from(x, nx, off), *col_d = dev_raw(NULL, nc, elem(), off);
+            g_be.ops->im2col(&g_be, col_d, img_d, s);
+            CHECK(device_same_bits("im2col", col_d, col, nc, k, off));
+            void *y_d = dev_from(y, nc, off);
+            g_be.ops->col2im(&g_be, img_d, y_d, s); /* over x, read already */
+            CHECK(device_same_bits("col2im", img_d, dx, nx, k, off));
+            dev_free(img_d, elem(), off), dev_free(col_d, elem(), off), dev_free(y_d, elem(), off);
+            free(x), free(y), free(col), free(dx);
+        }
+}
+
+TEST(max_pooling_gives_the_cpus_maxima_positions_and_gradients)
+{
+    int ns;
+    const struct conv_shape *all = shapes(&ns);
+    EACH_PRECISION
+    for (int k = 0; k < ns; k++)
+        for (int off = 0; off < 2; off++) {
+            const struct conv_shape *s = &all[k];
+            if (s->pad >= s->R) continue; /* a window wholly in the padding has no maximum */
+            const size_t nx = in_size(s), ny = out_size(s);
+            float *x = rand_array(nx, 5 + k, 0.0f), *dy = rand_array(ny, 17 + k, 0.0f);
+            float *y = malloc(ny * 4), *dx = malloc(nx * 4);
+            int *am = malloc(ny * sizeof *am), *am_got = malloc(ny * sizeof *am);
+            cpu_maxpool_forward(y, am, x, s);
+            cpu_maxpool_backward(dx, dy, am, s);
+            void *x_d = dev_from(x, nx, off), *y_d = dev_raw(NULL, ny, elem(), off);
+            int *am_d = dev_raw(NULL, ny, sizeof(int), off);
+            g_be.ops->maxpool_forward(&g_be, y_d, am_d, x_d, s);
+            g_be.ops->download(&g_be, am_got, am_d, ny * sizeof(int));
+            CHECK(device_same_bits("max pool", y_d, y, ny, k, off));
+            if (memcmp(am_got, am, ny * sizeof *am) != 0) printf("    argmax differs: shape %d, offset %d\n", k, off);
+            CHECK(memcmp(am_got, am, ny * sizeof *am) == 0);
+            void *dy_d = dev_from(dy, ny, off);
+            g_be.ops->maxpool_backward(&g_be, x_d, dy_d, am_d, s);
+            CHECK(device_same_bits("max pool backward", x_d, dx, nx, k, off));
+            dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
+            dev_free(am_d, sizeof(int), off);
+            free(x), free(dy), free(y), free(dx), free(am), free(am_got);
+        }
+}
+
+/* ---- average pooling, the add with ReLU, the images ---- */
+
+TEST(average_pooling_and_the_add_with_relu_give_the_cpus_bits)
+{
+    static const int shape[][3] = {{3, 49, 64}, {2, 5, 6}, {4, 16, 8}, {2, 9, 2048}};
+    EACH_PRECISION
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++)
+        for (int off = 0; off < 2; off++) {
+            const int N = shape[k][0], HW = shape[k][1], C = shape[k][2];
+            const size_t nx = (size_t)N * HW * C, ny = (size_t)N * C;
+            float *x = rand_array(nx, 7 + (unsigned)k, 0.0f), *dy = rand_array(ny, 19 + (unsigned)k, 0.0f);
+            float *y = malloc(ny * 4), *dx = malloc(nx * 4);
+            cpu_avgpool_forward(y, x, N, HW, C);
+            cpu_avgpool_backward(dx, dy, N, HW, C);
+            void *x_d = dev_from(x, nx, off), *y_d = dev_raw(NULL, ny, elem(), off), *dy_d = dev_from(dy, ny, off);
+            g_be.ops->avgpool_forward(&g_be, y_d, x_d, N, HW, C);
+            CHECK(device_same_bits("average pool", y_d, y, ny, (int)k, off));
+            void *dx_d = dev_raw(NULL, nx, elem(), off);
+            g_be.ops->avgpool_backward(&g_be, dx_d, dy_d, N, HW, C);
+            CHECK(device_same_bits("average pool backward", dx_d, dx, nx, (int)k, off));
+            /* y = max(y + x, 0) over the whole of dx (the tail after the last whole vector too) */
+            float *sum = malloc(nx * 4);
+            memcpy(sum, dx, nx * 4);
+            for (size_t i = 0; i < nx; i++) sum[i] = rnd(sum[i]);
+            cpu_add_relu(sum, x, nx);
+            g_be.ops->add_relu(&g_be, dx_d, x_d, nx);
+            CHECK(device_same_bits("add + relu", dx_d, sum, nx, (int)k, off));
+            free(sum);
+            dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
+            dev_free(dx_d, elem(), off);
+            free(x), free(dy), free(y), free(dx);
+        }
+}
+
+TEST(synthetic_images_and_labels_are_the_cpus)
+{
+    enum { B = 3, H = 10, W = 7, C = 3, CLASSES = 7 };
+    const size_t n = (size_t)B * H * W * C;
+    EACH_PRECISION
+    {
+        float *x = malloc(n * 4);
+        int labels[B], got_labels[B];
+        cpu_synth_images(x, labels, 5, B, H, W, C, CLASSES, 99);
+        void *x_d = dev_raw(NULL, n, elem(), 0);
+        int *l_d = dev_raw(NULL, B, sizeof(int), 0);
+        g_be.ops->synth_images(&g_be, x_d, l_d, 5, B, H, W, C, CLASSES, 99);
+        g_be.ops->download(&g_be, got_labels, l_d, sizeof got_labels);
+        CHECK(device_same_bits("synthetic images", x_d, x, n, 0, 0));
+        CHECK(memcmp(got_labels, labels, sizeof labels) == 0);
+        dev_free(x_d, elem(), 0), dev_free(l_d, sizeof(int), 0);
+        free(x);
+    }
+}
+
+/* ---- batch norm ---- */
+
+struct bn_shape {
+    int rows, C;
+    float offset; /* the inputs' mean: far from 0 tests the variance for cancellation */
+};
+
+static const struct bn_shape bn_shapes[] = {
+    {1000, 64, 0.0f}, {37, 6, 0.5f}, {3000, 320, 0.0f}, {200000, 8, 3.0f}, {4096, 16, 1000.0f}, {1, 8, 0.0f},
+};
+
+/* batch norm forward on the GPU and the CPU from the same x and running statistics;
+ * the statistics compared at fp32's resolution, y at the compute dtype's */
+static void bn_forward_case(const struct bn_shape *b, int training, int relu, int off)
+{
+    const size_t n = (size_t)b->rows * b->C, C = (size_t)b->C;
+    float *x = rand_array(n, 23, b->offset), *gamma = rand_array(C, 29, 1.0f), *beta = rand_array(C, 31, 0.0f);
+    float *rm = rand_array(C, 37, 0.0f), *rv = rand_array(C, 41, 2.0f);
+    float *y = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4);
+    void *x_d = dev_from(x, n, off), *y_d = dev_raw(NULL, n, elem(), off);
+    void *g_d = dev_from(gamma, C, 0), *b_d = dev_from(beta, C, 0);
+    float *rm_d = dev_raw(rm, C, 4, 0), *rv_d = dev_raw(rv, C, 4, 0);
+    float *mean_d = dev_raw(NULL, C, 4, 0), *rstd_d = dev_raw(NULL, C, 4, 0);
+    cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, b->rows, b->C, training, 0.1f, relu);
+    g_be.ops->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, b->rows, b->C, training, 0.1f,
+                                relu);
+    float got[4][1024], *gy = host_from(y_d, n);
+    g_be.ops->download(&g_be, got[0], mean_d, C * 4);
+    g_be.ops->download(&g_be, got[1], rstd_d, C * 4);
+    g_be.ops->download(&g_be, got[2], rm_d, C * 4);
+    g_be.ops->download(&g_be, got[3], rv_d, C * 4);
+    const double ty = g_be.act_dtype == DT_F32 ? 1e-5 : 1e-2;
+    int ok = means_close(got[0], mean, rstd, C, 1e-6) & close_to("batch norm rstd", got[1], rstd, C, 1e-5);
+    ok &= close_to("running mean", got[2], rm, C, 1e-5) & close_to("running variance", got[3], rv, C, 1e-5);
+    ok &= close_to("batch norm y", gy, y, n, ty);
+    if (!ok) printf("    rows %d, C %d, offset %g, training %d, relu %d, pointer offset %d\n", b->rows, b->C,
+                    (double)b->offset, training, relu, off);
+    CHECK(ok);
+    dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(g_d, elem(), 0), dev_free(b_d, elem(), 0);
+    dev_free(rm_d, 4, 0), dev_free(rv_d, 4, 0), dev_free(mean_d, 4, 0), dev_free(rstd_d, 4, 0);
+    free(x), free(gamma), free(beta), free(rm), free(rv), free(y), free(mean), free(rstd), free(gy);
+}
+
+TEST(batchnorm_forward_matches_the_cpu)
+{
+    EACH_PRECISION
+    for (size_t k = 0; k < sizeof bn_shapes / sizeof bn_shapes[0]; k++)
+        for (int mode = 0; mode < 4; mode++) bn_forward_case(&bn_shapes[k], mode & 1, mode >> 1, (int)(k % 2));
+}
+
+/* batch norm backward from the same dy, x, ReLU output and statistics on both; grad_dtype
+ * fp32 or the compute dtype; in place (dx = dy) or not. Returns the GPU's dx, dgamma,
+ * dbeta downloaded raw, for the determinism test. */
+static void bn_backward_case(const struct bn_shape *b, int training, int masked, int grad_dtype, int in_place, int off,
+                             unsigned char **raw, size_t *raw_bytes)
+{
+    const size_t n = (size_t)b->rows * b->C, C = (size_t)b->C, ge = dtype_size(grad_dtype);
+    float *x = rand_array(n, 43, b->offset), *dy = rand_array(n, 47, 0.0f), *gamma = rand_array(C, 53, 1.0f);
+    float *beta = rand_array(C, 59, 0.0f), *rm = rand_array(C, 61, 0.0f), *rv = rand_array(C, 67, 2.0f);
+    float *y = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4);
+    cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, b->rows, b->C, training, 0.1f, masked);
+    for (size_t i = 0; i < n; i++) y[i] = rnd(y[i]); /* the mask both read */
+    void *x_d = dev_from(x, n, off), *dy_d = dev_from(dy, n, off), *y_d = dev_from(y, n, off), *g_d = dev_from(gamma, C, 0);
+    void *dx_d = in_place ? dy_d : dev_raw(NULL, n, elem(), off);
+    float *mean_d = dev_raw(mean, C, 4, 0), *rstd_d = dev_raw(rstd, C, 4, 0);
+    void *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
+    float *dx = malloc(n * 4), *dgamma = malloc(C * 4), *dbeta = malloc(C * 4);
+    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, masked ? y : NULL, mean, rstd, gamma, b->rows, b->C, training);
+    g_be.ops->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, masked ? y_d : NULL, mean_d, rstd_d,
+                                 g_d, b->rows, b->C, training);
+    float *gdx = host_from(dx_d, n), gg[1024], gb[1024];
+    if (grad_dtype == DT_F32) {
+        g_be.ops->download(&g_be, gg, dg_d, C * 4);
+        g_be.ops->download(&g_be, gb, db_d, C * 4);
+    } else {
+        float *t = host_from(dg_d, C);
+        memcpy(gg, t, C * 4), free(t);
+        t = host_from(db_d, C);
+        memcpy(gb, t, C * 4), free(t);
+    }
+    const double tx = g_be.act_dtype == DT_F32 ? 1e-5 : 1e-2, tg = grad_dtype == DT_F32 ? 1e-5 : 1e-2;
+    int ok = close_to("batch norm dx", gdx, dx, n, tx);
+    ok &= close_to("dgamma", gg, dgamma, C, tg) & close_to("dbeta", gb, dbeta, C, tg);
+    if (!ok) printf("    rows %d, C %d, training %d, masked %d, gradients %s, in place %d, pointer offset %d\n", b->rows,
+                    b->C, training, masked, dtype_name(grad_dtype), in_place, off);
+    CHECK(ok);
+    if (raw != NULL) {
+        *raw_bytes = n * elem() + 2 * C * ge;
+        *raw = malloc(*raw_bytes);
+        g_be.ops->download(&g_be, *raw, dx_d, n * elem());
+        g_be.ops->download(&g_be, *raw + n * elem(), dg_d, C * ge);
+        g_be.ops->download(&g_be, *raw + n * elem() + C * ge, db_d, C * ge);
+    }
+    dev_free(x_d, elem(), off), dev_free(dy_d, elem(), off), dev_free(y_d, elem(), off), dev_free(g_d, elem(), 0);
+    if (!in_place) dev_free(dx_d, elem(), off);
+    dev_free(mean_d, 4, 0), dev_free(rstd_d, 4, 0), dev_free(dg_d, ge, 0), dev_free(db_d, ge, 0);
+    free(x), free(dy), free(gamma), free(beta), free(rm), free(rv), free(y), free(mean), free(rstd);
+    free(dx), free(dgamma), free(dbeta), free(gdx);
+}
+
+TEST(batchnorm_backward_matches_the_cpu)
+{
+    EACH_PRECISION
+    for (size_t k = 0; k < sizeof bn_shapes / sizeof bn_shapes[0]; k++)
+        for (int mode = 0; mode < 8; mode++) {
+            const int grad_dtype = (mode & 4) ? g_be.act_dtype : DT_F32;
+            if ((mode & 4) && grad_dtype == DT_F32) continue; /* fp32: one gradient dtype */
+            bn_backward_case(&bn_shapes[k], mode & 1, (mode >> 1) & 1, grad_dtype, (int)(k % 2), (int)(k % 2), NULL,
+                             NULL);
+        }
+}
+
+TEST(batchnorm_backward_gives_the_same_bits_twice)
+{
+    EACH_PRECISION
+    {
+        unsigned char *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        bn_backward_case(&bn_shapes[3], 1, 1, DT_F32, 0, 0, &a, &na);
+        bn_backward_case(&bn_shapes[3], 1, 1, DT_F32, 0, 0, &b, &nb);
+        CHECK(na == nb && memcmp(a, b, na) == 0);
+        free(a), free(b);
+    }
+}
+
+int main(void)
+{
+    const int rc = test_main("resnet_cuda");
+    if (g_open) backend_close(&g_be);
+    return rc;
+}
