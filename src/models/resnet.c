@@ -34,12 +34,6 @@
 
 static const struct model_ops rn_ops;
 
-static int no_cuda_kernels(char *err, size_t errlen)
-{
-    snprintf(err, errlen, "the resnet model has no CUDA kernels yet; use --backend=cpu");
-    return -1;
-}
-
 static size_t square(int side) { return (size_t)side * (size_t)side; }
 
 static void conv_set(struct rn_conv *c, int cin, int cout, int k, int stride, int H)
@@ -123,8 +117,6 @@ static double conv_flops(const struct rn_conv *c, int with_dx)
 
 int resnet_describe(const struct config *cfg, struct model *m, char *err, size_t errlen)
 {
-    /* refused before the backend starts: the one error, whatever the machine */
-    if (cfg->backend == BACKEND_CUDA) return no_cuda_kernels(err, errlen);
     if (cfg->nblocks < 1 || cfg->nblocks > RN_MAX_STAGES) {
         snprintf(err, errlen, "model.blocks has %d stages; give the bottlenecks of 1 to %d stages, e.g. 3,4,6,3",
                  cfg->nblocks, RN_MAX_STAGES);
@@ -288,7 +280,8 @@ static int rn_supported(const struct model *m, const struct backend *be, char *e
     if (o->im2col && o->col2im && o->batchnorm_forward && o->batchnorm_backward && o->add_relu && o->maxpool_forward &&
         o->maxpool_backward && o->avgpool_forward && o->avgpool_backward && o->synth_images)
         return 0;
-    return no_cuda_kernels(err, errlen);
+    snprintf(err, errlen, "the %s backend lacks the resnet's operations; use --backend=cpu", be->ops->name);
+    return -1;
 }
 
 static void rn_alloc_acts(struct backend *be, const struct model *m, int B, struct step_buffers *rb)
@@ -302,6 +295,7 @@ static void rn_alloc_acts(struct backend *be, const struct model *m, int B, stru
     rb->acts = a;
     rb->fuse_forward = rb->fuse_dgelu = rb->fuse_backward = 0; /* no epilogues here */
     a->B = B;
+    if (be->ops->reserve != NULL) be->ops->reserve(be, B, p->classes); /* the loss's rows, the head's bias gradient */
     const size_t e = rb->elem, b = (size_t)B, F = sizeof(float);
     a->x = step_alloc(be, b * square(p->image) * RN_CHANNELS, e);
     a->labels = step_alloc(be, b, sizeof(int));

@@ -19,7 +19,7 @@
 # throughput (configs/resnet50.ini: 224 x 224, batch 256 per GPU, bf16):
 #   (d)       dpscale bench: the step against its GEMMs alone, and where the rest goes
 #   (e)       images/s and efficiency: 1 GPU, and with 2 GPUs the sweep 1,2 over NVLink
-#             (comm.path = nvlink) and through host memory (comm.path = pcie: no peer access,
+#             (comm.path = nvlink) and through host memory (comm.path = host: no peer access,
 #             NCCL's SHM transport); the target is 3,300 images/s on one H200
 # Every launch is bounded by `timeout`. OUTDIR ends with three files (the device tool
 # returns few): results.txt (PASS / FAIL / INFO lines and the figures), logs.tar.gz, h5.tar.gz.
@@ -142,7 +142,7 @@ throughput() {
     check bench_r50 "$LONG" bin/dpscale bench --config $R50 "$O"
     grep -vE "^ *$" "$LOG/bench_r50.log" | tail -30
     if [ "$NGPU" -ge 2 ]; then
-        for path in nvlink pcie; do
+        for path in nvlink host; do
             check r50_sweep_$path "$LONG" $MPIRUN -np 2 bin/dpscale run --config $R50 --sweep=1,2 --comm.path=$path "$O" \
                 --run.output=r50-$path.h5
             sed -n '/^comm\/path/,/^overlap/p' "$LOG/r50_sweep_$path.log"

@@ -3,7 +3,7 @@ gradients against float32 finite differences (dpscale gradcheck) and against flo
 differences of an independent NumPy ResNet (resnet_reference.py), a 2-rank sweep
 whose report counts images, data-parallel equivalence, the update beside backward
 and ZeRO-1 against the plain allreduce, a learnable image task, the operations
-dpscale bench names, and the CUDA backend's refusal.
+dpscale bench names.
 
 Data-parallel equivalence and batch norm: with model.batchnorm = batch (the default)
 each rank normalises over its own batch, as DDP without SyncBatchNorm does, so N ranks
@@ -120,13 +120,3 @@ def test_bench_names_the_resnets_operations():
     for op in ("im2col / col2im", "batchnorm forward", "batchnorm backward", "pooling", "residual add"):
         assert op in p.stdout, p.stdout
 
-
-def test_the_cuda_backend_is_refused_in_one_line(outdir):
-    """Refused before any backend starts, with or without a GPU (singleton MPI: no mpirun,
-    whose exit after an error takes seconds)."""
-    p = subprocess.run([BINARY, "run", "--config", TINY, "--backend=cuda", f"--run.output_dir={outdir}"],
-                       capture_output=True, text=True, env=mpi_env(), timeout=60)
-    assert p.returncode == 2, p.stdout + p.stderr
-    errors = [l for l in p.stderr.splitlines() if l.startswith("dpscale: error:")]
-    assert errors == ["dpscale: error: the resnet model has no CUDA kernels yet; use --backend=cpu"], p.stderr
-    assert not list(outdir.iterdir()), "no result file"
