@@ -8,20 +8,8 @@
 #   tests/gpu/issue13_calibration.sh OUTDIR      from the repo root, bin/dpscale prebuilt
 # Each launch is bounded by 120 s; the whole by ISSUE13_BUDGET_S (default 420 s).
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 2
-[ $# -ge 1 ] || { echo "usage: tests/gpu/issue13_calibration.sh OUTDIR" >&2; exit 2; }
-mkdir -p "$1" || exit 2
-OUT=$(cd "$1" && pwd)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-BUDGET_S=${ISSUE13_BUDGET_S:-420}
-run() { # LABEL ARGS...: 2 ranks, bounded
-    local label=$1; shift
-    local left=$((BUDGET_S - SECONDS - 20))
-    ((left > 20)) || { echo "== $label: SKIPPED (budget spent)"; return; }
-    echo "== $label [t=${SECONDS}s]"
-    timeout -k 10 $((left < 120 ? left : 120)) mpirun -np 2 --bind-to none bin/dpscale "$@" --run.backend=cuda \
-        --run.output_dir="$OUT" --run.output="$label.h5" </dev/null 2>&1 | grep -E "^nccl|error" || true
-}
+BUDGET_S=${ISSUE13_BUDGET_S:-420} MARGIN_S=20
+source "$(dirname "$0")/bounded_launch.sh" issue13_calibration.sh "${1:-}"
 project() { # RESULT COMM CALIBRATION
     bin/dpscale project "$1" --comm "$2" --interference-from "$3" 2>&1 | grep -E "NOTE|^ +2 " |
         sed "s|^|$(basename "$1" .h5): |"

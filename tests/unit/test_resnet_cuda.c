@@ -20,6 +20,7 @@
 #include "../../src/config.h"
 #include "../../src/halfconv.h"
 #include "check.h"
+#include "test_conv_shapes.h"
 
 static struct backend g_be;
 static int g_open;               /* the dtype g_be runs, + 1; 0: none open */
@@ -160,27 +161,15 @@ static int means_close(const float *got, const float *want, const float *rstd, s
 
 /* ---- im2col, col2im, max pooling ---- */
 
-static struct conv_shape conv(int N, int H, int W, int C, int R, int stride, int pad)
-{
-    struct conv_shape s = {N, H, W, C, R, R, stride, pad, 0, 0};
-    s.P = (H + 2 * pad - R) / stride + 1;
-    s.Q = (W + 2 * pad - R) / stride + 1;
-    return s;
-}
-
-/* the CPU test's shapes (odd sizes, strides 1 and 2, the stem's 7x7/2 on 3 channels, a
- * 1x1/2 shortcut), and channel counts that fill 16-byte vectors in fp32 and bf16 */
+/* the CPU test's shapes, and channel counts that fill 16-byte vectors in fp32 and bf16 */
 static const struct conv_shape *shapes(int *n)
 {
-    static struct conv_shape s[7];
-    s[0] = conv(2, 7, 6, 3, 3, 2, 1);
-    s[1] = conv(1, 5, 5, 4, 3, 1, 1);
-    s[2] = conv(2, 9, 8, 3, 7, 2, 3);
-    s[3] = conv(2, 6, 5, 5, 1, 2, 0);
-    s[4] = conv(2, 8, 8, 16, 3, 2, 1);
-    s[5] = conv(3, 9, 9, 8, 3, 2, 1);
-    s[6] = conv(2, 11, 10, 24, 3, 1, 1);
-    *n = 7;
+    static struct conv_shape s[TEST_CONV_SHAPES + 3];
+    test_conv_shapes(s);
+    s[TEST_CONV_SHAPES] = conv(2, 8, 8, 16, 3, 2, 1);
+    s[TEST_CONV_SHAPES + 1] = conv(3, 9, 9, 8, 3, 2, 1);
+    s[TEST_CONV_SHAPES + 2] = conv(2, 11, 10, 24, 3, 1, 1);
+    *n = TEST_CONV_SHAPES + 3;
     return s;
 }
 

@@ -16,27 +16,17 @@
 #include "../../src/backend.h"
 #include "check.h"
 #include "test_arrays.h"
+#include "test_conv_shapes.h"
 
 #define FD_EPS 1e-3f
 #define FD_TOL 1e-2
 
-static struct conv_shape conv(int N, int H, int W, int C, int R, int stride, int pad)
-{
-    struct conv_shape s = {N, H, W, C, R, R, stride, pad, 0, 0};
-    s.P = (H + 2 * pad - R) / stride + 1;
-    s.Q = (W + 2 * pad - R) / stride + 1;
-    return s;
-}
-
 /* odd sizes, strides 1 and 2, padding, the stem's 7x7/2 and a shortcut's 1x1/2 */
 static const struct conv_shape *shapes(int *n)
 {
-    static struct conv_shape s[4];
-    s[0] = conv(2, 7, 6, 3, 3, 2, 1);
-    s[1] = conv(1, 5, 5, 4, 3, 1, 1);
-    s[2] = conv(2, 9, 8, 3, 7, 2, 3);
-    s[3] = conv(2, 6, 5, 5, 1, 2, 0);
-    *n = 4;
+    static struct conv_shape s[TEST_CONV_SHAPES];
+    test_conv_shapes(s);
+    *n = TEST_CONV_SHAPES;
     return s;
 }
 
