@@ -11,6 +11,7 @@
 #include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda_runtime.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,17 @@ struct gemm_key {
     int ta, tb, m, n, k, lda, ldb, ldc, c_is_f32;
     int sm_target; /* CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET; 0 = all SMs */
     int epilogue;  /* enum gemm_epilogue, 0 = none */
+    int align_a, align_b, align_c, align_d; /* the operands' address alignment in bytes, capped at 16 */
 };
+
+/* How far an operand's address is aligned, up to 16 bytes. cuBLASLt's heuristics assume
+ * 256-byte aligned operands unless told: a packed arena (the ResNet's tensors after a
+ * 10-element bias) would get an algorithm that cublasLtMatmul then refuses. */
+static int address_alignment(const void *p)
+{
+    const uintptr_t a = (uintptr_t)p;
+    return a % 16 == 0 ? 16 : a % 8 == 0 ? 8 : a % 4 == 0 ? 4 : a % 2 == 0 ? 2 : 1;
+}
 
 struct gemm_plan {
     struct gemm_key key;
@@ -360,6 +371,15 @@ static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gem
     size_t ws = WORKSPACE_BYTES;
     CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    /* below 16 bytes, say so (cuBLAS's A is our B); at 16 or more the defaults, as before */
+    const uint32_t align[4] = {(uint32_t)key->align_b, (uint32_t)key->align_a, (uint32_t)key->align_c,
+                               (uint32_t)key->align_d};
+    const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++)
+        if (align[i] < 16)
+            CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof align[i]));
     cublasLtMatmulHeuristicResult_t cand[GEMM_CANDIDATES];
     int found = 0;
     CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(s->lt, p->desc, p->a, p->b, p->c, p->c, pref,
@@ -378,7 +398,9 @@ static void cuda_gemm(struct backend *b, int ta, int tb, int m, int n, int k, fl
                       const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc)
 {
     struct cuda_state *s = state(b);
-    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32, s->sm_target, 0};
+    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, c_is_f32 || b->act_dtype == DT_F32, s->sm_target, 0,
+                                 address_alignment(A), address_alignment(B), address_alignment(C),
+                                 address_alignment(C)};
     const struct gemm_args args = {A, B, C, C, alpha, beta, NULL};
     const struct gemm_plan *p = gemm_plan_for(b, &key, &args);
     CHECK_CUBLAS(cublasLtMatmul(s->lt, p->desc, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c, &p->algo,
@@ -393,7 +415,9 @@ static void cuda_gemm_fused(struct backend *b, int ta, int tb, int m, int n, int
     const void *Cin = f->residual != NULL ? f->residual : C;
     if (f->residual != NULL && (f->kind != EPI_BIAS || f->residual == C))
         DP_FATAL(NULL, "a GEMM's residual needs the bias epilogue and a buffer other than its output");
-    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, b->act_dtype == DT_F32, s->sm_target, f->kind};
+    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, b->act_dtype == DT_F32, s->sm_target, f->kind,
+                                 address_alignment(A), address_alignment(B), address_alignment(Cin),
+                                 address_alignment(C)};
     const struct gemm_args args = {A, B, Cin, C, one, beta, f};
     const struct gemm_plan *p = gemm_plan_for(b, &key, &args);
     set_fusion_pointers(p->desc, f);
