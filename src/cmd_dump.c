@@ -73,7 +73,7 @@ int cmd_dump(int argc, char **argv)
             CHECK_ALLOC(host);
             be->ops->download(be, host, in[i].data, in[i].count * sizeof(int));
         } else {
-            host = to_host_f32(be, in[i].data, 0, in[i].count);
+            host = to_host_f32(be, in[i].data, in[i].is_f32, in[i].count);
         }
         d.inputs[i] = (struct h5out_array){in[i].name, in[i].is_int, in[i].count, host};
     }

@@ -87,9 +87,10 @@ static inline void step_hook_stage_done(const struct model *m, const struct step
 /* One input array of a step (struct model_ops.inputs). */
 struct model_input {
     const char *name;
-    int is_int;       /* int32; else elements of the compute dtype */
+    int is_int;       /* int32; else elements of the compute dtype (or fp32: is_f32) */
     size_t count;
     const void *data; /* backend memory */
+    int is_f32;       /* fp32 whatever the compute dtype (state such as running statistics) */
 };
 
 /* A model's own half of the step. B: samples of this rank. */

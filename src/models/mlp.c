@@ -274,8 +274,8 @@ static int mlp_inputs(const struct model *m, const struct step_buffers *rb, stru
     const struct mlp *p = mlp_of(m);
     const struct mlp_acts *a = rb->acts;
     if (max < 2) return 0;
-    out[0] = (struct model_input){"x", 0, (size_t)a->rows * (size_t)p->input_dim, a->x};
-    out[1] = (struct model_input){"labels", 1, (size_t)a->rows, a->labels};
+    out[0] = (struct model_input){"x", 0, (size_t)a->rows * (size_t)p->input_dim, a->x, 0};
+    out[1] = (struct model_input){"labels", 1, (size_t)a->rows, a->labels, 0};
     return 2;
 }
 

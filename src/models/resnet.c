@@ -370,10 +370,14 @@ static int rn_inputs(const struct model *m, const struct step_buffers *rb, struc
 {
     const struct resnet *p = resnet_of(m);
     const struct rn_acts *a = rb->acts;
-    if (max < 2) return 0;
-    out[0] = (struct model_input){"images", 0, (size_t)a->B * square(p->image) * RN_CHANNELS, a->x};
-    out[1] = (struct model_input){"labels", 1, (size_t)a->B, a->labels};
-    return 2;
+    if (max < 4) return 0;
+    out[0] = (struct model_input){"images", 0, (size_t)a->B * square(p->image) * RN_CHANNELS, a->x, 0};
+    out[1] = (struct model_input){"labels", 1, (size_t)a->B, a->labels, 0};
+    /* after the step: every batch norm's running statistics, in the table's order of
+     * their gains (state, not inputs, but what a reference must reproduce too) */
+    out[2] = (struct model_input){"bn_running_mean", 0, p->bn_channels, a->run_mean, 1};
+    out[3] = (struct model_input){"bn_running_var", 0, p->bn_channels, a->run_var, 1};
+    return 4;
 }
 
 static const struct model_ops rn_ops = {

@@ -549,11 +549,11 @@ static int tf_inputs(const struct model *m, const struct step_buffers *rb, struc
     const struct tf *p = tf_of(m);
     const struct tf_acts *a = rb->acts;
     if (max < 4) return 0;
-    out[0] = (struct model_input){"tokens", 1, (size_t)a->R, a->tokens};
-    out[1] = (struct model_input){"targets", 1, (size_t)a->M, a->targets};
+    out[0] = (struct model_input){"tokens", 1, (size_t)a->R, a->tokens, 0};
+    out[1] = (struct model_input){"targets", 1, (size_t)a->M, a->targets, 0};
     if (!p->bert) return 2;
-    out[2] = (struct model_input){"segments", 1, (size_t)a->R, a->segments};
-    out[3] = (struct model_input){"mask_rows", 1, (size_t)a->M, a->mask_rows};
+    out[2] = (struct model_input){"segments", 1, (size_t)a->R, a->segments, 0};
+    out[3] = (struct model_input){"mask_rows", 1, (size_t)a->M, a->mask_rows, 0};
     return 4;
 }
 

@@ -21,8 +21,7 @@ Batch norm trains on the batch (model.batchnorm = batch) with momentum 0.1, PyTo
 unbiased running variance, eps 1e-5, or normalises with the running statistics 0 and 1
 (model.batchnorm = frozen). The running statistics after the step are compared too when
 the dump holds them (inputs bn_running_mean / bn_running_var, fp32, the batch norms in
-the table's order of their gammas): today's `dpscale dump` writes only the images and the
-labels, so the script says that it could not compare them.
+the table's order of their gammas, as `dpscale dump` writes them for the resnet).
 
 The reference runs in float64 by default, so the error measured is dpscale's own. The
 check passes when the loss's relative difference and every tensor's error are within
@@ -200,7 +199,7 @@ def main():
     worst = loss_err if a.loss_only else max([loss_err] + [r[0] for r in rows])
     stats = compare_running(P, running, inputs)
     if stats is None:
-        print("  running statistics: not in the dump (it holds the images and labels only); not compared")
+        print("  running statistics: not in the dump (a dump of an older dpscale); not compared")
         stats_note = "running=absent"
     else:
         print(f"  running statistics after the step: mean {stats[0]:.3e}, variance {stats[1]:.3e}")

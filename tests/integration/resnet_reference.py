@@ -54,6 +54,15 @@ class ResNet:
         self.frozen = cfg["model.batchnorm"] == "frozen"
         t = f["model/tensors"][:]
         self.table = {r["name"].decode(): (int(r["offset"]), int(r["rows"]), int(r["cols"])) for r in t}
+        self.batch_stats = {}  # batch norm name -> (mean, unbiased variance) of the last loss()
+
+    def running_after_one_step(self, momentum=0.1):
+        """The running statistics (from 0 and 1) after the last loss(), concatenated in the
+        table's order of the gains, as dpscale dump writes bn_running_mean and _var."""
+        names = [n[:-len(".gamma")] for n in self.table if n.endswith(".gamma")]
+        mean = np.concatenate([momentum * self.batch_stats[n][0] for n in names])
+        var = np.concatenate([(1 - momentum) + momentum * self.batch_stats[n][1] for n in names])
+        return mean, var
 
     def tensor(self, params, name):
         off, rows, cols = self.table[name]
@@ -61,6 +70,9 @@ class ResNet:
         return v.reshape(rows, cols) if rows > 1 else v
 
     def bn(self, params, x, name, relu):
+        if not self.frozen:  # this batch's statistics, for the running ones: mean, unbiased variance
+            n = x.shape[0] * x.shape[1] * x.shape[2]
+            self.batch_stats[name] = (x.mean(axis=(0, 1, 2)), x.var(axis=(0, 1, 2)) * n / (n - 1))
         y = batchnorm(x, self.tensor(params, name + ".gamma"), self.tensor(params, name + ".beta"), self.frozen)
         return np.maximum(y, 0.0) if relu else y
 

@@ -68,6 +68,13 @@ def test_gradients_match_float64_differences_of_a_numpy_resnet(outdir):
             worst = max(worst, (rel, f"{name}[{i}]: backward {grads[k]:.6e}, float64 differences {numeric:.6e}"))
     print(f"worst: {worst[0]:.2e} ({worst[1]})")
     assert worst[0] <= 1e-3, worst[1]
+    # the batch norms' running statistics after the step, in the table's order of the gains
+    net.loss(params, images, labels)
+    mean, var = net.running_after_one_step()
+    got_mean, got_var = f["dump/inputs/bn_running_mean"][:], f["dump/inputs/bn_running_var"][:]
+    assert got_mean.shape == mean.shape and got_var.shape == var.shape
+    assert np.abs(got_mean - mean).max() <= 1e-4 * max(np.abs(mean).max(), 1e-3), np.abs(got_mean - mean).max()
+    assert np.abs(got_var - var).max() <= 1e-4 * np.abs(var).max(), np.abs(got_var - var).max()
 
 
 def test_a_two_rank_sweep_writes_its_file_and_the_report_counts_images(outdir):
