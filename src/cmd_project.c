@@ -157,7 +157,8 @@ static void read_settings(hid_t f, struct source *src)
 }
 
 /* The settings on which RESULT and its calibration differ, "name A here, B there; ...",
- * into out ("" when they agree). comm.shm_copy counts only on the host-memory path. */
+ * into out ("" when they agree). comm.shm_copy (setting 1) is left out between two NVLink
+ * runs: no copy goes through host memory there. */
 static void settings_differ(const struct source *a, const struct source *b, char *out, size_t len)
 {
     out[0] = '\0';
