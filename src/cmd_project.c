@@ -285,21 +285,16 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
                     double *up = read_doubles(gn, "update_s", &m2, d2, &r);
                     if (fb != NULL && fr != NULL) {
                         for (size_t e = 0; e < m2; e++) fb[e] -= fr[e];
-                        cb = fb;
+                        cb = fb, fb = NULL;
                         src->interference_approx = "schema 2: its compute-only backward is its forward and backward "
                                                    "less the real pass's forward";
                     } else if (co != NULL && fr != NULL && up != NULL) { /* schema 1: the whole compute-only step */
-                        cb = malloc(m2 * sizeof(double));
-                        CHECK_ALLOC(cb);
-                        for (size_t e = 0; e < m2; e++) cb[e] = co[e] - fr[e] - up[e];
+                        for (size_t e = 0; e < m2; e++) fr[e] = co[e] - fr[e] - up[e];
+                        cb = fr, fr = NULL;
                         src->interference_approx = "schema 1: its compute-only backward is its compute-only step less "
                                                    "the real pass's forward and update";
-                        free(fb);
-                    } else {
-                        free(fb);
                     }
-                    free(fr);
-                    free(up);
+                    free(fb), free(fr), free(up);
                 }
                 if (b != NULL && cb != NULL && co != NULL) {
                     largest = N;
