@@ -44,10 +44,10 @@ static int bn_chunk_rows(int rows, int C)
 
 static int bn_chunks(int rows, int C) { return rows <= 0 ? 0 : (rows + bn_chunk_rows(rows, C) - 1) / bn_chunk_rows(rows, C); }
 
-/* the partial sums [chunks][2][C], then fp32 copies of dbeta and dgamma [2][C] (backward) */
+/* the partial sums [chunks][2][C], then the backward's per-channel coefficients [3][C] */
 extern "C" size_t cuda_batchnorm_scratch_floats(int rows, int C)
 {
-    return ((size_t)bn_chunks(rows, C) * 2 + 2) * (size_t)(C > 0 ? C : 0);
+    return ((size_t)bn_chunks(rows, C) * 2 + 3) * (size_t)(C > 0 ? C : 0);
 }
 
 /* ---- 1. the partial pass ---------------------------------------------------------------- */
@@ -125,6 +125,7 @@ __global__ void __launch_bounds__(BN_THREADS) bn_partials(float *partial, Terms 
     float a[V] = {}, b[V] = {};
     if (j < C / V) {
         terms.begin(j);
+#pragma unroll 4
         for (int r = r0 + g; r < r1; r += G) terms.add(a, b, r, j);
     }
 #pragma unroll
@@ -212,67 +213,127 @@ __global__ void bn_frozen_stats(float *mean, float *rstd, const float *run_mean,
     rstd[c] = 1.0f / sqrtf(run_var[c] + BATCHNORM_EPS);
 }
 
-/* dbeta = sum g, dgamma = sum g xhat, in G; and in fp32 for the dx pass (sums [2][C]),
- * so that a 16-bit gradient arena does not round what dx uses. */
-template <typename G>
+/* dbeta = sum g, dgamma = sum g xhat, in G; and, in fp32, the coefficients of the dx pass
+ * (coef [3][C]: dx = A g + B (x - mean) + D), from the fp32 sums, so that a 16-bit gradient
+ * arena does not round what dx uses:
+ *   dx = gamma rstd (g - (dbeta + xhat dgamma) inv_rows), xhat = (x - mean) rstd
+ *      = A g + B (x - mean) + D,  A = gamma rstd, B = -A rstd dgamma inv_rows, D = -A dbeta inv_rows.
+ * inv_rows = 0 when frozen (the statistics are constants). */
+template <typename T, typename G>
 __global__ void __launch_bounds__(BN_SUM_WARPS * 32)
-    bn_grads_finish(G *dgamma, G *dbeta, float *sums, const float *partial, int chunks, int C)
+    bn_grads_finish(G *dgamma, G *dbeta, float *coef, const float *partial, const float *rstd, const T *gamma,
+                    int chunks, int C, float inv_rows)
 {
     double sg, sgx;
     chunk_sums(partial, chunks, C, &sg, &sgx);
     const int c = blockIdx.x * 32 + threadIdx.x;
     if (threadIdx.x >= 32 || c >= C) return;
-    sums[c] = (float)sg;
-    sums[C + c] = (float)sgx;
+    const float a = to_f32(gamma[c]) * rstd[c];
+    coef[c] = a;
+    coef[C + c] = -a * rstd[c] * (float)sgx * inv_rows;
+    coef[2 * C + c] = -a * (float)sg * inv_rows;
     dbeta[c] = from_f32<G>((float)sg);
     dgamma[c] = from_f32<G>((float)sgx);
 }
 
 /* ---- 3. the element-wise passes --------------------------------------------------------- */
 
-/* y = (x - mean) rstd gamma + beta, then max(y, 0) when relu (a NaN stays, as on the CPU). */
+/* A thread of an element-wise pass keeps one vector column (V channels) for the whole pass,
+ * its per-channel terms in registers, loaded once, and walks rows: TW threads of a block
+ * cover TW vector columns (a tile; blockIdx.y picks it), BN_THREADS / TW rows at a time,
+ * grid-striding over rows from blockIdx.x. Two rows are loaded before either is used, so
+ * that each thread has two 16-byte loads of every input in flight. */
+#define BN_APPLY_BLOCKS 2048 /* blocks of an element-wise pass: about 16 an SM of an H200 */
+
+struct column_walk {
+    int cv, r, step, active;
+    __device__ __forceinline__ column_walk(int CV, int TW)
+    {
+        const int rows_at_once = BN_THREADS / TW, t = threadIdx.x;
+        cv = blockIdx.y * TW + t % TW;
+        r = blockIdx.x * rows_at_once + t / TW;
+        step = gridDim.x * rows_at_once;
+        active = t < rows_at_once * TW && cv < CV;
+    }
+};
+
+/* the launch shape of an element-wise pass over rows x CV vector columns */
+struct column_grid {
+    int TW;
+    dim3 grid;
+    column_grid(int rows, int CV)
+    {
+        TW = CV < BN_THREADS ? CV : BN_THREADS;
+        const int tiles = (CV + TW - 1) / TW, rows_at_once = BN_THREADS / TW;
+        long long bx = ((long long)rows + rows_at_once - 1) / rows_at_once, cap = BN_APPLY_BLOCKS / tiles;
+        if (cap < 1) cap = 1;
+        grid = dim3((unsigned)(bx < cap ? bx : cap), (unsigned)tiles);
+    }
+};
+
+/* y = (x - mean) (rstd gamma) + beta, then max(y, 0) when relu (a NaN stays, as on the CPU). */
 template <typename T, int V>
 __global__ void __launch_bounds__(BN_THREADS) bn_apply(T *y, const T *x, const float *mean, const float *rstd,
-                                                       const T *gamma, const T *beta, int rows, int C, int relu, int rpb)
+                                                       const T *gamma, const T *beta, int rows, int C, int relu, int TW)
 {
-    const int CV = C / V;
-    const block_items b(rows, CV, rpb);
-    for (int i = threadIdx.x; i < b.count; i += BN_THREADS) {
-        const int r = b.first + i / CV, c0 = (i % CV) * V;
-        const size_t o = (size_t)r * C + c0;
-        float v[V];
+    const column_walk w(C / V, TW);
+    if (!w.active) return;
+    float m[V], sc[V], b[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int c = w.cv * V + k;
+        m[k] = mean[c];
+        sc[k] = rstd[c] * to_f32(gamma[c]);
+        b[k] = to_f32(beta[c]);
+    }
+    for (int r = w.r; r < rows; r += 2 * w.step) {
+        const int r2 = r + w.step;
+        const size_t o = (size_t)r * C + (size_t)w.cv * V, o2 = (size_t)r2 * C + (size_t)w.cv * V;
+        float v[V], v2[V] = {};
         load_f32<V>(v, x + o);
+        if (r2 < rows) load_f32<V>(v2, x + o2);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            const int c = c0 + k;
-            const float t = (v[k] - mean[c]) * rstd[c] * to_f32(gamma[c]) + to_f32(beta[c]);
+            const float t = (v[k] - m[k]) * sc[k] + b[k], t2 = (v2[k] - m[k]) * sc[k] + b[k];
             v[k] = relu && t < 0.0f ? 0.0f : t;
+            v2[k] = relu && t2 < 0.0f ? 0.0f : t2;
         }
         store_f32<V>(y + o, v);
+        if (r2 < rows) store_f32<V>(y + o2, v2);
     }
 }
 
-/* dx = gamma rstd (g - (dbeta + xhat dgamma) inv_rows), g masked as in masked_grad;
- * inv_rows = 0 when frozen (the statistics are constants). dx may be dy itself. */
+/* dx = A g + B (x - mean) + D (bn_grads_finish's coef), g masked as in masked_grad.
+ * dx may be dy itself. */
 template <typename T, int V>
 __global__ void __launch_bounds__(BN_THREADS)
-    bn_apply_backward(T *dx, const T *dy, const T *x, const T *y, const float *mean, const float *rstd, const T *gamma,
-                      const float *sums, int rows, int C, float inv_rows, int rpb)
+    bn_apply_backward(T *dx, const T *dy, const T *x, const T *y, const float *mean, const float *coef, int rows, int C,
+                      int TW)
 {
-    const int CV = C / V;
-    const block_items b(rows, CV, rpb);
-    for (int i = threadIdx.x; i < b.count; i += BN_THREADS) {
-        const int r = b.first + i / CV, c0 = (i % CV) * V;
-        const size_t o = (size_t)r * C + c0;
-        float g[V], xv[V];
+    const column_walk w(C / V, TW);
+    if (!w.active) return;
+    float m[V], A[V], B[V], D[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int c = w.cv * V + k;
+        m[k] = mean[c];
+        A[k] = coef[c];
+        B[k] = coef[C + c];
+        D[k] = coef[2 * C + c];
+    }
+    for (int r = w.r; r < rows; r += 2 * w.step) {
+        const int r2 = r + w.step;
+        const size_t o = (size_t)r * C + (size_t)w.cv * V, o2 = (size_t)r2 * C + (size_t)w.cv * V;
+        float g[V], xv[V], g2[V] = {}, xv2[V] = {};
         masked_grad<T, V>(g, xv, dy, x, y, o);
+        if (r2 < rows) masked_grad<T, V>(g2, xv2, dy, x, y, o2);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            const int c = c0 + k;
-            const float xhat = (xv[k] - mean[c]) * rstd[c];
-            g[k] = to_f32(gamma[c]) * rstd[c] * (g[k] - (sums[c] + xhat * sums[C + c]) * inv_rows);
+            g[k] = A[k] * g[k] + (B[k] * (xv[k] - m[k]) + D[k]);
+            g2[k] = A[k] * g2[k] + (B[k] * (xv2[k] - m[k]) + D[k]);
         }
         store_f32<V>(dx + o, g);
+        if (r2 < rows) store_f32<V>(dx + o2, g2);
     }
 }
 
@@ -294,10 +355,10 @@ static cudaError_t launch_bn_forward(void *y, float *mean, float *rstd, float *r
         } else if (!training) {
             bn_frozen_stats<<<(C + 255) / 256, 256, 0, s>>>(mean, rstd, run_mean, run_var, C);
         }
-        const row_items g(rows, C / V);
-        if (g.blocks > 0)
-            bn_apply<T, V><<<g.blocks, BN_THREADS, 0, s>>>((T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows,
-                                                          C, relu, g.rows_per_block);
+        const column_grid g(rows, C / V);
+        if (rows > 0)
+            bn_apply<T, V><<<g.grid, BN_THREADS, 0, s>>>((T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows, C,
+                                                        relu, g.TW);
     });
     return cudaGetLastError();
 }
@@ -310,22 +371,22 @@ static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int g
     if (C <= 0) return cudaSuccess;
     const T *dy = (const T *)dy_, *x = (const T *)x_, *y = (const T *)y_;
     const int chunks = bn_chunks(rows, C);
-    float *sums = scratch + (size_t)chunks * 2 * C;
+    float *coef = scratch + (size_t)chunks * 2 * C;
+    const float inv_rows = training ? 1.0f / (float)rows : 0.0f;
     with_vector_width<T>(vectors_fit<T>(C, dx, dy, x, y), [&](auto v) {
         constexpr int V = decltype(v)::value;
         launch_partials<V>(scratch, grad_terms<T, V>{dy, x, y, mean, rstd, C, {}, {}}, rows, C, s);
         const int blocks = (C + 31) / 32;
+        const T *g = (const T *)gamma;
         if (grads_in_t)
-            bn_grads_finish<T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, sums, scratch, chunks, C);
+            bn_grads_finish<T, T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, coef, scratch, rstd, g,
+                                                                      chunks, C, inv_rows);
         else
-            bn_grads_finish<float><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((float *)dgamma, (float *)dbeta, sums, scratch,
-                                                                       chunks, C);
-        const row_items g(rows, C / V);
-        if (g.blocks > 0)
-            bn_apply_backward<T, V><<<g.blocks, BN_THREADS, 0, s>>>((T *)dx, dy, x, y, mean, rstd, (const T *)gamma,
-                                                                    sums, rows, C,
-                                                                    training ? 1.0f / (float)rows : 0.0f,
-                                                                    g.rows_per_block);
+            bn_grads_finish<T, float><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((float *)dgamma, (float *)dbeta, coef, scratch,
+                                                                          rstd, g, chunks, C, inv_rows);
+        const column_grid cg(rows, C / V);
+        if (rows > 0)
+            bn_apply_backward<T, V><<<cg.grid, BN_THREADS, 0, s>>>((T *)dx, dy, x, y, mean, coef, rows, C, cg.TW);
     });
     return cudaGetLastError();
 }

@@ -23,7 +23,9 @@
 #include "train.h"
 
 /* The share of the step its GEMMs alone take that the issues ask for: the MLP's
- * (issue 5), and the transformers' with attention's products among the GEMMs (issue 12). */
+ * (issue 5), and the transformers' with attention's products among the GEMMs (issue 12).
+ * The resnet has none (issue 16 asks for the share and where the rest goes): its batch
+ * norm and im2col are memory-bound passes that no GEMM library removes. */
 #define BENCH_TARGET_GEMM_SHARE 0.85
 #define BENCH_TARGET_GEMM_SHARE_ATTENTION 0.80
 
@@ -184,8 +186,12 @@ int cmd_bench(int argc, char **argv)
             100.0 * gemm_s / step_s);
     }
     say("GEMM FLOP rate: step %.1f GFLOP/s, GEMMs alone %.1f GFLOP/s\n", flops / step_s / 1e9, flops / gemm_s / 1e9);
-    say("GEMM share of the step: %.3f (target >= %.2f: %s)\n", gemm_s / step_s, target,
-        gemm_s / step_s >= target ? "met" : "NOT met");
+    if (s.model->type == MODEL_RESNET)
+        say("GEMM share of the step: %.3f (no target for the resnet: batch norm and im2col / col2im are the rest, "
+            "below)\n", gemm_s / step_s);
+    else
+        say("GEMM share of the step: %.3f (target >= %.2f: %s)\n", gemm_s / step_s, target,
+            gemm_s / step_s >= target ? "met" : "NOT met");
     profile_operations(&s, r.batch_per_rank);
 
     run_result_free(&r);

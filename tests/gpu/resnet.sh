@@ -6,13 +6,21 @@
 #
 # correctness (configs/resnet-tiny.ini unless said):
 #   kernels   bin/tests/test_resnet_cuda: every ResNet operation against the CPU's, fp32 and bf16
-#   (a)       the CUDA loss curve against the CPU's over 20 steps, fp32 at 1e-4, bf16 at 3e-2;
-#             two CUDA launches with the GEMMs' choice fixed (gemm_autotune off) give the same curve
+#   (a)       the CUDA loss curve against the CPU's over 8 steps, fp32 at 1e-4, bf16 at 5e-2;
+#             two CUDA launches with the GEMMs' choice fixed (gemm_autotune off) give the same
+#             curve over 20. Why 8: the tiny net's training (batch 4, random labels) is chaotic.
+#             On the CPU alone, lr 0.05 against 0.0500001 (a 2e-6 nudge) stays within 1.3e-6 for
+#             8 steps, then a ReLU or max-pool kink routes a gradient otherwise and it grows to
+#             1.5e-2 by step 20 (lr 0.01 and 0.005 alike): over 20 steps any two correct
+#             implementations part. bf16's bar is looser than its one-step bar because its
+#             gradients are 10-50 % off float64 on this net in any implementation (f); this
+#             curve shows that bf16 follows fp32, and a wrong kernel parts by whole units
 #   (b)       dpscale gradcheck on 1 GPU (and on 2)
 #   (c)       2 GPUs: a sweep 1,2 (batch norm per GPU), and the data-parallel equivalence of
 #             2 x 4 images against 1 x 8 with frozen batch norm (the mode where it holds), 1e-5
 #   (f)       one step against PyTorch (tests/gpu/torch_resnet_reference.py, float64): the CPU
-#             and the CUDA dump (fp32 at 1e-4, bf16 at 3e-2, frozen batch norm), the same images
+#             and the CUDA dump (fp32 at 1e-4, frozen batch norm; bf16 within 3x PyTorch's own
+#             bf16 error on the same step, tensor by tensor: the script's --bf16-relative), the same images
 #             on both; configs/resnet50.ini's network at 128 x 128, batch 4, against
 #             torchvision's by the loss (its fp32 gradients at that depth and batch are
 #             ill-conditioned: the script's docstring)
@@ -21,6 +29,11 @@
 #   (e)       images/s and efficiency: 1 GPU, and with 2 GPUs the sweep 1,2 over NVLink
 #             (comm.path = nvlink) and through host memory (comm.path = host: no peer access,
 #             NCCL's SHM transport); the issue's target is 3,300 images/s on one H200
+#   (g)       the framework beside it: torchvision's ResNet-50 in PyTorch eager (cuDNN,
+#             channels-last, bf16 autocast, fused SGD, DDP; tests/gpu/resnet_ddp_reference.py)
+#             on 1 GPU and on 2 over NVLink and through host memory (NCCL_P2P_DISABLE=1)
+#   RESNET_AB=bin/other-dpscale adds dpscale bench and the 1-GPU run of that binary, for an
+#   A/B of two builds in one call.
 # Every launch is bounded by `timeout`. OUTDIR ends with three files (the device tool
 # returns few): results.txt (PASS / FAIL / INFO lines and the figures), logs.tar.gz, h5.tar.gz.
 set -u
@@ -80,12 +93,12 @@ correctness() {
         record kernels_vs_cpu "FAIL (bin/tests/test_resnet_cuda not built: make bin/tests/test_resnet_cuda)"
     fi
     # (a) loss curves, CUDA against the CPU
-    check tiny_cpu "$SHORT" bin/dpscale run --config $TINY --backend=cpu --train.iters=20 "$O" --run.output=tiny-cpu.h5
-    check tiny_cuda_fp32 "$SHORT" bin/dpscale run --config $TINY --backend=cuda --train.iters=20 "$O" --run.output=tiny-cuda.h5
+    check tiny_cpu "$SHORT" bin/dpscale run --config $TINY --backend=cpu --train.iters=7 "$O" --run.output=tiny-cpu.h5
+    check tiny_cuda_fp32 "$SHORT" bin/dpscale run --config $TINY --backend=cuda --train.iters=7 "$O" --run.output=tiny-cuda.h5
     check loss_tiny_cuda_fp32_vs_cpu_1e-4 "$SHORT" $PY tests/gpu/check.py loss-close "$LOG/tiny-cuda.h5" "$LOG/tiny-cpu.h5" 1e-4
-    check tiny_cuda_bf16 "$SHORT" bin/dpscale run --config $TINY --backend=cuda --precision=bf16 --train.iters=20 "$O" \
+    check tiny_cuda_bf16 "$SHORT" bin/dpscale run --config $TINY --backend=cuda --precision=bf16 --train.iters=7 "$O" \
         --run.output=tiny-cuda16.h5
-    check loss_tiny_cuda_bf16_vs_cpu_3e-2 "$SHORT" $PY tests/gpu/check.py loss-close "$LOG/tiny-cuda16.h5" "$LOG/tiny-cpu.h5" 3e-2
+    check loss_tiny_cuda_bf16_vs_cpu_5e-2 "$SHORT" $PY tests/gpu/check.py loss-close "$LOG/tiny-cuda16.h5" "$LOG/tiny-cpu.h5" 5e-2
     for k in 1 2; do
         check tiny_cuda_fixed_gemms_$k "$SHORT" bin/dpscale run --config $TINY --backend=cuda --train.iters=20 \
             --train.gemm_autotune=off "$O" --run.output=tiny-fixed-$k.h5
@@ -120,7 +133,8 @@ correctness() {
         local ref=tests/gpu/torch_resnet_reference.py
         check torch_tiny_cpu_1e-4 "$SHORT" $PY $ref "$LOG/dump-tiny-cpu.h5" --tol 1e-4
         check torch_tiny_cuda_fp32_1e-4 "$SHORT" $PY $ref "$LOG/dump-tiny-cuda.h5" --tol 1e-4
-        check torch_tiny_cuda_bf16_3e-2 "$SHORT" $PY $ref "$LOG/dump-tiny-cuda16.h5" --tol 3e-2
+        check torch_tiny_cuda_bf16_3x_torch "$SHORT" $PY $ref "$LOG/dump-tiny-cuda16.h5" --tol 3e-2 --impl functional \
+            --bf16-relative 3
         check torch_tiny_cuda_frozen_1e-4 "$SHORT" $PY $ref "$LOG/dump-tiny-cuda-frozen.h5" --tol 1e-4
         check torch_r50_128_cuda_loss_1e-4 "$SHORT" $PY $ref "$LOG/dump-r50-128.h5" --loss-only --tol 1e-4
     else
@@ -138,9 +152,24 @@ figures() {
     done < <(grep -E "^(nccl|mpi)/[a-z]+ +[0-9]+ +[0-9]+ +[0-9]+ " "$LOG/$name.log")
 }
 
+# the framework's ResNet-50 (g): NAME NPROC [ENV...]
+framework() {
+    local name=$1 n=$2
+    shift 2
+    check "$name" "$LONG" env "$@" $PY -m torch.distributed.run --standalone --nproc_per_node="$n" tests/gpu/resnet_ddp_reference.py
+    local line
+    line=$(grep -m1 "^RESNET_REFERENCE" "$LOG/$name.log") && record "$name" "INFO ${line#RESNET_REFERENCE }"
+}
+
 throughput() {
     check bench_r50 "$LONG" bin/dpscale bench --config $R50 "$O"
     grep -vE "^ *$" "$LOG/bench_r50.log" | tail -30
+    if [ -n "${RESNET_AB:-}" ]; then
+        check bench_r50_ab "$LONG" "$RESNET_AB" bench --config $R50 "$O"
+        grep -vE "^ *$" "$LOG/bench_r50_ab.log" | tail -22
+        check r50_1gpu_ab "$LONG" "$RESNET_AB" run --config $R50 "$O" --run.output=r50-1gpu-ab.h5
+        figures r50_1gpu_ab
+    fi
     if [ "$NGPU" -ge 2 ]; then
         for path in nvlink host; do
             check r50_sweep_$path "$LONG" $MPIRUN -np 2 bin/dpscale run --config $R50 --sweep=1,2 --comm.path=$path "$O" \
@@ -152,6 +181,15 @@ throughput() {
         check r50_1gpu "$LONG" bin/dpscale run --config $R50 "$O" --run.output=r50-1gpu.h5
         sed -n '/^comm\/path/,/^overlap/p' "$LOG/r50_1gpu.log"
         figures r50_1gpu
+    fi
+    if have_torch && $PY -c "import torchvision" >/dev/null 2>&1; then
+        framework torch_r50_1gpu 1
+        if [ "$NGPU" -ge 2 ]; then
+            framework torch_r50_2gpu_nvlink 2
+            framework torch_r50_2gpu_host 2 NCCL_P2P_DISABLE=1
+        fi
+    else
+        record torch_r50 "SKIP (no torch and torchvision for $PY)"
     fi
 }
 

@@ -10,6 +10,7 @@ gradient of every tensor, per tensor max |g_dpscale - g_torch| / max |g_torch|.
 
   python3 tests/gpu/torch_resnet_reference.py DUMP.h5 [--tol 1e-4] [--dtype float64|float32]
                                               [--impl auto|functional|torchvision] [--loss-only]
+                                              [--bf16-relative K]
 
 The network:
   functional   written here from torch.nn.functional (conv2d, batch_norm, max_pool2d,
@@ -27,6 +28,17 @@ The reference runs in float64 by default, so the error measured is dpscale's own
 check passes when the loss's relative difference and every tensor's error are within
 --tol (1e-4 for an fp32 dump; a bf16 dump, 3e-2). Prints one line per tensor (the worst
 first) and a last line `TORCH_RESNET_REFERENCE ... PASS|FAIL`; exit status 0 on PASS.
+
+--bf16-relative K is the bar of a bf16 dump. In bf16 the tiny ResNet's gradients are far from
+float64's in any implementation: batch norm's backward subtracts the batch's mean gradient and
+its projection on xhat, and with 16-bit activations what is left carries 10-50 % errors by the
+first layers (2026-11-30, dpscale's bf16 dump: 1.2 % at the head, 54 % at the stem's gamma,
+while the loss agrees to 3.4e-4). So a fixed bar says nothing; instead the same step runs in
+PyTorch's own bf16 (the functional network under torch.autocast(bfloat16) on the GPU, fp32
+parameters), its error against float64 is measured tensor by tensor, and each of dpscale's
+tensors passes when its error is within --tol or within K times PyTorch's. A wrong rounding
+point or a 16-bit accumulator shows as a ratio of 10 or more; two sound bf16 implementations
+differ by their rounding, a factor near 1.
 
 --loss-only holds the loss alone to --tol (the gradients are printed, not checked): for
 ResNet-50's depth at a small batch, whose gradients at initialisation float32 does not
@@ -91,7 +103,9 @@ def functional_loss(net, P, x, labels, running):
     """The step in torch.nn.functional; running[name] = [mean, var] buffers, updated in place."""
 
     def bn(t, name, relu):
-        rm, rv = running.setdefault(name, [torch.zeros(t.shape[1], dtype=t.dtype), torch.ones(t.shape[1], dtype=t.dtype)])
+        g = P[name + ".gamma"]  # the running statistics in the parameters' dtype and place (fp32 under autocast)
+        rm, rv = running.setdefault(name, [torch.zeros(t.shape[1], dtype=g.dtype, device=g.device),
+                                           torch.ones(t.shape[1], dtype=g.dtype, device=g.device)])
         y = F.batch_norm(t, rm, rv, P[name + ".gamma"], P[name + ".beta"], training=not net.frozen, momentum=MOMENTUM,
                          eps=EPS_BN)
         return F.relu(y) if relu else y
@@ -144,6 +158,24 @@ def torchvision_loss(net, P, x, labels, running, dtype):
     return loss
 
 
+def torch_bf16_errors(net, P, x, labels):
+    """PyTorch's own mixed-precision step on the same parameters and images: the functional
+    network on the GPU under torch.autocast(bfloat16) with fp32 parameters (master weights),
+    as a framework trains in bf16. Returns its loss and, per tensor, its gradient's error
+    against the float64 reference already in P[name].grad (the same measure as grad_errors)."""
+    dev = torch.device("cuda")
+    P32 = {n: p.detach().to(dev, torch.float32).requires_grad_() for n, p in P.items()}
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = functional_loss(net, P32, x.to(dev, torch.float32), labels.to(dev), {})
+    loss.backward()
+    errs = {}
+    for n, p in P.items():
+        ref = p.grad.detach().cpu().numpy().reshape(-1)
+        got = P32[n].grad.detach().cpu().double().numpy().reshape(-1)
+        errs[n] = float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
+    return loss.item(), errs
+
+
 def compare_running(P, running, inputs):
     """max relative differences of the running statistics after the step, when the dump has them."""
     if "bn_running_mean" not in inputs or "bn_running_var" not in inputs:
@@ -167,6 +199,9 @@ def main():
                     help="the network: torch.nn.functional by hand, or torchvision's ResNet (4 stages, width 64)")
     ap.add_argument("--loss-only", action="store_true",
                     help="check the loss alone (a deep net whose float32 gradients are ill-conditioned)")
+    ap.add_argument("--bf16-relative", type=float, metavar="K",
+                    help="a bf16 dump: a tensor passes when its error is within --tol or within K times PyTorch's "
+                         "own bf16 error on the same step (autocast on the GPU, fp32 parameters)")
     a = ap.parse_args()
     dtype = getattr(torch, a.dtype)
     f, cfg, P, G, inputs, dp_loss, B = load(a.dump, dtype)
@@ -189,14 +224,31 @@ def main():
         loss.backward()
     loss_err = abs(loss.item() - dp_loss) / abs(loss.item())
     rows = grad_errors(P, G)
+    bf16 = None
+    if a.bf16_relative is not None:
+        if impl != "functional" or a.dtype != "float64":
+            sys.exit("--bf16-relative compares against the float64 functional reference: --impl functional --dtype float64")
+        bf16_loss, bf16 = torch_bf16_errors(net, P, x, labels)
     print(f"{a.dump}: resnet {cfg['model.blocks']} width {net.width}, {net.image}x{net.image} images, batch {B}, "
           f"{sum(p.numel() for p in P.values())} parameters in {len(P)} tensors, batch norm "
           f"{'frozen' if net.frozen else 'over the batch'}; reference: {impl} in {a.dtype}")
     print(f"  loss: dpscale {dp_loss:.8f}, torch {loss.item():.8f}, relative difference {loss_err:.3e}")
-    print(f"  {'tensor':<34s} {'max|ref|':>10s} {'rel err':>10s}")
-    for err, name, scale in rows:
-        print(f"  {name:<34s} {scale:10.3e} {err:10.3e}")
-    worst = loss_err if a.loss_only else max([loss_err] + [r[0] for r in rows])
+    if bf16 is None:
+        print(f"  {'tensor':<34s} {'max|ref|':>10s} {'rel err':>10s}")
+        for err, name, scale in rows:
+            print(f"  {name:<34s} {scale:10.3e} {err:10.3e}")
+        worst = loss_err if a.loss_only else max([loss_err] + [r[0] for r in rows])
+    else:
+        # each tensor's error measured in units of its bar: max(tol, K x PyTorch's own bf16 error)
+        print(f"  PyTorch's own bf16 step (autocast): loss {bf16_loss:.8f}, relative difference "
+              f"{abs(bf16_loss - loss.item()) / abs(loss.item()):.3e}")
+        print(f"  {'tensor':<34s} {'max|ref|':>10s} {'rel err':>10s} {'torch bf16':>10s} {'ratio':>7s}")
+        for err, name, scale in rows:
+            print(f"  {name:<34s} {scale:10.3e} {err:10.3e} {bf16[name]:10.3e} {err / max(bf16[name], 1e-30):7.2f}")
+        ratio = max(r[0] / max(bf16[r[1]], 1e-30) for r in rows)
+        print(f"  worst ratio to PyTorch's bf16 error: {ratio:.2f} (bar {a.bf16_relative:g})")
+        scaled = [r[0] / max(a.tol, a.bf16_relative * bf16[r[1]]) for r in rows]
+        worst = max([loss_err / a.tol] + ([] if a.loss_only else scaled)) * a.tol
     stats = compare_running(P, running, inputs)
     if stats is None:
         print("  running statistics: not in the dump (a dump of an older dpscale); not compared")
