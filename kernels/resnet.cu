@@ -8,10 +8,13 @@
  * NHWC: a pixel's C channels are contiguous, so a thread moves 16 bytes of one pixel
  * (V = 16 / sizeof(T) channels) where C is a multiple of V and the pointers are 16-byte
  * aligned, else one channel (V = 1); im2col, a pure copy, moves the widest unit of
- * bytes that divides a pixel. Every backward is a gather: an input element adds the
- * entries that read it in the CPU's order (col2im: taps r, then s; max pool: windows p,
- * then q), in fp32, and writes once. No atomics: the same bits on every run, and in fp32
- * the same bits as the CPU.
+ * bytes that divides a pixel (and the pointers), a warp's lanes along a col row, each
+ * lane walking the window's taps by additions; where that unit would be under 8 bytes
+ * (the stem's C = 3, odd C, a pointer off alignment) it writes the flat col array in
+ * 16-byte chunks instead, gathering their elements one by one. Every backward is a
+ * gather: an input element adds the entries that read it in the CPU's order (col2im:
+ * taps r, then s; max pool: windows p, then q), in fp32, and writes once. No atomics:
+ * the same bits on every run, and in fp32 the same bits as the CPU.
  *
  * Performance, next steps (correctness first here; the GEMMs are cuBLASLt's):
  * - A 1x1 stride-1 convolution already needs no im2col (its input is its col). The
@@ -25,8 +28,16 @@
  *   or an epilogue of the same kernel once the statistics are known.
  * - Backward: dgamma / dbeta's sums from the dgrad GEMM's epilogue, and the ReLU mask,
  *   BN backward and residual add in one element-wise pass.
- * - The stem (C = 3) copies 2-byte units in im2col: pad the images to 4 or 8 channels,
- *   or a dedicated 7x7/2 kernel.
+ * - Done: im2col and col2im find a thread's window once, by multiply-high divisions
+ *   (fast_div: the divisors are run-time shape values, and a true division is ~20
+ *   instructions; the first versions did ~10 per 16 bytes copied and ran at a third of
+ *   an H200's bandwidth, taken to be instruction-bound), then walk taps and channels by
+ *   additions; im2col keeps IM2COL_TAPS loads in flight per thread, col2im counts its
+ *   taps up front (no per-tap modulo), COL2IM_TAPS loads in flight, in the CPU's order.
+ *   The stem (C = 3: 6-byte pixels, once copied 2 bytes at a time) writes whole 16-byte
+ *   chunks of col (im2col_flat_kernel).
+ * - Left: the stem's gathers are still 2-byte loads (L1 hits mostly); padding the images
+ *   to 4 channels (an 8-byte pixel) would make them 8-byte, at 33 % more col.
  * - CUDA graphs for the step: ResNet-50 launches ~300 small kernels a step. */
 #include <stdint.h>
 
@@ -69,65 +80,220 @@ template <int V> __device__ __forceinline__ void store_ints(int *p, const int (&
 
 /* ---- im2col and col2im ---------------------------------------------------------------- */
 
-/* col[(n P + p) Q + q][(r S + s) C + c] = x[n][p stride - pad + r][q stride - pad + s][c], or
- * zero bits (0.0 in every dtype) in the padding. U: the unit of bytes a thread copies; a
- * pixel is CU units. Item j of output row m is unit j of its K / CU: tap j / CU, unit j % CU. */
-template <typename U>
-__global__ void __launch_bounds__(RN_THREADS) im2col_kernel(U *col, const U *x, struct conv_shape s, int CU, int rpb)
+/* n / d for 0 <= n < 2^31 and 1 <= d < 2^31 by a multiply-high, an add and a shift, for
+ * divisors known only at run time (the GPU has no integer divide: n / d is a ~20-instruction
+ * sequence): the round-up method of PyTorch's IntDivider. With s = ceil(log2 d) and
+ * m = floor(2^32 (2^s - d) / d) + 1, n / d = (umulhi(n, m) + n) >> s, exact for every
+ * n < 2^31 (the sum then fits 32 bits). */
+struct fast_div {
+    unsigned m, s;
+    __device__ __forceinline__ int div(int n) const
+    {
+        return (int)((__umulhi((unsigned)n, m) + (unsigned)n) >> s);
+    }
+};
+
+static fast_div make_fast_div(int d)
 {
-    const int KU = s.R * s.S * CU, M = s.N * s.P * s.Q;
-    const block_items b(M, KU, rpb);
-    for (int i = threadIdx.x; i < b.count; i += RN_THREADS) {
-        const int m = b.first + i / KU, j = i % KU, tap = j / CU, cu = j % CU;
-        const int q = m % s.Q, np = m / s.Q, p = np % s.P, n = np / s.P;
-        const int h = p * s.stride - s.pad + tap / s.S, w = q * s.stride - s.pad + tap % s.S;
-        U v{};
-        if (h >= 0 && h < s.H && w >= 0 && w < s.W) v = x[(((size_t)n * s.H + h) * s.W + w) * CU + cu];
-        col[(size_t)m * KU + j] = v;
+    fast_div f;
+    if (d < 1) d = 1; /* a degenerate shape's, never divided by */
+    f.s = 0;
+    while ((1ull << f.s) < (unsigned long long)d) f.s++;
+    f.m = (unsigned)(((1ull << 32) * ((1ull << f.s) - (unsigned long long)d)) / (unsigned long long)d + 1);
+    return f;
+}
+
+/* col[(n P + p) Q + q][(r S + s) C + c] = x[n][p stride - pad + r][q stride - pad + s][c], or
+ * zero bits (0.0 in every dtype) in the padding; U: the unit of bytes a thread copies, a
+ * pixel CU units. A block holds `rows` output rows (256 / CU of them, or one when CU >
+ * 256): thread t copies unit t % CU of row t / CU (and every 256th unit after it) for
+ * every tap, so a warp's stores are whole runs of CU units of a col row per tap, its
+ * loads whole runs of a pixel. The window's position is found once per thread; the taps
+ * advance by additions, IM2COL_TAPS loads in flight before their stores. */
+#define IM2COL_TAPS 3
+
+template <typename U>
+__global__ void __launch_bounds__(RN_THREADS) im2col_rows_kernel(U *__restrict__ col, const U *__restrict__ x,
+                                                                 struct conv_shape s, int CU, int rows, fast_div cu_div,
+                                                                 fast_div q_div, fast_div p_div)
+{
+    const int t = (int)threadIdx.x, lr = CU <= RN_THREADS ? cu_div.div(t) : 0;
+    const int m = (int)blockIdx.x * rows + lr, RS = s.R * s.S;
+    if (lr >= rows || m >= s.N * s.P * s.Q) return;
+    const int np = q_div.div(m), q = m - np * s.Q, n = p_div.div(np), p = np - n * s.P;
+    const int h0 = p * s.stride - s.pad, w0 = q * s.stride - s.pad;
+    const U *xn = x + (size_t)n * s.H * s.W * CU;
+    U *cm = col + (size_t)m * RS * CU;
+    for (int cu = t - lr * CU; cu < CU; cu += RN_THREADS) {
+        int r = 0, ts = 0; /* the tap (r, ts) of slot b of each group */
+        for (int tap0 = 0; tap0 < RS; tap0 += IM2COL_TAPS) {
+            U v[IM2COL_TAPS];
+#pragma unroll
+            for (int b = 0; b < IM2COL_TAPS; b++) {
+                const int h = h0 + r, w = w0 + ts;
+                v[b] = U{};
+                if (tap0 + b < RS && (unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W)
+                    v[b] = xn[(size_t)(h * s.W + w) * CU + cu];
+                if (++ts == s.S) ts = 0, r++;
+            }
+#pragma unroll
+            for (int b = 0; b < IM2COL_TAPS; b++)
+                if (tap0 + b < RS) cm[(size_t)(tap0 + b) * CU + cu] = v[b];
+        }
     }
 }
 
-template <typename U> static void launch_im2col(void *col, const void *x, const struct conv_shape *s, int CU, cudaStream_t st)
+template <typename U>
+static void launch_im2col_rows(void *col, const void *x, const struct conv_shape *s, int CU, cudaStream_t st)
 {
-    const row_items g(s->N * s->P * s->Q, s->R * s->S * CU);
-    if (g.blocks > 0) im2col_kernel<U><<<g.blocks, RN_THREADS, 0, st>>>((U *)col, (const U *)x, *s, CU, g.rows_per_block);
+    const int M = s->N * s->P * s->Q, rows = CU <= RN_THREADS ? RN_THREADS / CU : 1;
+    const int blocks = (M + rows - 1) / rows;
+    const fast_div cu_div = make_fast_div(CU), q_div = make_fast_div(s->Q), p_div = make_fast_div(s->P);
+    if (M > 0)
+        im2col_rows_kernel<U><<<blocks, RN_THREADS, 0, st>>>((U *)col, (const U *)x, *s, CU, rows, cu_div, q_div,
+                                                             p_div);
+}
+
+/* The same copy for pixels of no whole 8-byte unit (the stem's 3 channels, odd C, a
+ * pointer off alignment): the col array, flat (total = M K elements, < 2^31), in chunks
+ * W of E = sizeof(W) / sizeof(T) elements (16 bytes where col is 16-byte aligned), a
+ * chunk per thread: the (m, k) of its first element found once, then k stepped element
+ * by element (c, then the tap's s and r, then the row's q, p and n), each element a
+ * gather of one T from x or zero; the last chunk, partial, stored element by element. */
+template <typename T, typename W>
+__global__ void __launch_bounds__(RN_THREADS) im2col_flat_kernel(W *__restrict__ col, const T *__restrict__ x,
+                                                                 struct conv_shape s, int total, fast_div k_div,
+                                                                 fast_div c_div, fast_div s_div, fast_div q_div,
+                                                                 fast_div p_div)
+{
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "2- or 4-byte elements");
+    constexpr int E = sizeof(W) / sizeof(T);
+    const int g = (int)(blockIdx.x * RN_THREADS + threadIdx.x), e0 = g * E;
+    if (e0 >= total) return;
+    const int K = s.R * s.S * s.C;
+    const int m = k_div.div(e0), k = e0 - m * K, tap = c_div.div(k);
+    int c = k - tap * s.C, r = s_div.div(tap), ts = tap - r * s.S;
+    const int np = q_div.div(m);
+    int q = m - np * s.Q, n = p_div.div(np), p = np - n * s.P;
+    int h0 = p * s.stride - s.pad, w0 = q * s.stride - s.pad;
+    const size_t image = (size_t)s.H * s.W * s.C;
+    const T *xn = x + (size_t)n * image;
+    unsigned wd[(sizeof(W) + 3) / 4] = {}; /* the chunk's bits, element i at bits 8 sizeof(T) i on */
+#pragma unroll
+    for (int i = 0; i < E; i++) {
+        const int h = h0 + r, w = w0 + ts;
+        T v{};
+        if (e0 + i < total && (unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W)
+            v = xn[(size_t)(h * s.W + w) * s.C + c];
+        if constexpr (sizeof(T) == 2) wd[i / 2] |= (unsigned)v << (16 * (i % 2));
+        else wd[i] = (unsigned)v;
+        if (++c == s.C) {
+            c = 0;
+            if (++ts == s.S) {
+                ts = 0;
+                if (++r == s.R) {
+                    r = 0;
+                    if (++q == s.Q) {
+                        q = 0;
+                        if (++p == s.P) p = 0, xn += image;
+                        h0 = p * s.stride - s.pad;
+                    }
+                    w0 = q * s.stride - s.pad;
+                }
+            }
+        }
+    }
+    if (e0 + E <= total) {
+        if constexpr (sizeof(W) == 16) col[g] = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+        else if constexpr (sizeof(W) == 8) col[g] = make_uint2(wd[0], wd[1]);
+        else col[g] = (W)wd[0];
+    } else {
+#pragma unroll
+        for (int i = 0; i < E; i++)
+            if (e0 + i < total) {
+                if constexpr (sizeof(T) == 2) reinterpret_cast<T *>(col)[e0 + i] = (T)(wd[i / 2] >> (16 * (i % 2)));
+                else reinterpret_cast<T *>(col)[e0 + i] = (T)wd[i];
+            }
+    }
+}
+
+template <typename T, typename W>
+static void launch_im2col_flat_as(void *col, const void *x, const struct conv_shape *s, int total, cudaStream_t st)
+{
+    constexpr int E = sizeof(W) / sizeof(T);
+    const int chunks = (total + E - 1) / E, blocks = (chunks + RN_THREADS - 1) / RN_THREADS;
+    const fast_div k_div = make_fast_div(s->R * s->S * s->C), c_div = make_fast_div(s->C), s_div = make_fast_div(s->S);
+    const fast_div q_div = make_fast_div(s->Q), p_div = make_fast_div(s->P);
+    if (total > 0)
+        im2col_flat_kernel<T, W><<<blocks, RN_THREADS, 0, st>>>((W *)col, (const T *)x, *s, total, k_div, c_div, s_div,
+                                                                q_div, p_div);
+}
+
+/* T: the element's bits (2 or 4 bytes); the chunk as wide as col's alignment allows */
+template <typename T>
+static void launch_im2col_flat(void *col, const void *x, const struct conv_shape *s, int total, cudaStream_t st)
+{
+    const uintptr_t a = (uintptr_t)col;
+    if (a % 16 == 0) launch_im2col_flat_as<T, uint4>(col, x, s, total, st);
+    else if (a % 8 == 0) launch_im2col_flat_as<T, uint2>(col, x, s, total, st);
+    else launch_im2col_flat_as<T, T>(col, x, s, total, st);
 }
 
 extern "C" cudaError_t cuda_im2col(void *col, const void *x, const struct conv_shape *s, int dtype, cudaStream_t st)
 {
-    const size_t pixel = (size_t)s->C * dtype_size(dtype);
+    const size_t es = dtype_size(dtype), pixel = (size_t)s->C * es;
+    const size_t total = (size_t)s->N * s->P * s->Q * s->R * s->S * s->C;
     const uintptr_t a = (uintptr_t)col | (uintptr_t)x | (uintptr_t)pixel; /* the widest unit dividing all three */
-    if (a % 16 == 0) launch_im2col<uint4>(col, x, s, (int)(pixel / 16), st);
-    else if (a % 8 == 0) launch_im2col<uint2>(col, x, s, (int)(pixel / 8), st);
-    else if (a % 4 == 0) launch_im2col<uint32_t>(col, x, s, (int)(pixel / 4), st);
-    else launch_im2col<uint16_t>(col, x, s, (int)(pixel / 2), st);
+    if (a % 8 != 0 && (es == 2 || es == 4) && total <= (size_t)INT32_MAX - 16) {
+        if (es == 2) launch_im2col_flat<uint16_t>(col, x, s, (int)total, st);
+        else launch_im2col_flat<uint32_t>(col, x, s, (int)total, st);
+    } else if (a % 16 == 0) launch_im2col_rows<uint4>(col, x, s, (int)(pixel / 16), st);
+    else if (a % 8 == 0) launch_im2col_rows<uint2>(col, x, s, (int)(pixel / 8), st);
+    else if (a % 4 == 0) launch_im2col_rows<uint32_t>(col, x, s, (int)(pixel / 4), st);
+    else launch_im2col_rows<uint16_t>(col, x, s, (int)(pixel / 2), st);
     return cudaGetLastError();
 }
 
 /* dx[n][h][w][c] = the sum of the col entries that im2col copied x[n][h][w][c] to: the
- * windows (p, q) that cover (h, w) at tap (r, t), r then t ascending, as the CPU adds them. */
+ * windows (p, q) that cover (h, w) at tap (r, t), r then t ascending, as the CPU adds them.
+ * h + pad = p stride + r: the taps r = r0, r0 + stride, ... (r0 = (h + pad) mod stride)
+ * meet the windows p = (h + pad) / stride, one fewer each, those with 0 <= p < P and r <
+ * R counted up front (the CPU's loop skips the rest); the same along w. */
+#define COL2IM_TAPS 3
 template <typename T, int V>
-__global__ void __launch_bounds__(RN_THREADS) col2im_kernel(T *dx, const T *col, struct conv_shape s, int rpb)
+__global__ void __launch_bounds__(RN_THREADS) col2im_kernel(T *__restrict__ dx, const T *__restrict__ col,
+                                                            struct conv_shape s, int rpb, fast_div cv_div,
+                                                            fast_div w_div, fast_div h_div, fast_div stride_div)
 {
     const int CV = s.C / V, NHW = s.N * s.H * s.W;
     const size_t K = (size_t)s.R * s.S * s.C;
+    /* col's step to the next tap of the window one before: t + stride at q - 1, r + stride at p - 1 */
+    const ptrdiff_t dq = (ptrdiff_t)s.stride * s.C - (ptrdiff_t)K;
+    const ptrdiff_t dp = (ptrdiff_t)s.stride * s.S * s.C - (ptrdiff_t)s.Q * K;
     const block_items b(NHW, CV, rpb);
     for (int i = threadIdx.x; i < b.count; i += RN_THREADS) {
-        const int pix = b.first + i / CV, cv = i % CV;
-        const int w = pix % s.W, nh = pix / s.W, h = nh % s.H, n = nh / s.H;
+        const int di = cv_div.div(i), pix = b.first + di, cv = i - di * CV;
+        const int nh = w_div.div(pix), w = pix - nh * s.W, n = h_div.div(nh), h = nh - n * s.H;
+        int p = stride_div.div(h + s.pad), r = h + s.pad - p * s.stride;
+        int q = stride_div.div(w + s.pad), t = w + s.pad - q * s.stride;
+        if (p >= s.P) r += (p - s.P + 1) * s.stride, p = s.P - 1;
+        if (q >= s.Q) t += (q - s.Q + 1) * s.stride, q = s.Q - 1;
+        const int nr = r < s.R ? min(p + 1, stride_div.div(s.R - r + s.stride - 1)) : 0;
+        const int nt = t < s.S ? min(q + 1, stride_div.div(s.S - t + s.stride - 1)) : 0;
         float acc[V] = {};
-        for (int r = 0; r < s.R; r++) {
-            const int hp = h + s.pad - r;
-            if (hp < 0 || hp % s.stride != 0 || hp / s.stride >= s.P) continue;
-            const int p = hp / s.stride;
-            for (int t = 0; t < s.S; t++) {
-                const int wq = w + s.pad - t;
-                if (wq < 0 || wq % s.stride != 0 || wq / s.stride >= s.Q) continue;
-                const int q = wq / s.stride;
-                float v[V];
-                load_f32<V>(v, col + (((size_t)n * s.P + p) * s.Q + q) * K + ((size_t)r * s.S + t) * s.C + (size_t)cv * V);
-                add_to<V>(acc, v);
-            }
+        if (nr > 0 && nt > 0) {
+            const T *cr = col + (((size_t)n * s.P + p) * s.Q + q) * K + ((size_t)r * s.S + t) * s.C + (size_t)cv * V;
+            for (int ir = 0; ir < nr; ir++, cr += dp)
+                for (int it0 = 0; it0 < nt; it0 += COL2IM_TAPS) {
+                    /* COL2IM_TAPS loads issued before the first add (a slot past the last
+                     * tap reloads the last one and adds nothing) */
+                    float v[COL2IM_TAPS][V];
+#pragma unroll
+                    for (int j = 0; j < COL2IM_TAPS; j++) load_f32<V>(v[j], cr + min(it0 + j, nt - 1) * dq);
+#pragma unroll
+                    for (int j = 0; j < COL2IM_TAPS; j++)
+                        if (it0 + j < nt) add_to<V>(acc, v[j]);
+                }
         }
         store_f32<V>(dx + (size_t)pix * s.C + (size_t)cv * V, acc);
     }
@@ -138,7 +304,11 @@ template <typename T> static cudaError_t launch_col2im(void *dx, const void *col
     with_vector_width<T>(vectors_fit<T>(s->C, dx, col), [&](auto v) {
         constexpr int V = decltype(v)::value;
         const row_items g(s->N * s->H * s->W, s->C / V);
-        if (g.blocks > 0) col2im_kernel<T, V><<<g.blocks, RN_THREADS, 0, st>>>((T *)dx, (const T *)col, *s, g.rows_per_block);
+        const fast_div cv_div = make_fast_div(s->C / V), w_div = make_fast_div(s->W), h_div = make_fast_div(s->H);
+        const fast_div stride_div = make_fast_div(s->stride);
+        if (g.blocks > 0)
+            col2im_kernel<T, V><<<g.blocks, RN_THREADS, 0, st>>>((T *)dx, (const T *)col, *s, g.rows_per_block, cv_div,
+                                                                 w_div, h_div, stride_div);
     });
     return cudaGetLastError();
 }

@@ -161,15 +161,24 @@ static int means_close(const float *got, const float *want, const float *rstd, s
 
 /* ---- im2col, col2im, max pooling ---- */
 
-/* the CPU test's shapes, and channel counts that fill 16-byte vectors in fp32 and bf16 */
+/* the CPU test's shapes, channel counts that fill 16-byte vectors in fp32 and bf16, the
+ * stem's channels with an odd number of col elements (im2col's last flat chunk partial),
+ * ResNet-50's channel counts (several col rows per block of im2col), a pixel of more
+ * 16-byte units than a block has threads, and the stem at its full 224 x 224 */
 static const struct conv_shape *shapes(int *n)
 {
-    static struct conv_shape s[TEST_CONV_SHAPES + 3];
+    static struct conv_shape s[TEST_CONV_SHAPES + 9];
     test_conv_shapes(s);
     s[TEST_CONV_SHAPES] = conv(2, 8, 8, 16, 3, 2, 1);
     s[TEST_CONV_SHAPES + 1] = conv(3, 9, 9, 8, 3, 2, 1);
     s[TEST_CONV_SHAPES + 2] = conv(2, 11, 10, 24, 3, 1, 1);
-    *n = TEST_CONV_SHAPES + 3;
+    s[TEST_CONV_SHAPES + 3] = conv(1, 5, 5, 3, 3, 2, 1);
+    s[TEST_CONV_SHAPES + 4] = conv(2, 8, 8, 64, 3, 1, 1);
+    s[TEST_CONV_SHAPES + 5] = conv(2, 9, 9, 128, 3, 2, 1);
+    s[TEST_CONV_SHAPES + 6] = conv(2, 8, 8, 256, 1, 2, 0);
+    s[TEST_CONV_SHAPES + 7] = conv(1, 4, 4, 2048, 1, 2, 0);
+    s[TEST_CONV_SHAPES + 8] = conv(1, 224, 224, 3, 7, 2, 3);
+    *n = TEST_CONV_SHAPES + 9;
     return s;
 }
 
