@@ -86,6 +86,32 @@ def slowest_rank_times(starts, ends, world, device):
     return sorted(mine.tolist())
 
 
+def timed_steps(step, iters, world, device):
+    """`iters` calls of step() between CUDA events, every rank starting together (after the
+    caller's warm-up): the slowest rank's milliseconds of each step, sorted, and what the
+    last step returned."""
+    if world > 1:
+        dist.barrier()  # every rank starts the timed steps together
+    stream = torch.cuda.current_stream()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    out = None
+    for i in range(iters):
+        starts[i].record(stream)
+        out = step()
+        ends[i].record(stream)  # DDP makes the current stream wait for its allreduces before this
+    torch.cuda.synchronize()
+    return slowest_rank_times(starts, ends, world, device), out
+
+
+def nccl_version(world):
+    """NCCL's version as torch reports it ("unused" on one rank)."""
+    if world == 1:
+        return "unused"
+    v = torch.cuda.nccl.version()  # a tuple (2, 28, 3) in recent releases, an int (22803) in old ones
+    return ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+
+
 def main():
     args = parse_args()
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -136,31 +162,15 @@ def main():
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
-    if world > 1:
-        dist.barrier()  # every rank starts the timed steps together
-
-    stream = torch.cuda.current_stream()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
-    for i in range(args.iters):
-        starts[i].record(stream)
-        loss = step()
-        ends[i].record(stream)  # DDP makes the current stream wait for its allreduces before this
-    torch.cuda.synchronize()
+    times, loss = timed_steps(step, args.iters, world, device)
     final_loss = loss.float().item()
-
-    times = slowest_rank_times(starts, ends, world, device)
     med, p05, p95 = percentile(times, 50), percentile(times, 5), percentile(times, 95)
     global_batch = args.batch * world
     samples_per_s = global_batch / (med / 1e3)
 
     if rank == 0:
-        nccl = "unused"
-        if world > 1:
-            v = torch.cuda.nccl.version()  # a tuple (2, 28, 3) in recent releases, an int (22803) in old ones
-            nccl = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
         print(f"ddp_reference: {args.mode}, {world} x {torch.cuda.get_device_name(device)} "
-              f"(torch {torch.__version__}, NCCL {nccl}, NCCL_P2P_DISABLE={os.environ.get('NCCL_P2P_DISABLE', '-')}), "
+              f"(torch {torch.__version__}, NCCL {nccl_version(world)}, NCCL_P2P_DISABLE={os.environ.get('NCCL_P2P_DISABLE', '-')}), "
               f"MLP {args.layers} layers {args.input_dim} -> {args.hidden_dim} x{args.layers - 1} -> {args.classes} "
               f"({nparams / 1e6:.1f} M parameters), batch {args.batch}/GPU, {'DDP' if world > 1 else 'no DDP'}, "
               f"SGD {'fused' if args.fused else 'foreach'}, {args.warmup} warm-up + {args.iters} timed steps: "

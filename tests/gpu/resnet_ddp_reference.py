@@ -46,7 +46,7 @@ import torch.nn.functional as F  # noqa: E402
 import torchvision  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from ddp_reference import percentile, slowest_rank_times  # noqa: E402  (this folder: the same timing as the MLP's)
+from ddp_reference import nccl_version, percentile, timed_steps  # noqa: E402  (this folder: the same timing as the MLP's)
 
 CLASSES = 1000
 
@@ -131,19 +131,8 @@ def main():
         step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats(device)  # the timed steps' peak, without cuDNN's autotuning workspaces
-    if world > 1:
-        dist.barrier()  # every rank starts the timed steps together
-    stream = torch.cuda.current_stream()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(a.iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(a.iters)]
-    for i in range(a.iters):
-        starts[i].record(stream)
-        loss = step()
-        ends[i].record(stream)  # DDP makes the current stream wait for its allreduces before this
-    torch.cuda.synchronize()
+    times, loss = timed_steps(step, a.iters, world, device)
     final_loss = loss.float().item()
-
-    times = slowest_rank_times(starts, ends, world, device)
     med, p05, p95 = percentile(times, 50), percentile(times, 5), percentile(times, 95)
     images_per_s = world * a.batch / (med / 1e3)
     peak = torch.tensor([torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)],
@@ -154,13 +143,9 @@ def main():
     path = comm_path(world)
 
     if rank == 0:
-        nccl = "unused"
-        if world > 1:
-            v = torch.cuda.nccl.version()  # a tuple (2, 28, 3) in recent releases, an int (22803) in old ones
-            nccl = ".".join(str(t) for t in v) if isinstance(v, tuple) else str(v)
         print(f"resnet_ddp_reference: ResNet-50 v1.5 (torchvision {torchvision.__version__}, {nparams / 1e6:.3f} M "
               f"parameters), {a.image}x{a.image}, {a.mode}, {a.layout}, {world} x {torch.cuda.get_device_name(device)} "
-              f"(torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()} benchmark, NCCL {nccl}, "
+              f"(torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()} benchmark, NCCL {nccl_version(world)}, "
               f"NCCL_P2P_DISABLE={os.environ.get('NCCL_P2P_DISABLE', '-')}: {path}), batch {a.batch}/GPU, "
               f"{'DDP (broadcast_buffers ' + a.broadcast_buffers + ')' if world > 1 else 'no DDP'}, SGD {opt_kind}, "
               f"{a.warmup} warm-up + {a.iters} timed steps: step {med:.2f} ms median (p05 {p05:.2f}, p95 {p95:.2f}), "

@@ -34,7 +34,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from ddp_reference import percentile, slowest_rank_times  # noqa: E402  (this folder: the same timing as the MLP's)
+from ddp_reference import percentile, timed_steps  # noqa: E402  (this folder: the same timing as the MLP's)
 
 PRESETS = {"bert": dict(layers=24, width=1024, heads=16, seq=512, vocab=30522),
            "gpt": dict(layers=12, width=768, heads=12, seq=1024, vocab=50257)}
@@ -137,17 +137,7 @@ def main():
     for _ in range(a.warmup):
         step()
     torch.cuda.synchronize()
-    if world > 1:
-        dist.barrier()
-    stream = torch.cuda.current_stream()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(a.iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(a.iters)]
-    for i in range(a.iters):
-        starts[i].record(stream)
-        loss = step()
-        ends[i].record(stream)
-    torch.cuda.synchronize()
-    times = slowest_rank_times(starts, ends, world, device)
+    times, loss = timed_steps(step, a.iters, world, device)
     med = percentile(times, 50)
     tokens_per_s = a.batch * world * a.seq / (med / 1e3)
     if rank == 0:
