@@ -12,7 +12,8 @@
 #             curve over 20. Why 8: the tiny net's training (batch 4, random labels) is chaotic.
 #             On the CPU alone, lr 0.05 against 0.0500001 (a 2e-6 nudge) stays within 1.3e-6 for
 #             8 steps, then a ReLU or max-pool kink routes a gradient otherwise and it grows to
-#             1.5e-2 by step 20 (lr 0.01 and 0.005 alike): over 20 steps any two correct
+#             1.5e-2 by step 20 (lr 0.01 and 0.005: 1.4e-6 and 1.5e-6, then 1.5e-2 and 8.5e-3;
+#             results/vm-resnet-tiny-lr-nudge.log): over 20 steps any two correct
 #             implementations part. bf16 has no bar here: on this net its gradients are 10-50 %
 #             off float64 in any implementation (PyTorch's own bf16 step too: (f) measures both),
 #             so its curve leaves fp32's by several % within 8 steps (2026-11-30: 6.3 %, against

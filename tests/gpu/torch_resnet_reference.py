@@ -36,9 +36,11 @@ first layers (2026-11-30, dpscale's bf16 dump: 1.2 % at the head, 54 % at the st
 while the loss agrees to 3.4e-4). So a fixed bar says nothing; instead the same step runs in
 PyTorch's own bf16 (the functional network under torch.autocast(bfloat16) on the GPU, fp32
 parameters), its error against float64 is measured tensor by tensor, and each of dpscale's
-tensors passes when its error is within --tol or within K times PyTorch's. A wrong rounding
-point or a 16-bit accumulator shows as a ratio of 10 or more; two sound bf16 implementations
-differ by their rounding, a factor near 1.
+tensors passes when its error is within --tol or within K times PyTorch's, but never
+above 0.75 (a gradient of zeros has error 1 and must fail, whatever PyTorch's error). A
+wrong rounding point or a 16-bit accumulator shows as a ratio of 10 or more; two sound
+bf16 implementations differ by their rounding, a factor near 1 (measured: at most 1.64;
+PyTorch's own errors 3-48 %, so the cap bites at K x 25 %).
 
 --loss-only holds the loss alone to --tol (the gradients are printed, not checked): for
 ResNet-50's depth at a small batch, whose gradients at initialisation float32 does not
@@ -65,6 +67,9 @@ from torch_reference import grad_errors, load as load_dump, text
 
 EPS_BN = 1e-5
 MOMENTUM = 0.1
+# --bf16-relative's bar never reaches a gradient of zeros (relative error 1) or of the wrong
+# sign (2): a tensor passes within max(--tol, min(K x PyTorch's bf16 error, BF16_BAR_CAP))
+BF16_BAR_CAP = 0.75
 
 
 def load(path, dtype):
@@ -246,8 +251,9 @@ def main():
         for err, name, scale in rows:
             print(f"  {name:<34s} {scale:10.3e} {err:10.3e} {bf16[name]:10.3e} {err / max(bf16[name], 1e-30):7.2f}")
         ratio = max(r[0] / max(bf16[r[1]], 1e-30) for r in rows)
-        print(f"  worst ratio to PyTorch's bf16 error: {ratio:.2f} (bar {a.bf16_relative:g})")
-        scaled = [r[0] / max(a.tol, a.bf16_relative * bf16[r[1]]) for r in rows]
+        print(f"  worst ratio to PyTorch's bf16 error: {ratio:.2f} (bar {a.bf16_relative:g}; a tensor's bar is at most "
+              f"{BF16_BAR_CAP:g})")
+        scaled = [r[0] / max(a.tol, min(a.bf16_relative * bf16[r[1]], BF16_BAR_CAP)) for r in rows]
         worst = max([loss_err / a.tol] + ([] if a.loss_only else scaled)) * a.tol
     stats = compare_running(P, running, inputs)
     if stats is None:
@@ -260,6 +266,8 @@ def main():
         stats_note = f"running_mean={stats[0]:.3e} running_var={stats[1]:.3e}"
     ok = worst <= a.tol
     checked = "loss" if a.loss_only else "loss+gradients"
+    if bf16 is not None:
+        checked += f" bar=max(tol,min({a.bf16_relative:g}x_torch_bf16,{BF16_BAR_CAP:g}))"
     print(f"TORCH_RESNET_REFERENCE impl={impl} tensors={len(rows)} loss_rel={loss_err:.3e} worst_gradient={rows[0][0]:.3e} "
           f"worst_tensor={rows[0][1]} {stats_note} checked={checked} tol={a.tol:g} {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
