@@ -167,18 +167,14 @@ def torch_bf16_errors(net, P, x, labels):
     """PyTorch's own mixed-precision step on the same parameters and images: the functional
     network on the GPU under torch.autocast(bfloat16) with fp32 parameters (master weights),
     as a framework trains in bf16. Returns its loss and, per tensor, its gradient's error
-    against the float64 reference already in P[name].grad (the same measure as grad_errors)."""
+    against the float64 reference already in P[name].grad (grad_errors, as dpscale's are)."""
     dev = torch.device("cuda")
     P32 = {n: p.detach().to(dev, torch.float32).requires_grad_() for n, p in P.items()}
     with torch.autocast("cuda", dtype=torch.bfloat16):
         loss = functional_loss(net, P32, x.to(dev, torch.float32), labels.to(dev), {})
     loss.backward()
-    errs = {}
-    for n, p in P.items():
-        ref = p.grad.detach().cpu().numpy().reshape(-1)
-        got = P32[n].grad.detach().cpu().double().numpy().reshape(-1)
-        errs[n] = float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
-    return loss.item(), errs
+    got = {n: p.grad.detach().cpu().double().numpy().reshape(-1) for n, p in P32.items()}
+    return loss.item(), {name: err for err, name, _ in grad_errors(P, got)}
 
 
 def compare_running(P, running, inputs):
