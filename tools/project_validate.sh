@@ -10,15 +10,16 @@
 # (--interference-from: one run calibrates the transport, the others are predicted; the
 # calibration file itself is left out of that column).
 #   tools/project_validate.sh [FILES...]      default: results/h200x2-*.h5 and the issue folders
-#   COMM_NVLINK=F COMM_HOST=F COMM_PCIE=F: the comm files to project onto (default: the
-#       committed ones; none for pcie, peer-to-peer over PCIe, whose files are then skipped)
-#   CAL_NVLINK=F CAL_HOST=F CAL_PCIE=F: the calibration runs (default: none, no such column)
+#   COMM_NVLINK=F COMM_HOST=F COMM_PCIE=F COMM_NET=F: the comm files to project onto (default:
+#       the committed ones; none for pcie, peer-to-peer over PCIe, and net, NCCL's network
+#       transport, whose files are then skipped)
+#   CAL_NVLINK=F CAL_HOST=F CAL_PCIE=F CAL_NET=F: the calibration runs (default: none, no such column)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 DPSCALE=${DPSCALE:-bin/dpscale}
 COMM_NVLINK=${COMM_NVLINK:-results/h200x2-comm-nvlink.h5}
-COMM_HOST=${COMM_HOST:-results/h200x2-comm-p2p-disabled.h5} COMM_PCIE=${COMM_PCIE:-}
-CAL_NVLINK=${CAL_NVLINK:-} CAL_HOST=${CAL_HOST:-} CAL_PCIE=${CAL_PCIE:-}
+COMM_HOST=${COMM_HOST:-results/h200x2-comm-p2p-disabled.h5} COMM_PCIE=${COMM_PCIE:-} COMM_NET=${COMM_NET:-}
+CAL_NVLINK=${CAL_NVLINK:-} CAL_HOST=${CAL_HOST:-} CAL_PCIE=${CAL_PCIE:-} CAL_NET=${CAL_NET:-}
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(results/h200x2-*.h5 results/h200x2-issue11/*.h5 results/h200x2-issue12/*.h5)
 printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s %10s %8s\n' file path ovl measured projected error "no-interf" error \
@@ -33,6 +34,7 @@ for f in "${files[@]}"; do
     case "$path" in
     host) comm=$COMM_HOST cal=$CAL_HOST ;;
     pcie) comm=$COMM_PCIE cal=$CAL_PCIE ;;
+    net) comm=$COMM_NET cal=$CAL_NET ;;
     *) comm=$COMM_NVLINK cal=$CAL_NVLINK ;;
     esac
     [ -n "$comm" ] || continue

@@ -1,32 +1,63 @@
 #!/usr/bin/env bash
-# issue13_validate.sh — the projection against fresh runs on the 2-GPU machine, in one
-# call: this machine's allreduce curves (dpscale comm, over NVLink and through host
-# memory: comm.path = host, called pcie in the files of results/h200x2-issue13/), then the
-# MLP presets and the transformers on 1 and 2 GPUs over both paths,
-# overlap on and off — files that hold the measured bucket ready times — and
-# tools/project_validate.sh on them (projected against measured 2-GPU efficiency; the
-# calibrated column takes the interference from the comm-bound MLP's run of each path).
-#   tests/gpu/issue13_validate.sh OUTDIR      from the repo root, bin/dpscale prebuilt
+# issue13_validate.sh — the projection against fresh runs on the 2-GPU machine: this
+# machine's allreduce curves (dpscale comm over each path the groups use), then every
+# model preset on 1 and 2 GPUs over each transport, overlap on and off — files that hold
+# the measured bucket ready times — and tools/project_validate.sh on them (projected
+# against measured 2-GPU efficiency; the calibrated column takes the interference from
+# the comm-bound MLP's overlapped run of the same path, when the group ran it).
+#   tests/gpu/issue13_validate.sh OUTDIR [GROUP...]   from the repo root, bin/dpscale prebuilt
+# GROUPs (default: mlp models):
+#   mlp     mlp-gemm-heavy, mlp-comm-bound  x  nvlink, host  x  overlap on, off
+#   models  bert-large, gpt2-small, resnet50  x  nvlink, host  x  overlap on, off
+#   net     NCCL's network transport (sockets here): mlp-comm-bound (overlap on, off),
+#           gpt2-small and resnet50 (overlap on)
+# The curves: comm-nvlink, comm-host (SM copies), comm-host-ce (copy engines), comm-net.
 # Each launch is bounded by 120 s; the whole by ISSUE13_BUDGET_S (default 540 s).
 set -uo pipefail
 BUDGET_S=${ISSUE13_BUDGET_S:-540} MARGIN_S=30
 source "$(dirname "$0")/bounded_launch.sh" issue13_validate.sh "${1:-}"
+shift
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(mlp models)
+has() { [[ " ${groups[*]} " == *" $1 "* ]]; }
+preset() { # NAME: the config and the step count of a launch (the transformers and the ResNet: 20 steps)
+    case $1 in
+    mlp-*) echo "--config configs/$1.ini" ;;
+    *) echo "--config configs/$1.ini --train.iters=20" ;;
+    esac
+}
 {
-    run comm-nvlink comm --comm.path=nvlink
-    run comm-host comm --comm.path=host
+    if has mlp || has models; then
+        run comm-nvlink comm --comm.path=nvlink
+        run comm-host comm --comm.path=host
+        run comm-host-ce comm --comm.path=host --comm.shm_copy=ce
+    fi
+    has net && run comm-net comm --comm.path=net --collective.max_mib=256
+    models=()
+    has mlp && models+=(mlp-gemm-heavy mlp-comm-bound)
+    has models && models+=(bert-large gpt2-small resnet50)
     for path in nvlink host; do
         for ov in on off; do
-            run gemm-heavy-$path-$ov run --config configs/mlp-gemm-heavy.ini --comm.path=$path --comm.overlap=$ov --run.sweep=1,2
-            run comm-bound-$path-$ov run --config configs/mlp-comm-bound.ini --comm.path=$path --comm.overlap=$ov --run.sweep=1,2
+            for m in "${models[@]}"; do
+                # shellcheck disable=SC2046
+                run "${m#mlp-}-$path-$ov" run $(preset "$m") --comm.path=$path --comm.overlap=$ov --run.sweep=1,2
+            done
         done
-        run bert-large-$path run --config configs/bert-large.ini --model.mask_fraction=1 --train.iters=20 \
-            --comm.path=$path --run.sweep=1,2
-        run gpt2-small-$path run --config configs/gpt2-small.ini --train.iters=20 --comm.path=$path --run.sweep=1,2
     done
+    if has net; then
+        for ov in on off; do
+            run comm-bound-net-$ov run --config configs/mlp-comm-bound.ini --train.iters=15 --comm.path=net \
+                --comm.overlap=$ov --run.sweep=1,2
+        done
+        for m in gpt2-small resnet50; do
+            run "$m-net-on" run --config "configs/$m.ini" --train.iters=15 --comm.path=net --run.sweep=1,2
+        done
+    fi
     echo "== projected against measured (this machine's curves of this call)"
-    COMM_NVLINK="$OUT/comm-nvlink.h5" COMM_HOST="$OUT/comm-host.h5" CAL_NVLINK="$OUT/comm-bound-nvlink-on.h5" \
-        CAL_HOST="$OUT/comm-bound-host-on.h5" tools/project_validate.sh \
-        $(ls "$OUT"/*.h5 | grep -vE "/comm-(nvlink|host)\.h5$")
+    cal() { [ -f "$OUT/comm-bound-$1-on.h5" ] && echo "$OUT/comm-bound-$1-on.h5"; }
+    COMM_NVLINK="$OUT/comm-nvlink.h5" COMM_HOST="$OUT/comm-host.h5" COMM_NET="$OUT/comm-net.h5" \
+        CAL_NVLINK=$(cal nvlink) CAL_HOST=$(cal host) CAL_NET=$(cal net) tools/project_validate.sh \
+        $(ls "$OUT"/*.h5 | grep -vE "/comm-(nvlink|host|host-ce|net)\.h5$")
     echo "== ${SECONDS} s"
 } 2>&1 | tee "$OUT/issue13.log"
 # one archive: the device tool returns a limited number of files

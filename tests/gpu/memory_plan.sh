@@ -47,6 +47,7 @@ T="--train.warmup=2 --train.iters=3"
 base=$(measure 1 tiny-n1 --config configs/mlp-tiny.ini --run.sweep=1 $T)
 report "$(measure 1 mlp-gemm-heavy-n1 --config configs/mlp-gemm-heavy.ini --run.sweep=1 $T)" "$base"
 report "$(measure 1 bert-large-n1 --config configs/bert-large.ini --run.sweep=1 $T)" "$base"
+report "$(measure 1 resnet50-n1 --config configs/resnet50.ini --run.sweep=1 $T)" "$base"
 report "$(measure 2 gpt2-small-n2 --config configs/gpt2-small.ini --run.sweep=2 $T)" \
     "$(measure 2 tiny-n2 --config configs/mlp-tiny.ini --run.sweep=2 $T)"
 report "$(measure 2 gpt2-small-zero1-n2 --config configs/gpt2-small.ini --run.sweep=2 --comm.shard_optimizer=on \
