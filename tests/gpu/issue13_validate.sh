@@ -9,9 +9,11 @@
 # GROUPs (default: mlp models):
 #   mlp     mlp-gemm-heavy, mlp-comm-bound  x  nvlink, host  x  overlap on, off
 #   models  bert-large, gpt2-small, resnet50  x  nvlink, host  x  overlap on, off
-#   net     NCCL's network transport (sockets here): mlp-comm-bound (overlap on, off),
-#           gpt2-small and resnet50 (overlap on)
-# The curves: comm-nvlink, comm-host (SM copies), comm-host-ce (copy engines), comm-net.
+#   net     NCCL's network transport (sockets here): the models of the other groups, 10 steps,
+#           overlap on (and the comm-bound MLP with overlap off)
+#   ce      the curve through host memory with the copies on the copy engines
+#           (comm.shm_copy = ce), which ran out its 120 s on every call so far
+# The curves: comm-nvlink and comm-host (SM copies) for mlp and models, comm-net for net.
 # Each launch is bounded by 120 s; the whole by ISSUE13_BUDGET_S (default 540 s).
 set -uo pipefail
 BUDGET_S=${ISSUE13_BUDGET_S:-540} MARGIN_S=30
@@ -30,8 +32,8 @@ preset() { # NAME: the config and the step count of a launch (the transformers a
     if has mlp || has models; then
         run comm-nvlink comm --comm.path=nvlink
         run comm-host comm --comm.path=host
-        run comm-host-ce comm --comm.path=host --comm.shm_copy=ce
     fi
+    has ce && run comm-host-ce comm --comm.path=host --comm.shm_copy=ce
     has net && run comm-net comm --comm.path=net --collective.max_mib=256
     models=()
     has mlp && models+=(mlp-gemm-heavy mlp-comm-bound)
@@ -44,14 +46,13 @@ preset() { # NAME: the config and the step count of a launch (the transformers a
             done
         done
     done
-    if has net; then
-        for ov in on off; do
-            run comm-bound-net-$ov run --config configs/mlp-comm-bound.ini --train.iters=15 --comm.path=net \
-                --comm.overlap=$ov --run.sweep=1,2
+    if has net; then # the selected models over the network transport, overlap on (the comm-bound MLP: and off)
+        for m in "${models[@]}"; do
+            # shellcheck disable=SC2046
+            run "${m#mlp-}-net-on" run $(preset "$m") --train.iters=10 --comm.path=net --run.sweep=1,2
         done
-        for m in gpt2-small resnet50; do
-            run "$m-net-on" run --config "configs/$m.ini" --train.iters=15 --comm.path=net --run.sweep=1,2
-        done
+        has mlp && run comm-bound-net-off run --config configs/mlp-comm-bound.ini --train.iters=10 --comm.path=net \
+            --comm.overlap=off --run.sweep=1,2
     fi
     echo "== projected against measured (this machine's curves of this call)"
     cal() { [ -f "$OUT/comm-bound-$1-on.h5" ] && echo "$OUT/comm-bound-$1-on.h5"; }
