@@ -228,20 +228,14 @@ static void cuda_free(struct backend *b, void *p)
     CHECK_CUDA(cudaFree(p));
 }
 
-/* upload and download copy from and to pageable memory, which the driver stages: the
- * stream is drained first, so that no staged copy waits inside the driver on work that
- * itself waits on another thread's CUDA calls (NCCL's proxy thread issues the copies of
- * comm.shm_copy = ce). */
 static void cuda_upload(struct backend *b, void *dst, const void *src, size_t bytes)
 {
-    CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
     CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, state(b)->stream));
     CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
 }
 
 static void cuda_download(struct backend *b, void *dst, const void *src, size_t bytes)
 {
-    CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
     CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, state(b)->stream));
     CHECK_CUDA(cudaStreamSynchronize(state(b)->stream));
 }
