@@ -65,6 +65,20 @@ int cmd_comm(int argc, char **argv)
         session_end(&s);
         return EXIT_BAD_INPUT;
     }
+    /* NCCL's copy-engine copies through host memory (NCCL_SHM_USE_CUDA_MEMCPY) stalled this
+     * sweep on 2 x H200 with NCCL 2.28.3: no size done in 120 s, at 1-4 MiB always and at
+     * larger sizes at random, both ranks spinning. NCCL_CREATE_THREAD_CONTEXT=1, the cure
+     * NVIDIA/nccl#803 gives, let the sweep finish but made a training step's allreduce
+     * 40-60 times slower, so it would measure what no run gets: refused, not hung. */
+    if (s.cfg.shm_copy == SHM_COPY_CE) {
+        if (s.launch.rank == 0)
+            fprintf(stderr, "dpscale: error: comm.shm_copy = ce is refused by dpscale comm: NCCL's copy-engine copies "
+                            "through host memory stall a back-to-back allreduce sweep (NVIDIA/nccl#803); measure the "
+                            "host path with comm.shm_copy = sm, or read a run's own allreduce-alone figures "
+                            "(dpscale report) for the copy engines\n");
+        session_end(&s);
+        return EXIT_BAD_INPUT;
+    }
     char err[1024] = "";
     const int too_big = buffers_fit(&s, err, sizeof err) != 0;
     if (session_refuse_once(&s, too_big, "lower collective.max_mib", err)) {

@@ -16,6 +16,7 @@
 #include "h5out.h"
 #include "h5read.h"
 #include "log.h"
+#include "model_table.h"
 #include "project.h"
 #include "report_read.h"
 #include "session.h"
@@ -129,7 +130,8 @@ struct source {
     int batch_per_rank;
     char device[96], precision[16];
     int nmeasured, measured_n[MAX_GROUPS];
-    double measured_eff[MAX_GROUPS];
+    double measured_eff[MAX_GROUPS], measured_alone_s[MAX_GROUPS]; /* the allreduce alone: NaN if not recorded */
+    char update_note[200]; /* how prof.update_comm_s was had, or why it was not ("": nothing to say) */
     double interference, imbalance_s; /* from the largest measured run, 0 without one */
     double interference_share; /* that run's share of backward with communication beside it (overlap on; else 0) */
     int interference_from;
@@ -169,6 +171,38 @@ static void settings_differ(const struct source *a, const struct source *b, char
         used += (size_t)snprintf(out + used, len - used, "%s%s %s here, %s there", used ? "; " : "", setting_names[i],
                                  a->settings[i], b->settings[i]);
     }
+}
+
+/* The update left after communication at N > 1: a 1-GPU run updates each stage as
+ * backward finishes it (train.overlap_update), leaving only the last stage's after
+ * backward; with several GPUs the last bucket's follows the allreduce (overlap on) or
+ * the whole update does (off). Its time per element is the last stage's, the update
+ * being element-wise and memory-bound, where that stage's update takes long enough
+ * (UPDATE_RATE_MIN_S) to be its bandwidth and not a launch. ZeRO-1 is left as measured. */
+#define UPDATE_RATE_MIN_S 20e-6
+static void update_after_comm(hid_t f, hid_t n1, double last_bucket_elements, struct source *src)
+{
+    char on[8] = "", sharded[8] = "";
+    h5_attr_str(n1, "overlap_update", on, sizeof on);
+    h5_attr_str(n1, "shard_optimizer", sharded, sizeof sharded);
+    double last = 0, total = 0;
+    const double u = src->prof.update_left_s;
+    if (strcmp(on, "on") != 0 || strcmp(sharded, "on") == 0) return; /* already the whole update, or ZeRO-1 */
+    if (model_table_last_stage(f, &last, &total) != 0) {
+        snprintf(src->update_note, sizeof src->update_note, "update after communication: as at 1 GPU (the file has no "
+                 "/model/tensors to size the whole update by)");
+        return;
+    }
+    if (u < UPDATE_RATE_MIN_S) {
+        snprintf(src->update_note, sizeof src->update_note, "update after communication: as at 1 GPU (the last stage's "
+                 "update, %.0f elements in %.1f us, is a launch, not a rate)", last, u * 1e6);
+        return;
+    }
+    const double elements = src->prof.overlap ? last_bucket_elements : total;
+    src->prof.update_comm_s = u / last * elements;
+    snprintf(src->update_note, sizeof src->update_note, "update after communication %.3f ms: %s, %.0f elements at the "
+             "1-GPU run's rate for its last stage (%.0f in %.3f ms)", src->prof.update_comm_s * 1e3,
+             src->prof.overlap ? "the last bucket's" : "the whole update (overlap off)", elements, last, u * 1e3);
 }
 
 /* RESULT's 1-GPU profile, its measured runs, and the interference and imbalance of
@@ -253,6 +287,7 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
         }
     }
     free(col);
+    update_after_comm(f, n1, nb > 0 ? elems[nb - 1] : 0.0, src);
     src->prof.ready_s = src->ready;
     src->prof.bytes = src->bytes;
     free(fw), free(bw), free(up), free(st), free(elems), free(ready);
@@ -267,6 +302,11 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
         hid_t gn = H5Gopen2(g, ns.name[i], H5P_DEFAULT);
         double *s = read_doubles(gn, "step_s", &n, d, &r);
         if (s != NULL) {
+            size_t na;
+            hsize_t dn[3];
+            double *alone = read_doubles(gn, "allreduce_alone_s", &na, dn, &r);
+            src->measured_alone_s[src->nmeasured] = alone != NULL ? median_of_max(alone, dn[0], dn[1]) : NAN;
+            free(alone);
             src->measured_n[src->nmeasured] = N;
             src->measured_eff[src->nmeasured++] = src->step1_s / median_of_max(s, d[0], d[1]);
             if (terms_from > 0 ? N == terms_from : N > largest) {
@@ -559,6 +599,7 @@ int cmd_project(int argc, char **argv)
                src.step1_s * 1e3, src.prof.forward_s * 1e3, src.prof.backward_s * 1e3, src.prof.update_left_s * 1e3,
                src.prof.nbuckets, src.prof.overlap ? "on" : "off", src.ready_measured ? "measured (bucket_ready_compute_only_s)"
                                                      : "assumed: spread over backward in proportion to the bytes");
+        if (src.update_note[0]) printf("  %s\n", src.update_note);
         const struct source *from = calibration != NULL ? &cal : &src;
         const double measured_interference = from->interference;
         /* the file's own run: its slowdown as a fraction, as measured; another run of the same
@@ -596,6 +637,8 @@ int cmd_project(int argc, char **argv)
         printf("GPUs    step_ms    comm_ms exposed_ms  projected  measured     error\n");
         struct run_summary *rows = calloc((size_t)nc + 1, sizeof *rows);
         char (*csrc)[H5OUT_PROJECTION_TEXT] = calloc((size_t)nc + 1, sizeof *csrc);
+        char (*alone_note)[200] = calloc((size_t)nc + 1, sizeof *alone_note);
+        CHECK_ALLOC(alone_note);
         CHECK_ALLOC(rows);
         CHECK_ALLOC(csrc);
         struct projected_step one;
@@ -619,9 +662,16 @@ int cmd_project(int argc, char **argv)
                 if (src.measured_n[k] == curves[i].gpus) {
                     printf(" %9.3f %+9.3f\n", src.measured_eff[k], eff - src.measured_eff[k]);
                     found = 1;
+                    if (!isnan(src.measured_alone_s[k]) && src.measured_alone_s[k] > 0) /* the curve's error, apart */
+                        snprintf(alone_note[i], sizeof alone_note[i], "  %d GPUs: the curve gives the buckets' "
+                                 "allreduces %.3f ms; the file's %d-GPU run measured them alone in %.3f ms (x %.2f)\n",
+                                 curves[i].gpus, s.comm_s * 1e3, curves[i].gpus, src.measured_alone_s[k] * 1e3,
+                                 s.comm_s / src.measured_alone_s[k]);
                 }
             if (!found) printf("         -         -\n");
         }
+        for (int i = 0; i < nc; i++) fputs(alone_note[i], stdout);
+        free(alone_note);
         for (int i = 0; sysd != NULL && i < nc; i++)
             printf("  %d GPUs (%d node%s): %s%s%s\n", curves[i].gpus, curves[i].nodes, curves[i].nodes > 1 ? "s" : "",
                    sysd->curves[i].source, sysd->curves[i].derived[0] ? "; DERIVED: " : "", sysd->curves[i].derived);

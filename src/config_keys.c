@@ -158,8 +158,8 @@ const struct config_key config_keys[] = {
      "NCCL's CTA policy (ncclConfig_t CTAPolicy): efficiency uses fewer SMs; zero uses none where registered buffers allow"},
     {"comm", "shm_copy", KEY_ENUM, OFF(shm_copy), 0, 0, shm_copy_names, "sm",
      "who moves NCCL's bytes through host memory (the SHM transport of comm.path = host): sm = NCCL's kernels, "
-     "ce = the copy engines on both sides (NCCL_SHM_USE_CUDA_MEMCPY=1, NCCL_SHM_MEMCPY_MODE=3, and "
-     "NCCL_CREATE_THREAD_CONTEXT=1 for NCCL's proxy thread), leaving the SMs to the overlapped backward"},
+     "ce = the copy engines on both sides (NCCL_SHM_USE_CUDA_MEMCPY=1, NCCL_SHM_MEMCPY_MODE=3), leaving the SMs "
+     "to the overlapped backward"},
     {"comm", "allreduce_op", KEY_ENUM, OFF(allreduce_op), 0, 0, allreduce_op_names, "avg",
      "avg: NCCL's average (MPI: sum, then the optimizer scales); sum: sum, then the optimizer scales by 1/N"},
 

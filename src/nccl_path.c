@@ -8,9 +8,8 @@
  *                                what pcie meant before schema 6
  *   net:    NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1, and NCCL_IB_DISABLE=1 when no InfiniBand or
  *           RoCE adapter is up: NCCL's network transport even between GPUs of one node
- * and, with comm.shm_copy = ce, NCCL_SHM_USE_CUDA_MEMCPY=1, NCCL_SHM_MEMCPY_MODE=3 and
- * NCCL_CREATE_THREAD_CONTEXT=1: the host-memory copies on the copy engines instead of SMs,
- * issued by NCCL's proxy thread in a CUDA context of its own. */
+ * and, with comm.shm_copy = ce, NCCL_SHM_USE_CUDA_MEMCPY=1 and NCCL_SHM_MEMCPY_MODE=3: the
+ * host-memory copies on the copy engines instead of SMs. */
 #include "nccl_path.h"
 
 #include <stdio.h>
@@ -84,10 +83,6 @@ void nccl_shm_copy_settings(int shm_copy, struct nccl_settings *s)
     if (shm_copy != SHM_COPY_CE) return;
     add(s, "NCCL_SHM_USE_CUDA_MEMCPY", "1");
     add(s, "NCCL_SHM_MEMCPY_MODE", "3"); /* sender and receiver side */
-    /* the proxy thread's copies in a CUDA context of its own: in the application's, they
-     * can wait on a call that waits on the NCCL kernel that waits on them (NVIDIA/nccl#803;
-     * dpscale comm's sweep hung so on 2 x H200, NCCL 2.28.3) */
-    add(s, "NCCL_CREATE_THREAD_CONTEXT", "1");
 }
 
 int nccl_path_apply(const struct nccl_settings *s, char *note, size_t len)

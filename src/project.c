@@ -39,7 +39,7 @@ void project_step(const struct step_profile *p, const struct projection_terms *t
     *out = (struct projected_step){0};
     out->forward_s = p->forward_s * scale;
     out->backward_s = p->backward_s * scale * slow;
-    out->update_s = p->update_left_s * scale;
+    out->update_s = (communicates && p->update_comm_s > 0.0 ? p->update_comm_s : p->update_left_s) * scale;
     if (communicates) {
         /* one communication stream: bucket i starts when its gradients are complete and
          * the previous reduction is done (overlap off: all of them after backward) */

@@ -25,6 +25,8 @@ double allreduce_time_from_busbw(int gpus, double bytes, double busbw_gbps, doub
 /* One GPU's step as measured, without communication (the compute-only pass). */
 struct step_profile {
     double forward_s, backward_s, update_left_s; /* update_left: the part after backward */
+    double update_comm_s; /* at N > 1, the update left after communication (overlap off: the whole
+                           * update; on: the last bucket's), when known; 0: update_left_s */
     int nbuckets;
     const double *ready_s; /* [nbuckets]: each bucket's gradients complete, from backward's start */
     const double *bytes;   /* [nbuckets]: what each bucket's allreduce moves */

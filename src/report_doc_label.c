@@ -158,8 +158,7 @@ static int env_names(const struct doc_column *cols, int n, char names[MAX_ENV][6
             char name[64];
             snprintf(name, sizeof name, "%.*s", (int)strcspn(p, "= "), p);
             int seen = env_said_otherwise(name) ||
-                       (shm_copy && (strcmp(name, "NCCL_SHM_USE_CUDA_MEMCPY") == 0 || strcmp(name, "NCCL_SHM_MEMCPY_MODE") == 0 ||
-                                      strcmp(name, "NCCL_CREATE_THREAD_CONTEXT") == 0));
+                       (shm_copy && (strcmp(name, "NCCL_SHM_USE_CUDA_MEMCPY") == 0 || strcmp(name, "NCCL_SHM_MEMCPY_MODE") == 0));
             for (int k = 0; k < m && !seen; k++) seen = strcmp(names[k], name) == 0;
             if (!seen && m < MAX_ENV) snprintf(names[m++], sizeof names[0], "%s", name);
         }

@@ -43,3 +43,13 @@ def test_16_bit_allreduce_over_mpi_is_refused_before_work(outdir):
     assert p.returncode == 2
     assert "needs comm.library = nccl" in p.stderr
     assert list(outdir.iterdir()) == []
+
+
+def test_copy_engine_copies_are_refused_in_one_line_not_hung(outdir):
+    # NCCL's copy-engine SHM copies stall the sweep (2 x H200, NCCL 2.28.3; session 7):
+    # dpscale comm refuses them before any allreduce, on every backend
+    p = comm(outdir, "--comm.shm_copy=ce")
+    assert p.returncode == 2, p.stdout + p.stderr
+    errors = [l for l in p.stderr.splitlines() if l.startswith("dpscale: error:")]
+    assert len(errors) == 1 and "comm.shm_copy = sm" in errors[0] and "nccl#803" in errors[0]
+    assert list(outdir.iterdir()) == []

@@ -130,9 +130,8 @@ TEST(shm_copy_ce_puts_the_host_memory_copies_on_the_copy_engines)
     nccl_shm_copy_settings(SHM_COPY_SM, &s);
     CHECK(s.n == 1 && setting(&s, "NCCL_SHM_USE_CUDA_MEMCPY") == NULL);
     nccl_shm_copy_settings(SHM_COPY_CE, &s);
-    CHECK(s.n == 4 && strcmp(setting(&s, "NCCL_SHM_USE_CUDA_MEMCPY"), "1") == 0);
+    CHECK(s.n == 3 && strcmp(setting(&s, "NCCL_SHM_USE_CUDA_MEMCPY"), "1") == 0);
     CHECK(strcmp(setting(&s, "NCCL_SHM_MEMCPY_MODE"), "3") == 0);
-    CHECK(strcmp(setting(&s, "NCCL_CREATE_THREAD_CONTEXT"), "1") == 0); /* NVIDIA/nccl#803 */
 }
 
 TEST(sysfs_adapters_are_read_with_rate_state_and_link_layer)
