@@ -24,7 +24,8 @@
 #include "stats.h"
 
 #define MAX_GROUPS 16
-#define NSETTINGS 7
+#define MAX_CALIBRATIONS 8
+#define NSETTINGS 8
 
 /* a dataset of doubles, whole (NULL when absent); *n its element count */
 static double *read_doubles(hid_t loc, const char *name, size_t *n, hsize_t dims[3], int *rank)
@@ -133,6 +134,7 @@ struct source {
     double measured_eff[MAX_GROUPS], measured_alone_s[MAX_GROUPS]; /* the allreduce alone: NaN if not recorded */
     char update_note[200]; /* how prof.update_comm_s was had, or why it was not ("": nothing to say) */
     double interference, imbalance_s; /* from the largest measured run, 0 without one */
+    double forward_interference;      /* that run's forward against its compute-only forward, less 1 (0: unknown) */
     double interference_share; /* that run's share of backward with communication beside it (overlap on; else 0) */
     int interference_from;
     const char *interference_approx; /* how an older file's compute-only backward was derived (NULL: measured) */
@@ -142,7 +144,8 @@ struct source {
 /* What decides how much NCCL's kernels slow backward, beyond the time they run: a
  * calibration (--interference-from) carries over only between runs that agree on these. */
 static const char *const setting_names[NSETTINGS] = {"path", "comm.shm_copy", "comm.nccl_max_ctas", "comm.symmetric",
-                                                     "comm.register", "comm.allreduce_dtype", "comm.shard_optimizer"};
+                                                     "comm.register", "comm.allreduce_dtype", "comm.shard_optimizer",
+                                                     "comm.overlap"};
 
 static void read_settings(hid_t f, struct source *src)
 {
@@ -171,6 +174,30 @@ static void settings_differ(const struct source *a, const struct source *b, char
         used += (size_t)snprintf(out + used, len - used, "%s%s %s here, %s there", used ? "; " : "", setting_names[i],
                                  a->settings[i], b->settings[i]);
     }
+}
+
+/* Forward's change in a multi-GPU run: its real forward against the forward of its
+ * compute-only pass (that pass's step less its backward and the 1-GPU run's update left),
+ * less 1. Beside a long exposed allreduce the GPUs idle under their power cap and the
+ * next forward runs at higher clocks (2 x H200: up to 16 % faster through host memory);
+ * the update of the last step's buckets can also still be running when it starts. */
+static double forward_change(hid_t gn, const double *co, const double *cb, const hsize_t d[3], double update_left_s)
+{
+    size_t n;
+    hsize_t df[3];
+    int r;
+    double *fw = read_doubles(gn, "forward_s", &n, df, &r);
+    double change = 0.0;
+    if (fw != NULL && df[0] == d[0] && df[1] == d[1]) {
+        double *cf = malloc(d[0] * d[1] * sizeof *cf);
+        CHECK_ALLOC(cf);
+        for (hsize_t e = 0; e < d[0] * d[1]; e++) cf[e] = co[e] - cb[e];
+        const double compute_only_forward = median_of_max(cf, d[0], d[1]) - update_left_s;
+        if (compute_only_forward > 0) change = median_of_max(fw, d[0], d[1]) / compute_only_forward - 1.0;
+        free(cf);
+    }
+    free(fw);
+    return change;
 }
 
 /* The update left after communication at N > 1: a 1-GPU run updates each stage as
@@ -350,6 +377,8 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
                     }
                     src->imbalance_s = median_of_max(co, d2[0], d2[1]) - stats_percentile(mean, (int)d2[0], 50);
                     free(mean);
+                    src->forward_interference = src->interference_approx == NULL
+                                                    ? forward_change(gn, co, cb, d2, src->prof.update_left_s) : 0.0;
                 }
                 free(b), free(cb), free(co), free(ar);
             }
@@ -431,27 +460,54 @@ static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, cons
     r->efficiency = step1_s / s->step_s;
 }
 
-/* --interference-from: another result file's measured interference and imbalance. */
-static int read_calibration(const char *path, int terms_from, struct source *cal, char *err, size_t errlen)
+/* --interference-from: other result files' measured interference and imbalance. -1 when
+ * all were read, else the index of the one that was not (err says why). */
+static int read_calibrations(const char *const *paths, int n, int terms_from, struct source *cal, char *err,
+                             size_t errlen)
 {
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) {
-        snprintf(err, errlen, "cannot be opened as HDF5; give a dpscale result file");
-        return -1;
+    for (int k = 0; k < n; k++) {
+        hid_t f = H5Fopen(paths[k], H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (f < 0) {
+            snprintf(err, errlen, "cannot be opened as HDF5; give a dpscale result file");
+            return k;
+        }
+        const int rc = read_source(f, &cal[k], terms_from, err, errlen);
+        H5Fclose(f);
+        free(cal[k].ready), free(cal[k].bytes);
+        cal[k].ready = cal[k].bytes = NULL;
+        if (rc != 0) return k;
+        if (cal[k].interference_from == 0) {
+            if (terms_from > 0)
+                snprintf(err, errlen, "it has no %d-GPU run with a compute-only pass to measure interference by; give "
+                         "--interference-gpus a count it ran", terms_from);
+            else
+                snprintf(err, errlen, "it has no multi-GPU run with a compute-only pass to measure interference by");
+            return k;
+        }
     }
-    const int rc = read_source(f, cal, terms_from, err, errlen);
-    H5Fclose(f);
-    free(cal->ready), free(cal->bytes);
-    cal->ready = cal->bytes = NULL;
-    if (rc == 0 && cal->interference_from == 0) {
-        if (terms_from > 0)
-            snprintf(err, errlen, "it has no %d-GPU run with a compute-only pass to measure interference by; give "
-                     "--interference-gpus a count it ran", terms_from);
-        else
-            snprintf(err, errlen, "it has no multi-GPU run with a compute-only pass to measure interference by");
-        return -1;
+    return -1;
+}
+
+/* The terms the calibrations give RESULT: each term the median over them. Backward's
+ * slowdown per share of backward with communication beside it, over those whose
+ * communication ran beside a measurable share of backward (> 2 %: overlap on), else as a
+ * fraction; the imbalance as a share of the 1-GPU step. */
+struct calibration {
+    double per_share, interference, imbalance_share;
+};
+
+static double median(const double *v, int n) { return stats_percentile(v, (size_t)n, 50); }
+
+static struct calibration combine_calibrations(const struct source *cal, int n)
+{
+    double ps[MAX_CALIBRATIONS], in[MAX_CALIBRATIONS], im[MAX_CALIBRATIONS];
+    int shared = 0;
+    for (int k = 0; k < n; k++) {
+        if (cal[k].interference_share > 0.02) ps[shared++] = cal[k].interference / cal[k].interference_share;
+        in[k] = cal[k].interference;
+        im[k] = cal[k].step1_s > 0 ? cal[k].imbalance_s / cal[k].step1_s : 0.0;
     }
-    return rc;
+    return (struct calibration){shared > 0 ? median(ps, shared) : 0.0, median(in, n), median(im, n)};
 }
 
 static void usage(FILE *out)
@@ -486,8 +542,9 @@ static void usage(FILE *out)
 
 int cmd_project(int argc, char **argv)
 {
-    const char *result = NULL, *comm = NULL, *system = NULL, *output = NULL, *calibration = NULL;
-    int measured_terms = 1, terms_from = 0;
+    const char *result = NULL, *comm = NULL, *system = NULL, *output = NULL, *calibrations[MAX_CALIBRATIONS];
+    const char *calibration = NULL; /* the first */
+    int measured_terms = 1, terms_from = 0, ncal = 0;
     for (int i = 1; i < argc; i++) {
         const char *gpus_arg = NULL;
         if (strcmp(argv[i], "--interference-gpus") == 0 && i + 1 < argc) gpus_arg = argv[++i];
@@ -504,8 +561,16 @@ int cmd_project(int argc, char **argv)
         } else if (strcmp(argv[i], "--no-interference") == 0) measured_terms = 0;
         else if (strcmp(argv[i], "--comm") == 0 && i + 1 < argc) comm = argv[++i];
         else if (strncmp(argv[i], "--comm=", 7) == 0) comm = argv[i] + 7;
-        else if (strcmp(argv[i], "--interference-from") == 0 && i + 1 < argc) calibration = argv[++i];
-        else if (strncmp(argv[i], "--interference-from=", 20) == 0) calibration = argv[i] + 20;
+        else if ((strcmp(argv[i], "--interference-from") == 0 && i + 1 < argc) ||
+                 strncmp(argv[i], "--interference-from=", 20) == 0) {
+            if (ncal == MAX_CALIBRATIONS) {
+                fprintf(stderr, "dpscale: error: project: more than %d --interference-from files; give at most %d\n",
+                        MAX_CALIBRATIONS, MAX_CALIBRATIONS);
+                return EXIT_BAD_INPUT;
+            }
+            calibrations[ncal++] = argv[i][19] == '=' ? argv[i] + 20 : argv[++i];
+            calibration = calibrations[0];
+        }
         else if (strcmp(argv[i], "--output") == 0 && i + 1 < argc) output = argv[++i];
         else if (strncmp(argv[i], "--output=", 9) == 0) output = argv[i] + 9;
         else if (strcmp(argv[i], "--system") == 0 && i + 1 < argc) system = argv[++i];
@@ -555,8 +620,9 @@ int cmd_project(int argc, char **argv)
     struct source src = {0};
     struct allreduce_curve curves[MAX_GROUPS];
     char where[240];
-    int rc = EXIT_OK, nc = 0;
-    struct source cal = {0};
+    int rc = EXIT_OK, nc = 0, bad_cal = -1;
+    struct source cal[MAX_CALIBRATIONS];
+    memset(cal, 0, sizeof cal);
     if (read_source(rf, &src, calibration == NULL ? terms_from : 0, err, sizeof err) != 0) {
         fprintf(stderr, "dpscale: error: project: %s: %s\n", result, err);
         rc = EXIT_BAD_INPUT;
@@ -564,8 +630,8 @@ int cmd_project(int argc, char **argv)
         fprintf(stderr, "dpscale: error: project: %s has no %d-GPU run with a compute-only pass to measure interference "
                         "by; give --interference-gpus a count it ran\n", result, terms_from);
         rc = EXIT_BAD_INPUT;
-    } else if (calibration != NULL && read_calibration(calibration, terms_from, &cal, err, sizeof err) != 0) {
-        fprintf(stderr, "dpscale: error: project: --interference-from %s: %s\n", calibration, err);
+    } else if ((bad_cal = read_calibrations(calibrations, ncal, terms_from, cal, err, sizeof err)) >= 0) {
+        fprintf(stderr, "dpscale: error: project: --interference-from %s: %s\n", calibrations[bad_cal], err);
         rc = EXIT_BAD_INPUT;
     } else if (sysd != NULL) {
         nc = sysd->ncurves;
@@ -600,39 +666,41 @@ int cmd_project(int argc, char **argv)
                src.prof.nbuckets, src.prof.overlap ? "on" : "off", src.ready_measured ? "measured (bucket_ready_compute_only_s)"
                                                      : "assumed: spread over backward in proportion to the bytes");
         if (src.update_note[0]) printf("  %s\n", src.update_note);
-        const struct source *from = calibration != NULL ? &cal : &src;
-        const double measured_interference = from->interference;
-        /* the file's own run: its slowdown as a fraction, as measured; another run of the same
-         * transport (--interference-from): its slowdown per share of backward with communication
-         * beside it, applied to this model's share on the target */
-        double per_share = calibration != NULL && from->interference_share > 0.02
-                               ? from->interference / from->interference_share : 0.0;
-        if (calibration != NULL) { /* the other file's terms: its imbalance as a share of its 1-GPU step */
-            src.imbalance_s = cal.step1_s > 0 ? cal.imbalance_s / cal.step1_s * src.step1_s : 0.0;
-            src.interference = per_share > 0.0 ? 0.0 : cal.interference;
-        }
-        if (!measured_terms) src.interference = src.imbalance_s = per_share = 0;
-        if (!measured_terms)
+        double per_share = 0.0;
+        if (!measured_terms) {
+            src.interference = src.imbalance_s = src.forward_interference = 0;
             printf("  interference and imbalance: left out (--no-interference)\n");
-        else if (from->interference_from > 0 && per_share > 0.0)
-            printf("  interference %.3f x the share of backward with communication beside it (%.3f over %.3f there), "
-                   "imbalance %.3f ms: measured by %s's %d-GPU run%s%s\n", per_share, measured_interference,
-                   from->interference_share, src.imbalance_s * 1e3, calibration != NULL ? calibration : "the file",
-                   from->interference_from,
-                   from->interference_approx ? "; " : "", from->interference_approx ? from->interference_approx : "");
-        else if (from->interference_from > 0)
-            printf("  interference %.3f and imbalance %.3f ms: measured by %s's %d-GPU run%s%s\n", src.interference,
-                   src.imbalance_s * 1e3, calibration != NULL ? calibration : "the file", from->interference_from,
-                   from->interference_approx ? "; " : "", from->interference_approx ? from->interference_approx : "");
-        else
-            printf("  interference and imbalance: none measured (%s has no multi-GPU run): 0\n",
-                   calibration != NULL ? calibration : "the file");
-        char differ[400];
-        if (calibration != NULL && measured_terms) {
-            settings_differ(&src, &cal, differ, sizeof differ);
-            if (differ[0])
-                printf("  NOTE: the calibration ran with other communication settings (%s): its interference may not "
-                       "carry over; calibrate with a run of the same settings\n", differ);
+        } else if (ncal > 0) {
+            const struct calibration c = combine_calibrations(cal, ncal);
+            per_share = c.per_share;
+            src.interference = per_share > 0.0 ? 0.0 : c.interference;
+            /* forward's change is the power cap's (a GPU idling beside a long allreduce runs its
+             * next forward faster): as much a property of the model's compute as of the transport,
+             * it did not carry over between the presets (session 7: 19 of 24 with it, 20 without) */
+            src.forward_interference = 0.0;
+            src.imbalance_s = c.imbalance_share * src.step1_s;
+            char by[160];
+            if (ncal > 1) snprintf(by, sizeof by, "the median over the multi-GPU runs of %d --interference-from files", ncal);
+            else snprintf(by, sizeof by, "measured by %.100s's %d-GPU run", calibration, cal[0].interference_from);
+            if (per_share > 0.0)
+                printf("  interference %.3f x the share of backward with communication beside it, imbalance %.3f ms: "
+                       "%s; forward as at 1 GPU\n", per_share, src.imbalance_s * 1e3, by);
+            else
+                printf("  interference %.3f (backward) and imbalance %.3f ms: %s; forward as at 1 GPU\n",
+                       src.interference, src.imbalance_s * 1e3, by);
+            for (int k = 0; k < ncal; k++) {
+                char differ[400];
+                settings_differ(&src, &cal[k], differ, sizeof differ);
+                if (differ[0])
+                    printf("  NOTE: the calibration %s ran with other communication settings (%s): its interference "
+                           "may not carry over; calibrate with a run of the same settings\n", calibrations[k], differ);
+            }
+        } else if (src.interference_from > 0) {
+            printf("  interference %.3f (backward), %+.3f (forward) and imbalance %.3f ms: measured by the file's %d-GPU "
+                   "run%s%s\n", src.interference, src.forward_interference, src.imbalance_s * 1e3, src.interference_from,
+                   src.interference_approx ? "; " : "", src.interference_approx ? src.interference_approx : "");
+        } else {
+            printf("  interference and imbalance: none measured (the file has no multi-GPU run): 0\n");
         }
         printf("GPUs    step_ms    comm_ms exposed_ms  projected  measured     error\n");
         struct run_summary *rows = calloc((size_t)nc + 1, sizeof *rows);
@@ -642,11 +710,12 @@ int cmd_project(int argc, char **argv)
         CHECK_ALLOC(rows);
         CHECK_ALLOC(csrc);
         struct projected_step one;
-        const struct projection_terms none = {scale, 0.0, 0.0, 0.0};
+        const struct projection_terms none = {scale, 0.0, 0.0, 0.0, 0.0};
         project_step(&src.prof, &none, NULL, &one);
         fill_row(&rows[0], 1, 1, src.batch_per_rank, &one, one.step_s);
         snprintf(csrc[0], sizeof csrc[0], "1 GPU: no communication");
-        const struct projection_terms terms = {scale, src.interference, src.imbalance_s * scale, per_share};
+        const struct projection_terms terms = {scale, src.interference, src.imbalance_s * scale, per_share,
+                                               src.forward_interference};
         for (int i = 0; i < nc; i++) {
             struct projected_step s;
             project_step(&src.prof, &terms, &curves[i], &s);
@@ -658,14 +727,14 @@ int cmd_project(int argc, char **argv)
             printf("%4d %10.3f %10.3f %10.3f %10.3f", curves[i].gpus, s.step_s * 1e3, s.comm_s * 1e3,
                    s.exposed_s * 1e3, eff);
             int found = 0;
-            for (int k = 0; k < src.nmeasured; k++)
+            for (int k = 0; k < src.nmeasured && scale == 1.0; k++) /* a measurement of another GPU is no check */
                 if (src.measured_n[k] == curves[i].gpus) {
                     printf(" %9.3f %+9.3f\n", src.measured_eff[k], eff - src.measured_eff[k]);
                     found = 1;
                     if (!isnan(src.measured_alone_s[k]) && src.measured_alone_s[k] > 0) /* the curve's error, apart */
-                        snprintf(alone_note[i], sizeof alone_note[i], "  %d GPUs: the curve gives the buckets' "
-                                 "allreduces %.3f ms; the file's %d-GPU run measured them alone in %.3f ms (x %.2f)\n",
-                                 curves[i].gpus, s.comm_s * 1e3, curves[i].gpus, src.measured_alone_s[k] * 1e3,
+                        snprintf(alone_note[i], sizeof alone_note[i], "  the allreduces alone at %d GPUs: %.3f ms on "
+                                 "the curve; %.3f ms measured by the file's run (x %.2f)\n",
+                                 curves[i].gpus, s.comm_s * 1e3, src.measured_alone_s[k] * 1e3,
                                  s.comm_s / src.measured_alone_s[k]);
                 }
             if (!found) printf("         -         -\n");

@@ -37,7 +37,7 @@ void project_step(const struct step_profile *p, const struct projection_terms *t
         slow = 1.0 + t->interference_per_share * share;
     }
     *out = (struct projected_step){0};
-    out->forward_s = p->forward_s * scale;
+    out->forward_s = p->forward_s * scale * (communicates ? 1.0 + t->forward_interference : 1.0);
     out->backward_s = p->backward_s * scale * slow;
     out->update_s = (communicates && p->update_comm_s > 0.0 ? p->update_comm_s : p->update_left_s) * scale;
     if (communicates) {

@@ -25,12 +25,12 @@ double allreduce_time_from_busbw(int gpus, double bytes, double busbw_gbps, doub
 /* One GPU's step as measured, without communication (the compute-only pass). */
 struct step_profile {
     double forward_s, backward_s, update_left_s; /* update_left: the part after backward */
-    double update_comm_s; /* at N > 1, the update left after communication (overlap off: the whole
-                           * update; on: the last bucket's), when known; 0: update_left_s */
     int nbuckets;
     const double *ready_s; /* [nbuckets]: each bucket's gradients complete, from backward's start */
     const double *bytes;   /* [nbuckets]: what each bucket's allreduce moves */
     int overlap;           /* buckets reduced beside backward (comm.overlap) */
+    double update_comm_s;  /* at N > 1, the update left after communication (overlap off: the whole
+                            * update; on: the last bucket's), when known; 0: update_left_s */
 };
 
 /* What the target changes besides the allreduce. */
@@ -40,6 +40,7 @@ struct projection_terms {
     double imbalance_s;   /* the slowest rank's wait for the others, per step */
     double interference_per_share; /* or, when > 0, the slowdown per share of backward that communication runs
                                     * beside: backward x (1 + this x min(1, comm / backward)), overlap on only */
+    double forward_interference;   /* forward's change in the multi-GPU run: forward x (1 + this) */
 };
 
 struct projected_step {
