@@ -515,7 +515,7 @@ static void usage(FILE *out)
     if (log_rank() != 0) return; /* once per launch */
     fprintf(out,
             "usage: dpscale project RESULT.h5 --comm COMM.h5 | --system SYSTEM.ini [--no-interference]\n"
-            "                       [--interference-from OTHER.h5] [--interference-gpus N] [--output FILE.h5]\n\n"
+            "                       [--interference-from OTHER.h5 ...] [--interference-gpus N] [--output FILE.h5]\n\n"
             "RESULT's 1-GPU step projected onto each GPU count of a target's allreduce curves, beside\n"
             "RESULT's measured runs of the same count (docs/PROJECTION.md). Reads files only: no MPI,\n"
             "no GPU, no configuration keys. stdout: the projected step, communication and efficiency\n"
@@ -529,7 +529,8 @@ static void usage(FILE *out)
             "  --interference-from OTHER.h5\n"
             "                            take them from OTHER's multi-GPU run instead (another model measured\n"
             "                            on the same transport): its slowdown per share of backward with\n"
-            "                            communication beside it, and its imbalance as a share of the step\n"
+            "                            communication beside it, and its imbalance as a share of the step;\n"
+            "                            up to 8 times: the median of their terms\n"
             "  --interference-gpus N     take them from the measured run at N GPUs (of RESULT, or of OTHER)\n"
             "                            instead of the largest: to predict a larger count from a smaller one\n"
             "  --output FILE.h5          also write the projection to a new HDF5 file (/summary and\n"

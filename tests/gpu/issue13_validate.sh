@@ -3,8 +3,8 @@
 # machine's allreduce curves (dpscale comm over each path the groups use), then every
 # model preset on 1 and 2 GPUs over each transport, overlap on and off — files that hold
 # the measured bucket ready times — and tools/project_validate.sh on them (projected
-# against measured 2-GPU efficiency; the calibrated column takes the interference from
-# the comm-bound MLP's overlapped run of the same path, when the group ran it).
+# against measured 2-GPU efficiency; the calibrated column takes the terms from the other
+# models' runs of the same path and overlap, their median: leave one out).
 #   tests/gpu/issue13_validate.sh OUTDIR [GROUP...]   from the repo root, bin/dpscale prebuilt
 # GROUPs (default: mlp models):
 #   mlp     mlp-gemm-heavy, mlp-comm-bound  x  nvlink, host  x  overlap on, off
@@ -53,10 +53,10 @@ preset() { # NAME: the config and the step count of a launch (the transformers a
             --comm.overlap=off --run.sweep=1,2
     fi
     echo "== projected against measured (this machine's curves of this call)"
-    cal() { [ -f "$OUT/comm-bound-$1-on.h5" ] && echo "$OUT/comm-bound-$1-on.h5"; }
+    runs=$(ls "$OUT"/*.h5 | grep -vE "/comm-(nvlink|host|net)\.h5$")
+    # shellcheck disable=SC2086
     COMM_NVLINK="$OUT/comm-nvlink.h5" COMM_HOST="$OUT/comm-host.h5" COMM_NET="$OUT/comm-net.h5" \
-        CAL_NVLINK=$(cal nvlink) CAL_HOST=$(cal host) CAL_NET=$(cal net) tools/project_validate.sh \
-        $(ls "$OUT"/*.h5 | grep -vE "/comm-(nvlink|host|net)\.h5$")
+        CAL_SET="$(echo $runs)" tools/project_validate.sh $runs
     echo "== ${SECONDS} s"
 } 2>&1 | tee "$OUT/issue13.log"
 # one archive: the device tool returns a limited number of files

@@ -2,6 +2,7 @@
 projected from each file's 1-GPU run and the machine's own allreduce curves, against
 the efficiency the file measured (issue 13's bar: within 0.03); the catalog target;
 bad input. Reads files only: no GPU and no MPI launch needed."""
+import os
 import re
 import subprocess
 
@@ -252,3 +253,15 @@ def test_the_issues_command_prints_2_to_8_gpus_with_their_sources():
     assert "the compute SCALED by peak TFLOP/s" in p.stdout and "the allreduces alone" not in p.stdout
     sources = [l for l in p.stdout.splitlines() if l.startswith("  ") and "GPUs (1 node):" in l]
     assert len(sources) == 3 and sum("DERIVED" in l for l in sources) == 2 and "Hetu-Galvatron" in sources[2]
+
+
+def test_readmes_validation_table_is_what_the_tool_prints_from_the_committed_files():
+    """README's table of every preset over every transport is tools/project_validate_presets.sh's
+    output on results/h200x2-issue13/session7, row for row, with its tally."""
+    out = subprocess.run([str(ROOT / "tools/project_validate_presets.sh")], capture_output=True, text=True, cwd=ROOT,
+                         timeout=300, env={**os.environ, "DPSCALE": str(BINARY)})
+    assert out.returncode == 0, out.stderr
+    readme = (ROOT / "README.md").read_text().split("<!-- tools/project_validate_presets.sh -->\n", 1)[1]
+    printed = [l for l in out.stdout.splitlines() if l]
+    assert readme.splitlines()[:len(printed) + 1] == out.stdout.splitlines()[:len(printed) + 1], out.stdout
+    assert "own run's terms 24 / 25" in printed[-1] and "other models 20 / 24" in printed[-1]
