@@ -134,7 +134,8 @@ struct source {
     double measured_eff[MAX_GROUPS], measured_alone_s[MAX_GROUPS]; /* the allreduce alone: NaN if not recorded */
     char update_note[200]; /* how prof.update_comm_s was had, or why it was not ("": nothing to say) */
     double interference, imbalance_s; /* from the largest measured run, 0 without one */
-    double forward_interference;      /* that run's forward against its compute-only forward, less 1 (0: unknown) */
+    double forward_interference;      /* that run's forward against the 1-GPU run's, less 1 (0: not measured) */
+    int forward_measured;             /* 0: schema 1-2 (no compute-only backward) or ZeRO-1 */
     double interference_share; /* that run's share of backward with communication beside it (overlap on; else 0) */
     int interference_from;
     const char *interference_approx; /* how an older file's compute-only backward was derived (NULL: measured) */
@@ -176,26 +177,18 @@ static void settings_differ(const struct source *a, const struct source *b, char
     }
 }
 
-/* Forward's change in a multi-GPU run: its real forward against the forward of its
- * compute-only pass (that pass's step less its backward and the 1-GPU run's update left),
- * less 1. Beside a long exposed allreduce the GPUs idle under their power cap and the
- * next forward runs at higher clocks (2 x H200: up to 16 % faster through host memory);
- * the update of the last step's buckets can also still be running when it starts. */
-static double forward_change(hid_t gn, const double *co, const double *cb, const hsize_t d[3], double update_left_s)
+/* Forward's change in a multi-GPU run: its forward against the 1-GPU run's, less 1.
+ * Beside a long exposed allreduce the GPUs idle under their power cap and the next
+ * forward runs at higher clocks (2 x H200: up to 16 % faster through host memory); a
+ * latency-bound step's forward waits on its rank's launches. Not for ZeRO-1, whose
+ * forward also waits for the all-gathers (not a term of this model). */
+static double forward_change(hid_t gn, double forward_1gpu_s)
 {
     size_t n;
     hsize_t df[3];
     int r;
     double *fw = read_doubles(gn, "forward_s", &n, df, &r);
-    double change = 0.0;
-    if (fw != NULL && df[0] == d[0] && df[1] == d[1]) {
-        double *cf = malloc(d[0] * d[1] * sizeof *cf);
-        CHECK_ALLOC(cf);
-        for (hsize_t e = 0; e < d[0] * d[1]; e++) cf[e] = co[e] - cb[e];
-        const double compute_only_forward = median_of_max(cf, d[0], d[1]) - update_left_s;
-        if (compute_only_forward > 0) change = median_of_max(fw, d[0], d[1]) / compute_only_forward - 1.0;
-        free(cf);
-    }
+    const double change = fw != NULL && forward_1gpu_s > 0 ? median_of_max(fw, df[0], df[1]) / forward_1gpu_s - 1.0 : 0.0;
     free(fw);
     return change;
 }
@@ -222,7 +215,7 @@ static void update_after_comm(hid_t f, hid_t n1, double last_bucket_elements, st
     }
     if (u < UPDATE_RATE_MIN_S) {
         snprintf(src->update_note, sizeof src->update_note, "update after communication: as at 1 GPU (the last stage's "
-                 "update, %.0f elements in %.1f us, is a launch, not a rate)", last, u * 1e6);
+                 "update, %.0f elements in %.1f us, is a launch, not a rate: the whole update is not known)", last, u * 1e6);
         return;
     }
     const double elements = src->prof.overlap ? last_bucket_elements : total;
@@ -248,6 +241,7 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
         return -1;
     }
     snprintf(src->where, sizeof src->where, "%s", gp.path[k]);
+    read_settings(f, src); /* before the runs: ZeRO-1 decides the forward term */
     hid_t g = H5Gopen2(f, src->where, H5P_DEFAULT), n1 = H5Gopen2(g, "n1", H5P_DEFAULT);
     size_t n;
     hsize_t d[3];
@@ -377,8 +371,8 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
                     }
                     src->imbalance_s = median_of_max(co, d2[0], d2[1]) - stats_percentile(mean, (int)d2[0], 50);
                     free(mean);
-                    src->forward_interference = src->interference_approx == NULL
-                                                    ? forward_change(gn, co, cb, d2, src->prof.update_left_s) : 0.0;
+                    src->forward_measured = src->interference_approx == NULL && strcmp(src->settings[6], "on") != 0;
+                    src->forward_interference = src->forward_measured ? forward_change(gn, src->prof.forward_s) : 0.0;
                 }
                 free(b), free(cb), free(co), free(ar);
             }
@@ -388,7 +382,6 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
     }
     src->interference_from = largest;
     H5Gclose(g);
-    read_settings(f, src);
     return 0;
 }
 
@@ -697,8 +690,15 @@ int cmd_project(int argc, char **argv)
                            "may not carry over; calibrate with a run of the same settings\n", calibrations[k], differ);
             }
         } else if (src.interference_from > 0) {
-            printf("  interference %.3f (backward), %+.3f (forward) and imbalance %.3f ms: measured by the file's %d-GPU "
-                   "run%s%s\n", src.interference, src.forward_interference, src.imbalance_s * 1e3, src.interference_from,
+            /* forward's change is the source GPU's (its clocks under its power cap, its launches) */
+            char fwd[96];
+            if (scale != 1.0) src.forward_interference = 0.0;
+            if (scale != 1.0) snprintf(fwd, sizeof fwd, "forward as at 1 GPU (its change was measured on another GPU)");
+            else if (!src.forward_measured) snprintf(fwd, sizeof fwd, "forward as at 1 GPU (not measured: %s)",
+                                                     src.interference_approx ? "no compute-only backward" : "ZeRO-1");
+            else snprintf(fwd, sizeof fwd, "forward %+.3f", src.forward_interference);
+            printf("  interference %.3f (backward), %s, imbalance %.3f ms: measured by the file's %d-GPU run%s%s\n",
+                   src.interference, fwd, src.imbalance_s * 1e3, src.interference_from,
                    src.interference_approx ? "; " : "", src.interference_approx ? src.interference_approx : "");
         } else {
             printf("  interference and imbalance: none measured (the file has no multi-GPU run): 0\n");
@@ -732,7 +732,8 @@ int cmd_project(int argc, char **argv)
                 if (src.measured_n[k] == curves[i].gpus) {
                     printf(" %9.3f %+9.3f\n", src.measured_eff[k], eff - src.measured_eff[k]);
                     found = 1;
-                    if (!isnan(src.measured_alone_s[k]) && src.measured_alone_s[k] > 0) /* the curve's error, apart */
+                    if (!isnan(src.measured_alone_s[k]) && src.measured_alone_s[k] > 0 && strcmp(src.settings[6], "on") != 0)
+                        /* the curve's error, apart (ZeRO-1's reduce-scatter and all-gathers are not an allreduce) */
                         snprintf(alone_note[i], sizeof alone_note[i], "  the allreduces alone at %d GPUs: %.3f ms on "
                                  "the curve; %.3f ms measured by the file's run (x %.2f)\n",
                                  curves[i].gpus, s.comm_s * 1e3, src.measured_alone_s[k] * 1e3,

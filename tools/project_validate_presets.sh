@@ -21,10 +21,11 @@ for c in "${calls[@]}"; do
     [ -f "$c/comm-nvlink.h5" ] || continue
     COMM_NVLINK="$c/comm-nvlink.h5" COMM_HOST="$c/comm-host.h5" COMM_NET="$c/comm-net.h5" CAL_SET="$set_all" \
         tools/project_validate.sh $(runs "$c") | tail -n +2
-done | awk '{
+done | awk 'function within(e) { return e ~ /^[-+]?[0-9.]+$/ && e + 0 <= 0.03 && e + 0 >= -0.03 }
+{
     n++; name = $1; sub(".*/", "", name); sub("\\.h5$", "", name)
     printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, $2, $3, $4, $5, $6, $7, $8, $9, $10
-    if ($6 + 0 <= 0.03 && $6 + 0 >= -0.03) a++
-    if ($8 + 0 <= 0.03 && $8 + 0 >= -0.03) b++
-    if ($10 != "-") { m++; if ($10 + 0 <= 0.03 && $10 + 0 >= -0.03) c++ }
+    if (within($6)) a++
+    if (within($8)) b++
+    if ($10 != "-") { m++; if (within($10)) c++ }
 } END { printf "\nwithin 0.03: own run'"'"'s terms %d / %d, none %d / %d, other models %d / %d\n", a, n, b, n, c, m }'

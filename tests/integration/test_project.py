@@ -246,11 +246,12 @@ def test_the_issues_command_prints_2_to_8_gpus_with_their_sources():
     A100 projection."""
     p = project("--system", ROOT / "configs/systems/a100-sxm-8.ini", RESULTS / "h200x2-bert-large.h5")
     assert p.returncode == 0, p.stderr
-    rows = {int(l.split()[0]): l.split() for l in p.stdout.splitlines() if l.split() and l.split()[0] in "248"
+    rows = {int(l.split()[0]): l.split() for l in p.stdout.splitlines() if l.split() and l.split()[0] in ("2", "4", "8")
             and len(l.split()) == 7}
     assert sorted(rows) == [2, 4, 8], p.stdout
     assert all(r[5] == "-" and r[6] == "-" for r in rows.values()), p.stdout
     assert "the compute SCALED by peak TFLOP/s" in p.stdout and "the allreduces alone" not in p.stdout
+    assert "forward as at 1 GPU (its change was measured on another GPU)" in p.stdout
     sources = [l for l in p.stdout.splitlines() if l.startswith("  ") and "GPUs (1 node):" in l]
     assert len(sources) == 3 and sum("DERIVED" in l for l in sources) == 2 and "Hetu-Galvatron" in sources[2]
 
@@ -265,3 +266,12 @@ def test_readmes_validation_table_is_what_the_tool_prints_from_the_committed_fil
     printed = [l for l in out.stdout.splitlines() if l]
     assert readme.splitlines()[:len(printed) + 1] == out.stdout.splitlines()[:len(printed) + 1], out.stdout
     assert "own run's terms 24 / 25" in printed[-1] and "other models 20 / 24" in printed[-1]
+
+
+def test_zero1_runs_take_no_forward_change():
+    """ZeRO-1's next forward waits for the weights' all-gathers: not a forward change of the
+    model's, so not measured as one (the review of session 7)."""
+    p = project(RESULTS / "h200x2-issue11/B-shard-on.h5", "--comm", RESULTS / "h200x2-comm-nvlink.h5")
+    assert p.returncode == 0, p.stderr
+    assert "forward as at 1 GPU (not measured: ZeRO-1)" in p.stdout, p.stdout
+    assert "the allreduces alone" not in p.stdout  # a reduce-scatter and all-gathers are no allreduce
