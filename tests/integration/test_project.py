@@ -275,3 +275,11 @@ def test_zero1_runs_take_no_forward_change():
     assert p.returncode == 0, p.stderr
     assert "forward as at 1 GPU (not measured: ZeRO-1)" in p.stdout, p.stdout
     assert "the allreduces alone" not in p.stdout  # a reduce-scatter and all-gathers are no allreduce
+
+
+def test_readmes_systems_table_is_what_the_tool_prints_from_the_committed_files():
+    """The articles' question as README answers it: tools/project_systems.sh on its default files."""
+    out = subprocess.run([str(ROOT / "tools/project_systems.sh")], capture_output=True, text=True, cwd=ROOT,
+                         timeout=300, env={**os.environ, "DPSCALE": str(BINARY)})
+    assert out.returncode == 0 and out.stdout.count("\n") == 7, out.stdout + out.stderr
+    assert out.stdout.strip() in (ROOT / "README.md").read_text()
