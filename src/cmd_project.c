@@ -326,8 +326,9 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
             size_t na;
             hsize_t dn[3];
             double *alone = read_doubles(gn, "allreduce_alone_s", &na, dn, &r);
-            src->measured_alone_s[src->nmeasured] = alone != NULL ? median_of_max(alone, dn[0], dn[1]) : NAN;
+            const double alone_s = alone != NULL ? median_of_max(alone, dn[0], dn[1]) : NAN;
             free(alone);
+            src->measured_alone_s[src->nmeasured] = alone_s;
             src->measured_n[src->nmeasured] = N;
             src->measured_eff[src->nmeasured++] = src->step1_s / median_of_max(s, d[0], d[1]);
             if (terms_from > 0 ? N == terms_from : N > largest) {
@@ -336,9 +337,6 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
                 double *b = read_doubles(gn, "backward_s", &m2, d2, &r);
                 double *cb = read_doubles(gn, "compute_only_backward_s", &m2, d2, &r);
                 double *co = read_doubles(gn, "compute_only_s", &m2, d2, &r);
-                size_t ma;
-                hsize_t da[3];
-                double *ar = read_doubles(gn, "allreduce_alone_s", &ma, da, &r);
                 if (cb == NULL && b != NULL) { /* schema 2: forward and backward of the compute-only pass together,
                                                 * less the real pass's forward */
                     double *fb = read_doubles(gn, "compute_only_fwd_bwd_s", &m2, d2, &r);
@@ -361,8 +359,8 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
                     largest = N;
                     src->interference = median_of_max(b, d2[0], d2[1]) / median_of_max(cb, d2[0], d2[1]) - 1.0;
                     src->interference_share = 0.0;
-                    if (ar != NULL && src->prof.overlap)
-                        src->interference_share = fmin(1.0, median_of_max(ar, da[0], da[1]) / median_of_max(cb, d2[0], d2[1]));
+                    if (!isnan(alone_s) && src->prof.overlap)
+                        src->interference_share = fmin(1.0, alone_s / median_of_max(cb, d2[0], d2[1]));
                     double *mean = malloc(d2[0] * sizeof(double));
                     CHECK_ALLOC(mean);
                     for (hsize_t it = 0; it < d2[0]; it++) {
@@ -374,7 +372,7 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
                     src->forward_measured = src->interference_approx == NULL && strcmp(src->settings[6], "on") != 0;
                     src->forward_interference = src->forward_measured ? forward_change(gn, src->prof.forward_s) : 0.0;
                 }
-                free(b), free(cb), free(co), free(ar);
+                free(b), free(cb), free(co);
             }
             free(s);
         }
@@ -647,6 +645,7 @@ int cmd_project(int argc, char **argv)
             rc = EXIT_BAD_INPUT;
         } else {
             scale = src.peak_tflops / target;
+            if (scale != 1.0) src.forward_interference = 0.0; /* the source GPU's: its clocks under its power cap */
             snprintf(compute_note, sizeof compute_note, "the compute SCALED by peak TFLOP/s, %s %.1f -> %s %.1f (x %.3f "
                      "the time): no 1-GPU run on that GPU", src.device, src.peak_tflops, sysd->gpu, target, scale);
         }
@@ -690,9 +689,7 @@ int cmd_project(int argc, char **argv)
                            "may not carry over; calibrate with a run of the same settings\n", calibrations[k], differ);
             }
         } else if (src.interference_from > 0) {
-            /* forward's change is the source GPU's (its clocks under its power cap, its launches) */
             char fwd[96];
-            if (scale != 1.0) src.forward_interference = 0.0;
             if (scale != 1.0) snprintf(fwd, sizeof fwd, "forward as at 1 GPU (its change was measured on another GPU)");
             else if (!src.forward_measured) snprintf(fwd, sizeof fwd, "forward as at 1 GPU (not measured: %s)",
                                                      src.interference_approx ? "no compute-only backward" : "ZeRO-1");
