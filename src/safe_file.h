@@ -1,0 +1,50 @@
+/* safe_file.h — writing a file in a folder that other users may share (a cluster's
+ * output folder, /tmp): nothing dpscale writes ever follows a link or opens a special
+ * file that someone else planted there.
+ *
+ * The content goes to a temporary created exclusively beside the target (a random
+ * name, O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC: never a file that existed before, never
+ * through a link), is fsync'ed, then moved to the target in one step: renamed over it
+ * (replace) or linked to a name that must not exist (never overwrite). A reader thus
+ * sees the old file or the whole new one, never half of either, and a crash leaves at
+ * worst a hidden temporary. The target itself is checked with lstat before any work:
+ * a symbolic link (even a dangling one), a FIFO, a device or a folder there is refused
+ * in one line. Names with control characters (a newline, ESC) are refused too: they
+ * would reach terminals and job logs raw. */
+#ifndef DPSCALE_SAFE_FILE_H
+#define DPSCALE_SAFE_FILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* 0 when `path` can become a file dpscale writes: its name has no control character,
+ * and there is nothing at it, or (may_exist) a regular file. -1 with the reason and
+ * the fix in err otherwise. `what` names the file in the message ("plot", "result file"). */
+int safe_file_check_target(const char *path, const char *what, int may_exist, char *err, size_t errlen);
+
+/* A temporary beside `target`: "<folder>/.<name>.XXXXXX", created exclusively with mode
+ * 0666 & ~umask. Returns its descriptor (its name in tmp), or -1 with the reason in err. */
+int safe_file_create_temp(const char *target, char *tmp, size_t tmplen, char *err, size_t errlen);
+
+/* The same as a stdio stream opened for writing (NULL on failure). */
+FILE *safe_file_create_temp_stream(const char *target, char *tmp, size_t tmplen, char *err, size_t errlen);
+
+/* Writes all of `bytes` to fd (retrying short writes and EINTR): 0, or -1 with errno. */
+int safe_file_write_all(int fd, const void *data, size_t bytes);
+
+enum safe_file_move { SAFE_FILE_REPLACE = 0, SAFE_FILE_NEVER_OVERWRITE = 1 };
+
+/* The temporary `tmp`, already closed, fsync'ed and moved to `target` (rename, or link
+ * then unlink when `move` is SAFE_FILE_NEVER_OVERWRITE), then its folder fsync'ed.
+ * On failure -1 with the reason in err; the temporary is removed unless keep_on_failure
+ * (a complete result that only could not be named: err then says where it is). */
+int safe_file_commit(const char *tmp, const char *target, enum safe_file_move move, int keep_on_failure, char *err,
+                     size_t errlen);
+
+/* fsync of the folder that holds `path`, so that a rename or link in it is durable. */
+void safe_file_sync_folder(const char *path);
+
+/* 1 when s holds a byte below 0x20 or 0x7f (a newline, a tab, ESC, BEL). */
+int safe_file_has_control(const char *s);
+
+#endif
