@@ -45,6 +45,8 @@ set -euo pipefail
 source "${DPSCALE_HOME:-${SLURM_SUBMIT_DIR:-$PWD}}/jobs/lib/common.sh" 2>/dev/null ||
     { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) dpscale job: error: jobs/lib/common.sh not found: submit from the dpscale folder or set DPSCALE_HOME" >&2; exit 2; }
 DPSCALE_JOB_TAG="dpscale scale8"
+# shellcheck disable=SC2086
+check_counts $COUNT_VARIABLES
 home=$(dpscale_home)
 cd "$home"
 check_export_split

@@ -19,6 +19,8 @@ set -euo pipefail
 source "${DPSCALE_HOME:-${SLURM_SUBMIT_DIR:-$PWD}}/jobs/lib/common.sh" 2>/dev/null ||
     { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) dpscale job: error: jobs/lib/common.sh not found: submit from the dpscale folder or set DPSCALE_HOME" >&2; exit 2; }
 DPSCALE_JOB_TAG="dpscale smoke"
+# shellcheck disable=SC2086
+check_counts $COUNT_VARIABLES
 home=$(dpscale_home)
 cd "$home"
 dpscale=${DPSCALE:-$home/bin/dpscale}

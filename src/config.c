@@ -67,7 +67,9 @@ void config_describe_accepted(const struct config_key *key, char *buf, size_t le
         snprintf(buf, len, "one of %s", choices);
         break;
     case KEY_BOOL: snprintf(buf, len, "on|off"); break;
-    case KEY_STRING: snprintf(buf, len, "text of at most %d characters", CONFIG_STR_LEN - 1); break;
+    case KEY_STRING:
+        snprintf(buf, len, "text of at most %d characters", key->max > 0 ? (int)key->max : CONFIG_STR_LEN - 1);
+        break;
     case KEY_INTLIST:
         snprintf(buf, len, "a comma-separated list of at most %d integers in [%.0f, %.0f]", CONFIG_MAX_SWEEP, key->min,
                  key->max);
@@ -133,6 +135,13 @@ static int parse_integer(const struct config_key *key, const char *text, long lo
     return config_parse_int(text, (long long)key->min, (long long)key->max, out);
 }
 
+void config_quote_value(const char *value, char *buf, size_t len)
+{
+    const size_t n = strlen(value);
+    if (n <= 80) snprintf(buf, len, "'%s'", value);
+    else snprintf(buf, len, "'%.48s...' (%zu characters)", value, n); /* the message stays one readable line */
+}
+
 /* Store `text` into the field of `key`. Returns 0, or -1 when it is not accepted. */
 int config_parse_value(struct config *cfg, const struct config_key *key, const char *text)
 {
@@ -164,22 +173,22 @@ int config_parse_value(struct config *cfg, const struct config_key *key, const c
         }
         return -1;
     }
-    case KEY_STRING:
-        if (strlen(text) >= CONFIG_STR_LEN) return -1;
+    case KEY_STRING: /* key->max, where set, is a shorter limit: a label or a file name */
+        if (strlen(text) > (key->max > 0 ? (size_t)key->max : CONFIG_STR_LEN - 1)) return -1;
         snprintf(field, CONFIG_STR_LEN, "%s", text);
         return 0;
     case KEY_INTLIST: {
         /* the count lives right after the array: sweep[] then nsweep */
         int *list = (int *)field;
         int *count = (int *)(field + sizeof(int) * CONFIG_MAX_SWEEP);
-        char buf[CONFIG_STR_LEN];
+        char buf[CONFIG_STR_LEN], *items[CONFIG_MAX_SWEEP];
         if (strlen(text) >= sizeof buf) return -1;
         snprintf(buf, sizeof buf, "%s", text);
-        int n = 0;
-        char *save = NULL;
-        for (char *tok = strtok_r(buf, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
-            if (n == CONFIG_MAX_SWEEP || parse_integer(key, tok, &iv) != 0) return -1;
-            list[n++] = (int)iv;
+        const int n = config_split_list(buf, items, CONFIG_MAX_SWEEP);
+        if (n < 0) return -1;
+        for (int i = 0; i < n; i++) {
+            if (parse_integer(key, items[i], &iv) != 0) return -1;
+            list[i] = (int)iv;
         }
         *count = n;
         return 0;
@@ -231,15 +240,41 @@ static const struct { const char *alias, *section, *name; } cli_aliases[] = {
 };
 #define NALIASES (sizeof cli_aliases / sizeof cli_aliases[0])
 
+int config_split_list(char *text, char **items, int max)
+{
+    int n = 0;
+    char *p = text;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '\0') return 0; /* an empty list: the key's default or "none" */
+    for (char *item = text;; n++) {
+        char *comma = strchr(item, ',');
+        if (comma != NULL) *comma = '\0';
+        while (*item == ' ' || *item == '\t') item++;
+        char *end = item + strlen(item);
+        while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+        if (item[0] == '\0' || strpbrk(item, " \t") != NULL || n == max) return -1;
+        items[n] = item;
+        if (comma == NULL) return n + 1;
+        item = comma + 1;
+    }
+}
+
 int config_count_paths(struct config *cfg, char *err, size_t errlen)
 {
-    char list[CONFIG_STR_LEN], *save = NULL;
-    int n = 0, value = cfg->path;
+    char list[CONFIG_STR_LEN], *items[16];
+    const int value = cfg->path;
     const struct config_key *pk = config_find_key("comm", "path");
     snprintf(list, sizeof list, "%s", cfg->paths);
-    for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), n++)
-        if (config_parse_value(cfg, pk, tok) != 0) {
-            set_err(err, errlen, "comm.paths = '%s': '%s' is not a path; use auto, nvlink, pcie, host or net", cfg->paths, tok);
+    const int n = config_split_list(list, items, 16);
+    if (n < 0) {
+        set_err(err, errlen, "comm.paths = '%s' is not a list: give paths separated by commas, none empty, e.g. nvlink,host",
+                cfg->paths);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (config_parse_value(cfg, pk, items[i]) != 0) {
+            set_err(err, errlen, "comm.paths = '%s': '%s' is not a path; use auto, nvlink, pcie, host or net", cfg->paths,
+                    items[i]);
             return -1;
         }
     if (n != 1) cfg->path = value; /* several: each launch takes one, by comm.path */
@@ -357,10 +392,12 @@ static int load_args(struct config *cfg, int argc, char **argv, char *err, size_
     for (int i = 0; i < noverrides; i++) {
         const struct config_key *key = &config_keys[overrides[i].key];
         if (config_parse_value(cfg, key, overrides[i].value) != 0) {
-            char accepted[512];
+            char accepted[512], shown[96];
             config_describe_accepted(key, accepted, sizeof accepted);
-            set_err(err, errlen, "command line %s: '%s' is not accepted for %s.%s; expected %s", overrides[i].flag,
-                    overrides[i].value, key->section, key->name, accepted);
+            config_quote_value(overrides[i].value, shown, sizeof shown);
+            set_err(err, errlen, "command line %.*s: %s is not accepted for %s.%s; expected %s",
+                    (int)(strlen(overrides[i].value) > 80 ? strcspn(overrides[i].flag, "=") : strlen(overrides[i].flag)),
+                    overrides[i].flag, shown, key->section, key->name, accepted);
             return -1;
         }
     }

@@ -15,7 +15,10 @@
 #include <stdio.h>
 
 #define CONFIG_MAX_SWEEP 32
-#define CONFIG_STR_LEN 256
+/* the longest text value, the same on the command line and in an INI file (a line
+ * of a config file holds its key too: CONFIG_MAX_LINE) */
+#define CONFIG_STR_LEN 4096
+#define CONFIG_MAX_LINE (CONFIG_STR_LEN + 128)
 
 enum activation { ACT_GELU = 0, ACT_RELU = 1, ACT_NONE = 2 };
 enum scaling { SCALING_WEAK = 0, SCALING_STRONG = 1 };
@@ -128,7 +131,7 @@ struct config_key {
     const char *name;
     enum key_type type;
     size_t offset;              /* into struct config */
-    double min, max;            /* inclusive range for numbers; list entries for KEY_INTLIST */
+    double min, max;            /* inclusive range for numbers; list entries for KEY_INTLIST; KEY_STRING: max > 0, its longest */
     const char *const *choices; /* KEY_ENUM: NULL-terminated */
     const char *default_value;  /* parsed like any other value */
     const char *help;
@@ -171,6 +174,11 @@ double config_loss_scale(const struct config *cfg);
 /* Check comm.paths; a single entry sets cfg->path. Returns the number of entries,
  * or -1 with a message. */
 int config_count_paths(struct config *cfg, char *err, size_t errlen);
+/* The items of a comma-separated list in `text` (cut in place), each trimmed of
+ * spaces, into items[]: their count, 0 for an empty list, or -1 when an item is
+ * empty ("1,,2", "1,2,", ",1"), holds a space, or there are more than max: a typo or
+ * a cut list must not run as a smaller experiment. */
+int config_split_list(char *text, char **items, int max);
 
 /* Batch on each rank and across ranks for a run on `n` ranks. */
 int config_batch_per_rank(const struct config *cfg, int n);

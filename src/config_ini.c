@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,18 @@ struct ini_state {
     int failed_line;          /* the line of the first error the reader or the handler found; 0 = none */
 };
 
+/* A "[section] more" line: libinih takes the section and drops the rest unseen. */
+static int section_has_trailing_text(const char *line, size_t len)
+{
+    const char *close = memchr(line, ']', len);
+    if (close == NULL) return 0; /* no header at all: libinih's syntax error says so */
+    for (const char *p = close + 1; p < line + len; p++) {
+        if (*p == ';' || *p == '#') return 0;
+        if (*p != ' ' && *p != '\t') return 1;
+    }
+    return 0;
+}
+
 /* inih's reader hook: one line of the file per call, so that inih's line numbers
  * are the file's and the handler knows the line it is called for. libinih (Debian's,
  * built with INI_MAX_LINE 200 and multi-line entries) would cut a longer line into
@@ -39,8 +52,14 @@ static char *ini_line_reader(char *str, int num, void *stream)
 {
     struct ini_state *st = stream;
     if (st->next >= st->end || st->failed_line != 0) return NULL;
-    const char *line = st->next, *eol = memchr(line, '\n', (size_t)(st->end - line));
-    const size_t len = eol != NULL ? (size_t)(eol - line) + 1 : (size_t)(st->end - line);
+    /* a line ends at LF, CR LF or a lone CR (old Mac editors, some Windows tools):
+     * read as one line, a CR-only file would lose every key after its first */
+    const char *line = st->next, *eol = line;
+    while (eol < st->end && *eol != '\n' && *eol != '\r') eol++;
+    const size_t text_len = (size_t)(eol - line);
+    if (eol < st->end) eol += eol[0] == '\r' && eol + 1 < st->end && eol[1] == '\n' ? 2 : 1;
+    else eol = NULL;
+    const size_t len = eol != NULL ? (size_t)(eol - line) : text_len;
     st->next = line + len;
     st->line++;
     const char *nul = memchr(line, '\0', len);
@@ -56,15 +75,22 @@ static char *ini_line_reader(char *str, int num, void *stream)
         snprintf(str, (size_t)num, "\n");
         return str;
     }
-    const size_t keep = (size_t)(line + len - start);
-    if (num < 2 || keep > (size_t)num - 1) {
+    const size_t keep = (size_t)(line + text_len - start);
+    if (num < 3 || keep > (size_t)num - 3) {
         snprintf(st->err, st->errlen, "%s:%d: a line of %zu characters; at most %d are read per line (comments may be longer)",
-                 st->path, st->line, len - (eol != NULL), num - 2);
+                 st->path, st->line, text_len, num - 3);
+        st->failed_line = st->line;
+        return NULL;
+    }
+    if (*start == '[' && section_has_trailing_text(start, keep)) {
+        snprintf(st->err, st->errlen, "%s:%d: text after the section header '%.*s'; a header line holds only [section] "
+                 "(and a comment after ';' or '#')", st->path, st->line, (int)(keep < 80 ? keep : 80), start);
         st->failed_line = st->line;
         return NULL;
     }
     memcpy(str, start, keep);
-    str[keep] = '\0';
+    str[keep] = '\n';
+    str[keep + 1] = '\0';
     return str;
 }
 
@@ -119,9 +145,11 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
         return 0;
     }
     if (config_parse_value(st->cfg, key, value) != 0) {
+        char shown[96];
         config_describe_accepted(key, accepted, sizeof accepted);
-        snprintf(st->err, st->errlen, "%s:%d: [%s] %s = '%s' is not accepted; expected %s", st->path, st->line, section,
-                name, value, accepted);
+        config_quote_value(value, shown, sizeof shown);
+        snprintf(st->err, st->errlen, "%s:%d: [%s] %s = %s is not accepted; expected %s", st->path, st->line, section,
+                name, shown, accepted);
         return 0;
     }
     st->set_on_line[index] = st->line;
@@ -213,6 +241,12 @@ int config_load_ini(struct config *cfg, const char *path, char *err, size_t errl
     size_t len;
     if (read_config_file(path, &text, &len, err, errlen) != 0) return -1;
     struct ini_state st = {cfg, path, text, text, text + len, 0, set_on_line, err, errlen, 0};
+    /* Debian's libinih takes its line limit at run time: a heap buffer of the
+     * configuration's own limit (a long run.output_dir is legitimate), the same one the
+     * command line has, instead of the 200 bytes it is built with */
+    ini_use_stack = false;
+    ini_allow_realloc = false;
+    ini_max_line = ini_initial_alloc = CONFIG_MAX_LINE + 3; /* + CR, LF and NUL, as ini.h counts */
     const int rc = ini_parse_stream(ini_line_reader, &st, on_ini_entry, &st);
     free(text);
     /* the first error of the file: the reader's or the handler's (st), or a line inih could not read (rc) */

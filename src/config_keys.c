@@ -30,7 +30,7 @@ static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum
 #define BIG 1073741824.0 /* 2^30: no dimension or count is larger */
 
 const struct config_key config_keys[] = {
-    {"model", "name", KEY_STRING, OFF(model_name), 0, 0, NULL, "mlp", "label of the model preset"},
+    {"model", "name", KEY_STRING, OFF(model_name), 0, 255, NULL, "mlp", "label of the model preset"},
     {"model", "type", KEY_ENUM, OFF(model_type), 0, 0, model_type_names, "mlp",
      "the model family: mlp (dense layers on a synthetic classification task: model.layers, input_dim, hidden_dim, "
      "classes, activation); gpt (pre-LN decoder, causal, loss on every position) or bert (post-LN encoder, masked-LM "
@@ -113,8 +113,8 @@ const struct config_key config_keys[] = {
     {"run", "sweep", KEY_INTLIST, OFF(sweep), 1, 1048576, NULL, "",
      "rank counts to run, e.g. 1,2,4; empty = powers of two up to the world size"},
     {"run", "output_dir", KEY_STRING, OFF(output_dir), 0, 0, NULL, "out", "folder of the result file"},
-    {"run", "output", KEY_STRING, OFF(output), 0, 0, NULL, "", "result file name; empty = dpscale-<utc>-<job>.h5"},
-    {"run", "system_label", KEY_STRING, OFF(system_label), 0, 0, NULL, "",
+    {"run", "output", KEY_STRING, OFF(output), 0, 255, NULL, "", "result file name; empty = dpscale-<utc>-<job>.h5"},
+    {"run", "system_label", KEY_STRING, OFF(system_label), 0, 255, NULL, "",
      "your name for the system measured (\"4 x H200 SXM, rack 12\"): in the result file and the report's labels"},
     {"run", "save_params", KEY_BOOL, OFF(save_params), 0, 0, NULL, "off", "store the final parameters of every run"},
     {"run", "timeout_s", KEY_DOUBLE, OFF(timeout_s), 0, 1e7, NULL, "0",

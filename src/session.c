@@ -103,7 +103,8 @@ int session_start(int argc, char **argv, struct session *s)
     }
     if (rc == 0) rc = config_resolve_for_world(&s->cfg, s->launch.size, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
-    snprintf(s->provenance.system_label, sizeof s->provenance.system_label, "%s", s->cfg.system_label);
+    snprintf(s->provenance.system_label, sizeof s->provenance.system_label, "%.*s", /* run.system_label: at most 255 */
+             (int)sizeof s->provenance.system_label - 1, s->cfg.system_label);
 
     s->model = calloc(1, sizeof *s->model);
     CHECK_ALLOC(s->model);

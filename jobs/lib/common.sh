@@ -14,6 +14,22 @@ die() {
     exit 2
 }
 
+# Counts that the scripts compute with, checked before any of them reaches bash
+# arithmetic: inside $(( )) bash evaluates a variable's text as an expression, and an
+# expression can run a command (NTASKS='a[$(touch /tmp/x)1]'). Only plain digits pass.
+COUNT_VARIABLES="NTASKS NP SLURM_NTASKS SLURM_JOB_NUM_NODES SLURM_CPUS_ON_NODE SLURM_CPUS_PER_TASK SLURM_NTASKS_PER_NODE"
+# Each job script checks them all once it has sourced this file; the functions below
+# check what they use again, for scripts that call them alone.
+#   check_counts NAME...   (a name that is unset or empty is left alone)
+check_counts() {
+    local name value
+    for name in "$@"; do
+        value=${!name:-}
+        [ -z "$value" ] || [[ $value =~ ^(0|[1-9][0-9]{0,8})$ ]] ||
+            die "$name='$value' is not a whole number: give digits only, e.g. $name=8"
+    done
+}
+
 # The repository: DPSCALE_HOME, else the folder sbatch was called from (Slurm runs
 # a copy of the script from its spool folder, so the script's own path is no guide).
 # DPSCALE may name another binary; by default bin/dpscale there.
@@ -111,6 +127,8 @@ nvls_setting() {
 #   cpus_per_task RANKS_ON_THIS_NODE
 cpus_per_task() {
     local ranks=$1 cpus
+    check_counts SLURM_CPUS_PER_TASK SLURM_CPUS_ON_NODE
+    [[ $ranks =~ ^[0-9]+$ ]] || die "cpus_per_task: '$ranks' is not a count of ranks"
     if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then
         echo "$SLURM_CPUS_PER_TASK"
         return
@@ -140,6 +158,7 @@ srun_mpi_plugins() {
 #   dpscale_launcher CPUS_PER_TASK
 dpscale_launcher() {
     local how=${LAUNCH:-auto} cpt=${1:-1} offered
+    check_counts NTASKS
     offered=$(srun_mpi_plugins | paste -sd ' ')
     case "$how" in
     auto | srun)

@@ -27,6 +27,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=jobs/lib/common.sh
 source "$here/jobs/lib/common.sh"
 DPSCALE_JOB_TAG=${DPSCALE_JOB_TAG:-dpscale sweep}
+# shellcheck disable=SC2086
+check_counts $COUNT_VARIABLES
 DPSCALE=${DPSCALE:-$here/bin/dpscale}
 OUTDIR=${OUTDIR:-out}
 NAME=${NAME:-dpscale-${SLURM_JOB_ID:-$(date -u +%Y%m%dT%H%M%SZ)}}

@@ -155,11 +155,69 @@ def test_hex_floats_huge_seeds_and_abbreviations_are_refused(outdir, flag, messa
 
 def test_a_long_line_is_refused_with_its_true_line_and_a_long_comment_is_fine(tmp_path, outdir):
     ini = tmp_path / "long.ini"
-    ini.write_text("; " + "c" * 400 + "\n" + open(TINY).read() + "\n[run]\noutput_dir = " + "d" * 230 + "\n")
+    ini.write_text("; " + "c" * 6000 + "\n" + open(TINY).read() + "\n[run]\noutput_dir = " + "d" * 4300 + "\n")
     line = ini.read_text().count("\n")
     p = dpscale(2, "run", "--config", ini, f"--run.output_dir={outdir}")
-    refused_once(p, f"{ini}:{line}: a line of 243 characters")
+    refused_once(p, f"{ini}:{line}: a line of 4313 characters")
     assert list(outdir.iterdir()) == []
+
+
+def resolved(*args):
+    p = subprocess.run([str(BINARY), "config", *map(str, args)], capture_output=True, text=True, timeout=30)
+    return p
+
+
+@pytest.mark.parametrize("where", ["file", "command line"])
+def test_a_long_output_dir_is_taken_alike_in_a_file_and_on_the_command_line(tmp_path, where):
+    """One limit for a text value, wherever it is written: 4,095 characters."""
+    long_dir = "/tmp/" + "d" * 3000
+    ini = tmp_path / "long.ini"
+    ini.write_text(f"[run]\noutput_dir = {long_dir}\n" if where == "file" else "[train]\niters = 3\n")
+    p = resolved("--config", ini, *([] if where == "file" else [f"--run.output_dir={long_dir}"]))
+    assert p.returncode == 0 and f"run.output_dir = {long_dir}\n" in p.stdout, p.stderr
+    p = resolved(f"--run.output_dir=/{'d' * 4095}")
+    assert p.returncode == 2 and "text of at most 4095 characters" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("eol", ["\r", "\r\n", "\n"], ids=["CR", "CRLF", "LF"])
+def test_cr_crlf_and_lf_line_endings_are_read_alike(tmp_path, eol):
+    ini = tmp_path / "eol.ini"
+    ini.write_bytes(eol.join(["[model]", "layers = 3", "hidden_dim = 48", "; a comment", "[train]", "iters = 7", ""]).encode())
+    p = resolved("--config", ini)
+    assert p.returncode == 0, p.stderr
+    for line in ["model.layers = 3\n", "model.hidden_dim = 48\n", "train.iters = 7\n"]:
+        assert line in p.stdout, (eol, line, p.stdout)
+
+
+@pytest.mark.parametrize("header", ["[model] junk", "[model]junk", "[model] = 3"])
+def test_text_after_a_section_header_is_refused_with_its_line(tmp_path, header):
+    ini = tmp_path / "header.ini"
+    ini.write_text(f"[train]\niters = 3\n{header}\nlayers = 2\n")
+    p = resolved("--config", ini)
+    assert p.returncode == 2 and f"{ini}:3: text after the section header" in p.stderr, p.stderr
+
+
+def test_a_comment_after_a_section_header_is_fine(tmp_path):
+    ini = tmp_path / "header.ini"
+    ini.write_text("[model] ; the network\nlayers = 2\n[train] # and the steps\niters = 4\n")
+    p = resolved("--config", ini)
+    assert p.returncode == 0 and "model.layers = 2\n" in p.stdout and "train.iters = 4\n" in p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("flag", ["--run.sweep=1,,2", "--run.sweep=1,2,", "--run.sweep=,1,2", "--run.sweep=1 2",
+                                  "--comm.paths=nvlink,,host", "--comm.paths=host,"])
+def test_an_empty_list_item_is_refused(flag):
+    """A typo or a cut list must not run as a smaller experiment."""
+    p = resolved(flag)
+    assert p.returncode == 2 and len([l for l in p.stderr.splitlines() if l.startswith("dpscale: error:")]) == 1, \
+        (flag, p.stdout, p.stderr)
+
+
+@pytest.mark.parametrize("flag,expected", [("--run.sweep=1, 2,4", "run.sweep = 1,2,4\n"),
+                                           ("--comm.paths=nvlink, host", "comm.paths = nvlink, host\n")])
+def test_spaces_around_list_items_are_fine(flag, expected):
+    p = resolved(flag)
+    assert p.returncode == 0 and expected in p.stdout, (p.stdout, p.stderr)
 
 
 def test_an_indented_key_is_read_as_a_key(tmp_path):

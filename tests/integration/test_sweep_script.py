@@ -226,3 +226,27 @@ def test_nvls_is_set_for_every_launch_and_said_in_the_log(env, said, in_force):
 def test_a_wrong_nvls_is_refused():
     p = common("nvls_setting", NVLS="yes")
     assert p.returncode == 2 and "NVLS=yes: give on or off" in p.stderr, p.stderr
+
+
+COUNTS = ["NTASKS", "NP", "SLURM_NTASKS", "SLURM_JOB_NUM_NODES", "SLURM_CPUS_ON_NODE", "SLURM_CPUS_PER_TASK",
+          "SLURM_NTASKS_PER_NODE"]
+
+
+@pytest.mark.parametrize("script", ["jobs/scale8.sh", "jobs/multinode.sh", "jobs/smoke.sh", "jobs/lib/sweep.sh"])
+@pytest.mark.parametrize("name", COUNTS)
+def test_a_count_that_is_not_digits_never_reaches_bash_arithmetic(tmp_path, script, name):
+    """bash evaluates a variable's text inside $(( )) as an expression, and an
+    expression's array index runs a command substitution: only digits may get there."""
+    planted = tmp_path / "ran"
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in ("NTASKS", "NP")}
+    e.update({"DPSCALE_HOME": str(ROOT), "OUTDIR": str(tmp_path), name: f"a[$(touch {planted})1]"})
+    p = subprocess.run(["bash", ROOT / script], env=e, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert not planted.exists(), f"{script} ran the command inside {name}"
+    assert p.returncode == 2 and f"{name}='a[$(touch" in p.stderr and "is not a whole number" in p.stderr, \
+        (p.returncode, p.stderr[-500:])
+
+
+@pytest.mark.parametrize("value", ["08", "-1", "1e3", " 4", "4 ", "0x10"])
+def test_counts_are_plain_decimal_digits(value):
+    p = common("cpus_per_task 2", SLURM_CPUS_ON_NODE=value)
+    assert p.returncode == 2 and "is not a whole number" in p.stderr, (value, p.stdout, p.stderr)
