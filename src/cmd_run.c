@@ -115,6 +115,26 @@ static int verify_run(const struct config *cfg, struct run_result *r)
     return 0;
 }
 
+/* Collective over the launch: a point whose loss or parameters stopped being finite
+ * (train.h) ends the sweep with one line; its figures would be those of a broken run.
+ * The reason, for the file, in s->stop_reason. */
+static int diverged(struct session *s, const struct run_result *r, int n, int kept)
+{
+    /* the run's ranks agree on it; rank 0 of the launch is rank 0 of every run */
+    int step = s->launch.rank == 0 ? r->diverged_step : -1, rank = s->launch.rank == 0 ? r->diverged_rank : -1;
+    world_bcast_bytes(&step, sizeof step);
+    world_bcast_bytes(&rank, sizeof rank);
+    if (step < 0) return 0;
+    if (s->launch.rank == 0) {
+        snprintf(s->stop_reason, sizeof s->stop_reason, "the %d-GPU point diverged at step %d of %d on rank %d: %s", n,
+                 step + 1, r->steps, rank, r->diverged_what);
+        DP_ERROR("lower train.lr (or train.momentum): the figures of a diverged run are not kept",
+                 "%s; the sweep stops (%s)", s->stop_reason,
+                 kept ? "the points before it are kept, marked incomplete" : "no point was complete: nothing is written");
+    }
+    return 1;
+}
+
 #define MEMORY_HINT "lower train.batch_per_gpu (or train.global_batch), or make the model smaller"
 
 /* A sweep whose buffers do not fit is bad input: refused once, before the header,
@@ -161,6 +181,15 @@ int cmd_run(int argc, char **argv)
             group_destroy(g);
         }
         failed = session_any_failed(mine); /* also the barrier where ranks >= n waited */
+        if (!failed && diverged(&s, &runs[i], n, i)) { /* every rank of the run knows; the others learn it here */
+            if (s.launch.rank == 0) stats_fill_scaling(sums, i);
+            result_file_write_diverged(&s, &out, runs, sums, i, nruns, s.stop_reason);
+            for (int k = 0; k < nruns; k++) run_result_free(&runs[k]);
+            free(runs);
+            free(sums);
+            session_end(&s);
+            return EXIT_FAILURE_RUN;
+        }
         if (!failed && s.launch.rank == 0) {
             stats_summarize_run(&runs[i], &sums[i]);
             say("  n=%-4d step %.3f ms, %.1f samples/s, loss %.4f, params sum|p| %.6f hash %016llx\n", n,

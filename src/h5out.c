@@ -65,6 +65,9 @@ int h5out_write(const char *path, const struct config *cfg, const struct h5out_s
         attr_i64(&w, file, "complete", contents->points_total <= contents->nruns);
         attr_i64(&w, file, "points_completed", contents->nruns);
         attr_i64(&w, file, "points_planned", contents->points_total > 0 ? contents->points_total : contents->nruns);
+        /* a sweep that stopped because a point diverged: which one, where, what (the
+         * points before it are complete and kept) */
+        if (contents->diverged != NULL && contents->diverged[0]) attr_str(&w, file, "diverged", contents->diverged);
         h5out_system(&w, file, sys);
         if (sys->memory != NULL) memory_attrs(&w, file, sys->memory, sys->world_size);
         h5out_config(&w, file, cfg);

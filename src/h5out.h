@@ -70,6 +70,7 @@ struct h5out_contents {
     const struct h5out_dump *dump; /* its /dump group; NULL: none */
     int disk_mode;                 /* enum h5file_mode: how the file reaches its name */
     int points_total;              /* a sweep: its points; > nruns while the file holds the points done so far */
+    const char *diverged;          /* the point the sweep stopped at because its training diverged; NULL: none */
 };
 
 /* Write the whole file. Returns 0, or -1 with a message in err (nothing left behind). */

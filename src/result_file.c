@@ -150,14 +150,14 @@ int result_file_write(struct session *s, struct result_file *f, int argc, char *
 {
     (void)argc;
     (void)argv;
-    struct h5out_contents contents = {nruns > 0 ? s->model : NULL, runs, sums, nruns, colls, ncolls, NULL, 0, 0};
+    struct h5out_contents contents = {nruns > 0 ? s->model : NULL, runs, sums, nruns, colls, ncolls, NULL, 0, 0, NULL};
     return write_contents(s, f, &contents);
 }
 
 int result_file_write_partial(struct session *s, struct result_file *f, const struct run_result *runs,
                               const struct run_summary *sums, int done, int planned)
 {
-    struct h5out_contents contents = {s->model, runs, sums, done, NULL, 0, NULL, 0, planned};
+    struct h5out_contents contents = {s->model, runs, sums, done, NULL, 0, NULL, 0, planned, NULL};
     return write_contents(s, f, &contents);
 }
 
@@ -166,6 +166,18 @@ int result_file_write_dump(struct session *s, struct result_file *f, int argc, c
 {
     (void)argc;
     (void)argv;
-    struct h5out_contents contents = {s->model, NULL, NULL, 0, NULL, 0, dump, 0, 0};
+    struct h5out_contents contents = {s->model, NULL, NULL, 0, NULL, 0, dump, 0, 0, NULL};
+    return write_contents(s, f, &contents);
+}
+
+int result_file_write_diverged(struct session *s, struct result_file *f, const struct run_result *runs,
+                               const struct run_summary *sums, int done, int planned, const char *why)
+{
+    if (done == 0) { /* no point to keep: the error line says what happened */
+        result_file_abandon(s, f);
+        return 0;
+    }
+    struct h5out_contents contents = {s->model, runs, sums, done, NULL, 0, NULL, 0, planned, NULL};
+    contents.diverged = why;
     return write_contents(s, f, &contents);
 }

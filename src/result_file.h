@@ -31,6 +31,11 @@ int result_file_write(struct session *s, struct result_file *f, int argc, char *
 /* Collective: the sweep's first `done` of `planned` points, the file marked incomplete. */
 int result_file_write_partial(struct session *s, struct result_file *f, const struct run_result *runs,
                               const struct run_summary *sums, int done, int planned);
+/* Collective: the sweep stopped at point `done` because its training diverged: the
+ * points before it, the file marked incomplete and the diverged point named (`why`, the
+ * root attribute diverged). With no point before it, nothing is written. */
+int result_file_write_diverged(struct session *s, struct result_file *f, const struct run_result *runs,
+                               const struct run_summary *sums, int done, int planned, const char *why);
 /* A launch that ends without a result: the claim (NAME.tmp) is given up; a file of the
  * points done so far stays, marked incomplete. */
 void result_file_abandon(struct session *s, const struct result_file *f);

@@ -206,7 +206,7 @@ void session_maybe_inject_fault(int world_rank)
     fault_parse();
     step++; /* every step of every pass */
     const char *kind = g_fault.kind;
-    if (g_fault.rank != world_rank || step != g_fault.at || strcmp(kind, "write") == 0) return;
+    if (g_fault.rank != world_rank || step != g_fault.at || strcmp(kind, "write") == 0 || strcmp(kind, "nan") == 0) return;
     if (strcmp(kind, "kill") == 0) raise(SIGKILL);
     if (strcmp(kind, "exit") == 0) _exit(3);
     if (strcmp(kind, "stop") == 0) { /* as `kill -STOP`: the process is frozen, threads and all */
@@ -224,4 +224,12 @@ int session_fault_fails_write(int world_rank, int points)
 {
     fault_parse();
     return g_fault.rank == world_rank && g_fault.at == points && strcmp(g_fault.kind, "write") == 0;
+}
+
+int session_fault_poisons_loss(int world_rank)
+{
+    static int runs = 0;
+    fault_parse();
+    runs++;
+    return g_fault.rank == world_rank && g_fault.at == runs && strcmp(g_fault.kind, "nan") == 0;
 }

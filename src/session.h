@@ -31,6 +31,7 @@ struct session {
     char nccl_env[1024];         /* every NCCL_* variable NCCL saw */
     struct provenance provenance; /* the launch's, from its start; every rank's on rank 0 once written */
     struct provenance_rank rank_provenance; /* this rank's: its environment as launched, then its host and GPU */
+    char stop_reason[256];       /* rank 0: why a sweep stopped before its end (a point that diverged); "" */
 };
 
 /* Topology of this node and the NCCL settings of comm.path, checked against it.
@@ -69,5 +70,9 @@ void session_hang_if_pending(void);
 /* DPSCALE_FAULT=0:K:write: whether the result file's write that holds K sweep points
  * (the one after the K-th point) is to fail as on a full disk (h5file_fill_disk). */
 int session_fault_fails_write(int world_rank, int points);
+/* DPSCALE_FAULT=R:K:nan: whether rank R's losses of the K-th run it takes part in
+ * (counted from 1; one call per run's outcome) are to read as NaN from the run's middle
+ * step on, as a diverged run's would. */
+int session_fault_poisons_loss(int world_rank);
 
 #endif

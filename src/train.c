@@ -232,6 +232,25 @@ static double *gather_rows(struct group *c, const double *mine, int rows, int wi
     return out;
 }
 
+/* What diverged, in the order it is looked for (train.h). */
+enum { DIVERGED_NONE, DIVERGED_LOSS_NAN, DIVERGED_LOSS_INF, DIVERGED_PARAM_NAN, DIVERGED_PARAM_INF };
+static const char *const diverged_names[] = {"", "the loss is nan", "the loss is inf", "a parameter is nan",
+                                             "a parameter is inf"};
+
+/* Collective: the earliest step at which some rank diverged, the lowest such rank, and
+ * what it saw, into `out` on every rank. */
+static void agree_on_divergence(struct run_loop *L, int my_step, int my_kind, struct run_result *out)
+{
+    struct group *c = L->g;
+    const double first = -group_max_double(c, -(double)my_step);
+    const int mine = my_kind != DIVERGED_NONE && (double)my_step == first;
+    const double who = -group_max_double(c, mine ? -(double)L->rank : -INFINITY);
+    const double kind = group_max_double(c, mine && (double)L->rank == who ? (double)my_kind : 0.0);
+    out->diverged_step = kind > 0 ? (int)first : -1;
+    out->diverged_rank = kind > 0 ? (int)who : -1;
+    snprintf(out->diverged_what, sizeof out->diverged_what, "%s", diverged_names[(int)kind]);
+}
+
 /* Pass 3's losses, replica check and (optionally) parameters into `out`. */
 static void collect_outcome(struct run_loop *L, struct run_result *out)
 {
@@ -244,7 +263,16 @@ static void collect_outcome(struct run_loop *L, struct run_result *out)
     CHECK_ALLOC(loss_f);
     CHECK_ALLOC(loss);
     be->ops->download(be, loss_f, L->rb.loss, (size_t)L->steps * sizeof(float));
-    for (int s = 0; s < L->steps; s++) loss[s] = loss_f[s];
+    if (session_fault_poisons_loss(L->rank)) /* tests only: a run that diverges half-way */
+        for (int s = L->steps / 2; s < L->steps; s++) loss_f[s] = NAN;
+    int bad_step = L->steps, bad = DIVERGED_NONE; /* this rank's first step whose loss is not finite */
+    for (int s = 0; s < L->steps; s++) {
+        loss[s] = loss_f[s];
+        if (bad == DIVERGED_NONE && !isfinite(loss_f[s])) {
+            bad_step = s;
+            bad = isnan(loss_f[s]) ? DIVERGED_LOSS_NAN : DIVERGED_LOSS_INF;
+        }
+    }
     group_sum_doubles(c, loss, (size_t)L->steps);
     for (int s = 0; s < L->steps; s++) loss[s] /= L->N;
     free(loss_f);
@@ -258,6 +286,12 @@ static void collect_outcome(struct run_loop *L, struct run_result *out)
     const uint64_t hash = model_params_hash(params, n);
     double abs_sum = 0.0;
     for (size_t i = 0; i < n; i++) abs_sum += fabs((double)params[i]);
+    for (size_t i = 0; i < n && bad == DIVERGED_NONE && !isfinite(abs_sum); i++)
+        if (!isfinite(params[i])) { /* the last update overflowed: NaN replicas hash alike */
+            bad_step = L->steps - 1;
+            bad = isnan(params[i]) ? DIVERGED_PARAM_NAN : DIVERGED_PARAM_INF;
+        }
+    agree_on_divergence(L, bad_step, bad, out);
     const double h53 = (double)(hash >> 11), lo = -group_max_double(c, -h53), hi = group_max_double(c, h53);
     double max_diff = 0.0;
     if (lo != hi) {

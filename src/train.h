@@ -40,6 +40,12 @@ struct run_result {
     uint64_t params_hash;
     double params_abs_sum;
     double replica_max_abs_diff; /* largest |p - p(rank 0)| over ranks; 0 when the hashes agree */
+    /* Divergence: the first step whose loss is not finite on some rank, and the lowest
+     * such rank (-1, -1: none); else the lowest rank holding a parameter that is not
+     * finite after the last step (diverged_step = steps - 1 then). diverged_what says
+     * which ("the loss is nan", "a parameter is inf"). Every rank agrees on them. */
+    int diverged_step, diverged_rank;
+    char diverged_what[48];
     double gemm_flops_per_step;  /* over all ranks */
     double allreduce_bytes;      /* gradient bytes reduced per step */
     double gather_bytes;         /* weight bytes all-gathered per step (comm.shard_optimizer), else 0 */
