@@ -4,6 +4,7 @@
  * Every error is one line naming where the value came from and what is accepted. */
 #include "config.h"
 #include "config_internal.h"
+#include "safe_file.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -68,7 +69,8 @@ void config_describe_accepted(const struct config_key *key, char *buf, size_t le
         break;
     case KEY_BOOL: snprintf(buf, len, "on|off"); break;
     case KEY_STRING:
-        snprintf(buf, len, "text of at most %d characters", key->max > 0 ? (int)key->max : CONFIG_STR_LEN - 1);
+        snprintf(buf, len, "text of at most %d characters, without control characters",
+                 key->max > 0 ? (int)key->max : CONFIG_STR_LEN - 1);
         break;
     case KEY_INTLIST:
         snprintf(buf, len, "a comma-separated list of at most %d integers in [%.0f, %.0f]", CONFIG_MAX_SWEEP, key->min,
@@ -175,6 +177,7 @@ int config_parse_value(struct config *cfg, const struct config_key *key, const c
     }
     case KEY_STRING: /* key->max, where set, is a shorter limit: a label or a file name */
         if (strlen(text) > (key->max > 0 ? (size_t)key->max : CONFIG_STR_LEN - 1)) return -1;
+        if (safe_file_has_control(text)) return -1; /* labels and paths reach terminals, files and logs */
         snprintf(field, CONFIG_STR_LEN, "%s", text);
         return 0;
     case KEY_INTLIST: {

@@ -179,6 +179,8 @@ int config_count_paths(struct config *cfg, char *err, size_t errlen);
  * empty ("1,,2", "1,2,", ",1"), holds a space, or there are more than max: a typo or
  * a cut list must not run as a smaller experiment. */
 int config_split_list(char *text, char **items, int max);
+/* libinih's line limit set to CONFIG_MAX_LINE, for every INI file dpscale reads. */
+void config_ini_set_line_limit(void);
 
 /* Batch on each rank and across ranks for a run on `n` ranks. */
 int config_batch_per_rank(const struct config *cfg, int n);

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "config_internal.h"
+#include "safe_file.h"
 
 /* A configuration is a small text file; anything larger is the wrong file. */
 #define CONFIG_MAX_FILE_BYTES (1 << 20)
@@ -157,77 +158,14 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
     return 1;
 }
 
-static const char *file_kind(mode_t mode)
+void config_ini_set_line_limit(void)
 {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
-/* The whole of the config file, NUL-terminated, in *text (to free). Only a regular
- * file is read: a directory, a FIFO or a device (/dev/zero) is refused by stat
- * before any open, and the open itself never blocks (O_NONBLOCK, then fstat, in
- * case the path changed in between). */
-static int read_config_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
-{
-    struct stat st;
-    *text = NULL;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "config file %s is %s, not a file; give an INI file (configs/*.ini)", path, file_kind(st.st_mode));
-        return -1;
-    }
-    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char *buf = NULL;
-    size_t used = 0;
-    if (fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "config file %s is %s, not a file; give an INI file (configs/*.ini)", path, file_kind(st.st_mode));
-        goto fail;
-    }
-    /* st_size may be 0 (procfs) or stale: read to the end, up to the limit plus one byte */
-    buf = malloc(CONFIG_MAX_FILE_BYTES + 2);
-    if (buf == NULL) {
-        snprintf(err, errlen, "out of memory reading config file %s", path);
-        goto fail;
-    }
-    for (;;) {
-        const ssize_t got = read(fd, buf + used, CONFIG_MAX_FILE_BYTES + 1 - used);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) {
-            snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
-            goto fail;
-        }
-        if (got == 0) break;
-        used += (size_t)got;
-        if (used > CONFIG_MAX_FILE_BYTES) {
-            snprintf(err, errlen, "config file %s is over %d MiB; a configuration is a small INI file (is this the right file?)",
-                    path, CONFIG_MAX_FILE_BYTES >> 20);
-            goto fail;
-        }
-    }
-    close(fd);
-    buf[used] = '\0';
-    *text = buf;
-    *len = used;
-    return 0;
-fail:
-    free(buf);
-    close(fd);
-    return -1;
+    /* Debian's libinih takes its line limit at run time: a heap buffer of the
+     * configuration's own limit (a long run.output_dir is legitimate), the same one the
+     * command line has, instead of the 200 bytes it is built with */
+    ini_use_stack = false;
+    ini_allow_realloc = false;
+    ini_max_line = ini_initial_alloc = CONFIG_MAX_LINE + 3; /* + CR, LF and NUL, as ini.h counts */
 }
 
 int config_load_ini(struct config *cfg, const char *path, char *err, size_t errlen)
@@ -239,14 +177,10 @@ int config_load_ini(struct config *cfg, const char *path, char *err, size_t errl
     }
     char *text;
     size_t len;
-    if (read_config_file(path, &text, &len, err, errlen) != 0) return -1;
+    /* only a regular file, opened without blocking: a FIFO or /dev/zero is refused */
+    if (safe_file_read_text(path, "config file", CONFIG_MAX_FILE_BYTES, &text, &len, err, errlen) != 0) return -1;
     struct ini_state st = {cfg, path, text, text, text + len, 0, set_on_line, err, errlen, 0};
-    /* Debian's libinih takes its line limit at run time: a heap buffer of the
-     * configuration's own limit (a long run.output_dir is legitimate), the same one the
-     * command line has, instead of the 200 bytes it is built with */
-    ini_use_stack = false;
-    ini_allow_realloc = false;
-    ini_max_line = ini_initial_alloc = CONFIG_MAX_LINE + 3; /* + CR, LF and NUL, as ini.h counts */
+    config_ini_set_line_limit();
     const int rc = ini_parse_stream(ini_line_reader, &st, on_ini_entry, &st);
     free(text);
     /* the first error of the file: the reader's or the handler's (st), or a line inih could not read (rc) */

@@ -2,6 +2,7 @@
 #include "safe_file.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,4 +176,76 @@ int safe_file_commit(const char *tmp, const char *target, enum safe_file_move mo
     }
     safe_file_sync_folder(target);
     return 0;
+}
+
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+int safe_file_check_input(const char *path, const char *what, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "cannot open %s %s: %s", what, path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s %s is %s, not a file; give a regular file", what, path, file_kind(st.st_mode));
+        return -1;
+    }
+    return 0;
+}
+
+int safe_file_read_text(const char *path, const char *what, size_t max_bytes, char **text, size_t *len, char *err,
+                        size_t errlen)
+{
+    *text = NULL;
+    *len = 0;
+    if (safe_file_check_input(path, what, err, errlen) != 0) return -1;
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s %s: %s", what, path, strerror(errno));
+        return -1;
+    }
+    char *buf = NULL;
+    size_t used = 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s %s is %s, not a file; give a regular file", what, path, file_kind(st.st_mode));
+        goto fail;
+    }
+    /* st_size may be 0 (procfs) or stale: read to the end, up to the limit plus one byte */
+    if ((buf = malloc(max_bytes + 2)) == NULL) {
+        snprintf(err, errlen, "out of memory reading %s %s", what, path);
+        goto fail;
+    }
+    for (;;) {
+        const ssize_t got = read(fd, buf + used, max_bytes + 1 - used);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            snprintf(err, errlen, "cannot read %s %s: %s", what, path, strerror(errno));
+            goto fail;
+        }
+        if (got == 0) break;
+        used += (size_t)got;
+        if (used > max_bytes) {
+            snprintf(err, errlen, "%s %s is over %g MiB; is this the right file?", what, path, (double)max_bytes / 1048576.0);
+            goto fail;
+        }
+    }
+    close(fd);
+    buf[used] = '\0';
+    *text = buf;
+    *len = used;
+    return 0;
+fail:
+    free(buf);
+    close(fd);
+    return -1;
 }

@@ -44,6 +44,17 @@ int safe_file_commit(const char *tmp, const char *target, enum safe_file_move mo
 /* fsync of the folder that holds `path`, so that a rename or link in it is durable. */
 void safe_file_sync_folder(const char *path);
 
+/* Inputs a user names (a config, a topology fixture, a catalog entry, a result file):
+ * 0 when `path` is a regular file (links followed: an input may be one), else -1 with
+ * what it is in err. A FIFO would block its reader forever and a device never ends. */
+int safe_file_check_input(const char *path, const char *what, char *err, size_t errlen);
+
+/* The whole of a small regular text file, NUL-terminated, in *text (to free): opened
+ * without blocking (O_NONBLOCK, then fstat, in case the path changed), read to its end,
+ * refused past max_bytes. 0, or -1 with the reason in err. */
+int safe_file_read_text(const char *path, const char *what, size_t max_bytes, char **text, size_t *len, char *err,
+                        size_t errlen);
+
 /* 1 when s holds a byte below 0x20 or 0x7f (a newline, a tab, ESC, BEL). */
 int safe_file_has_control(const char *s);
 

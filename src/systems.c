@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "safe_file.h"
+
 struct reading {
     struct system_desc *s;
     double busbw[SYSTEM_MAX_CURVES][PROJECT_MAX_POINTS];
@@ -84,10 +87,17 @@ int system_read(const char *path, struct system_desc *s, char *err, size_t errle
     }
     r->s = s;
     r->cur = -1;
-    const int rc = ini_parse(path, on_entry, r);
+    char *text = NULL, why[512] = "out of memory";
+    size_t len;
+    int rc = -1;
+    if (safe_file_read_text(path, "system description", 1 << 20, &text, &len, why, sizeof why) == 0) {
+        config_ini_set_line_limit();
+        rc = ini_parse_string(text, on_entry, r);
+    }
+    free(text);
     int bad = 0;
     if (rc < 0) {
-        snprintf(err, errlen, "%s cannot be read; give a file of configs/systems/", path);
+        snprintf(err, errlen, "%s cannot be read (%s); give a file of configs/systems/", path, why);
         bad = 1;
     } else if (rc > 0 || r->err[0] != '\0') {
         snprintf(err, errlen, "%s: line %d: %s", path, rc, r->err[0] ? r->err : "not INI");

@@ -1,6 +1,7 @@
 /* topo.c — topology from nvidia-smi's recorded text, from /sys, and printing
  * (topo.h). Detection through NVML lives in topo_nvml.c. */
 #include "topo.h"
+#include "safe_file.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -149,16 +150,9 @@ int topo_parse_nvidia_smi(const char *text, struct topo_node *t, char *err, size
 
 int topo_load_fixture(const char *path, struct topo_node *t, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot open topology file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char *text = calloc(1, 1 << 20);
-    size_t n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (text == NULL) return -1;
-    text[n] = '\0';
+    char *text;
+    size_t n;
+    if (safe_file_read_text(path, "topology file", 1 << 20, &text, &n, err, errlen) != 0) return -1;
     int rc = topo_parse_nvidia_smi(text, t, err, errlen);
     free(text);
     if (rc == 0) snprintf(t->source, sizeof t->source, "%s", path);

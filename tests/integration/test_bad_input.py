@@ -248,3 +248,25 @@ def test_a_plan_that_does_not_fit_in_memory_is_bad_input_said_once(outdir, comma
     assert "the limit is " in p.stderr, p.stderr  # which of MemAvailable, the cgroup, RLIMIT_AS bound it
     assert p.stderr.count("hint:") == 1, p.stderr
     assert list(outdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("flag", ["--model.name=a\x1b]0;owned\x07b", "--run.system_label=x\ny", "--run.output_dir=/tmp/a\tb"])
+def test_a_text_value_with_a_control_character_is_refused(flag):
+    """Labels and paths reach terminals, job logs and result files: no ESC, BEL or newline."""
+    p = resolved(flag)
+    assert p.returncode == 2 and "without control characters" in p.stderr, (flag, p.stderr)
+
+
+@pytest.mark.parametrize("command", ["run", "project"])
+def test_a_fifo_named_as_an_input_file_is_refused_without_hanging(tmp_path, outdir, command):
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    if command == "run":
+        p = dpscale(1, "run", "--config", TINY, f"--run.output_dir={outdir}", f"--topo.fixture={pipe}", timeout=30)
+        what = "topology file"
+    else:
+        p = subprocess.run([str(BINARY), "project", "--system", str(pipe),
+                            str(os.path.join(os.path.dirname(__file__), "../../results/h200x2-bert-large.h5"))],
+                           capture_output=True, text=True, timeout=30)
+        what = "system description"
+    assert p.returncode != 0 and f"{what} {pipe} is a FIFO (named pipe), not a file" in p.stderr, p.stderr
