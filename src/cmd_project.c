@@ -19,6 +19,7 @@
 #include "model_table.h"
 #include "project.h"
 #include "report_read.h"
+#include "safe_file.h"
 #include "session.h"
 #include "systems.h"
 #include "stats.h"
@@ -451,15 +452,24 @@ static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, cons
     r->efficiency = step1_s / s->step_s;
 }
 
+/* A result file to read, opened read-only; a FIFO or a device is refused first (HDF5
+ * would block on one). H5I_INVALID_HID when it cannot be opened. */
+static hid_t open_result(const char *path)
+{
+    char why[512];
+    if (safe_file_check_input(path, "result file", why, sizeof why) != 0) return H5I_INVALID_HID;
+    return H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+}
+
 /* --interference-from: other result files' measured interference and imbalance. -1 when
  * all were read, else the index of the one that was not (err says why). */
 static int read_calibrations(const char *const *paths, int n, int terms_from, struct source *cal, char *err,
                              size_t errlen)
 {
     for (int k = 0; k < n; k++) {
-        hid_t f = H5Fopen(paths[k], H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t f = open_result(paths[k]);
         if (f < 0) {
-            snprintf(err, errlen, "cannot be opened as HDF5; give a dpscale result file");
+            snprintf(err, errlen, "is not a regular file readable as HDF5; give a dpscale result file");
             return k;
         }
         const int rc = read_source(f, &cal[k], terms_from, err, errlen);
@@ -600,10 +610,10 @@ int cmd_project(int argc, char **argv)
         }
         comm = NULL;
     }
-    hid_t rf = H5Fopen(result, H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t cf = comm != NULL ? H5Fopen(comm, H5F_ACC_RDONLY, H5P_DEFAULT) : H5I_INVALID_HID;
+    hid_t rf = open_result(result);
+    hid_t cf = comm != NULL ? open_result(comm) : H5I_INVALID_HID;
     if (rf < 0 || (comm != NULL && cf < 0)) {
-        fprintf(stderr, "dpscale: error: project: %s cannot be opened as HDF5; give a dpscale result file\n", rf < 0 ? result : comm);
+        fprintf(stderr, "dpscale: error: project: %s is not a regular file readable as HDF5; give a dpscale result file\n", rf < 0 ? result : comm);
         if (rf >= 0) H5Fclose(rf);
         if (cf >= 0) H5Fclose(cf);
         free(sysd);

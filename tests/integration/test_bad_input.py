@@ -257,16 +257,22 @@ def test_a_text_value_with_a_control_character_is_refused(flag):
     assert p.returncode == 2 and "without control characters" in p.stderr, (flag, p.stderr)
 
 
-@pytest.mark.parametrize("command", ["run", "project"])
+@pytest.mark.parametrize("command", ["run", "project", "project's result"])
 def test_a_fifo_named_as_an_input_file_is_refused_without_hanging(tmp_path, outdir, command):
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
     if command == "run":
         p = dpscale(1, "run", "--config", TINY, f"--run.output_dir={outdir}", f"--topo.fixture={pipe}", timeout=30)
         what = "topology file"
-    else:
+    elif command == "project":
         p = subprocess.run([str(BINARY), "project", "--system", str(pipe),
                             str(os.path.join(os.path.dirname(__file__), "../../results/h200x2-bert-large.h5"))],
                            capture_output=True, text=True, timeout=30)
         what = "system description"
+    else:
+        p = subprocess.run([str(BINARY), "project", "--system",
+                            str(os.path.join(os.path.dirname(__file__), "../../configs/systems/a100-sxm-8.ini")),
+                            str(pipe)], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and f"{pipe} is not a regular file readable as HDF5" in p.stderr, p.stderr
+        return
     assert p.returncode != 0 and f"{what} {pipe} is a FIFO (named pipe), not a file" in p.stderr, p.stderr
