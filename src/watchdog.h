@@ -7,9 +7,9 @@
  * WATCHDOG_TICK_S:
  *   - this rank: armed and no note for longer than the deadline (a peer that never
  *     joins a collective, a GPU that never returns);
- *   - the other ranks of this node: each rank maps a heartbeat file in one folder of
- *     the node's tmpfs, where its notes land as they are made and its thread stamps
- *     the time every WATCHDOG_BEAT_S; a stamp older than the deadline is a rank that is
+ *   - the other ranks of this node: each rank has a heartbeat file in its node's
+ *     heartbeat folder, which its thread rewrites every tick with the time and the
+ *     main thread's last note; a heartbeat older than the deadline is a rank that is
  *     stopped (SIGSTOP, a debugger) even while this rank waits in a barrier; when this
  *     rank stalls, a peer with fewer notes is the one that never started the
  *     collective, and is named;
@@ -20,7 +20,21 @@
  *
  * The deadline is run.timeout_s, or when that is 0 (auto): WATCHDOG_START_S until the
  * first step of a pass is done, then max(WATCHDOG_FLOOR_S, WATCHDOG_STEP_MULTIPLE x
- * the slowest step seen so far). */
+ * the slowest step seen so far).
+ *
+ * The heartbeat folder lives where every user of the node can write (a tmpfs), so it
+ * trusts nothing there by name. Each node's first rank makes it with mkdtemp in
+ * $DPSCALE_HEARTBEAT_DIR when that is set, else in the first of /dev/shm, $TMPDIR,
+ * /tmp where it can be made and written: a random name, mode 0700, checked by fstat
+ * (owner, type, mode) by every rank of the node before use. Files in it are opened
+ * relative to it, never through a link and never waiting on a FIFO; a peer's file
+ * counts only when it is a regular file of the heartbeat's size carrying this launch's
+ * token (random, from world rank 0). Nothing is mapped: a file someone truncates costs
+ * a heartbeat, not a SIGBUS. Every rank of a live job holds flock(LOCK_SH) on its
+ * folder; a launch removes the folders of dead jobs (killed outright) that are this
+ * user's own, real folders it can lock exclusively, whatever pid namespace or node
+ * their ranks ran in. Where no folder can be made (a full or read-only tmpfs) the job
+ * runs without heartbeats, and the node's first rank says so in one warning line. */
 #ifndef DPSCALE_WATCHDOG_H
 #define DPSCALE_WATCHDOG_H
 
@@ -31,14 +45,15 @@
 #define WATCHDOG_FLOOR_S 120.0
 #define WATCHDOG_STEP_MULTIPLE 20.0
 #define WATCHDOG_ABORT_GRACE_S 10
-#define WATCHDOG_BEAT_S 0.5
 #define WATCHDOG_STALL_S 2.0 /* a heartbeat this late is a rank that is not running */
+#define WATCHDOG_CLEAN_AGE_S 60 /* a heartbeat folder younger than this is never removed as a dead job's */
 #define EXIT_HUNG 4 /* the process's exit status when the watchdog ended the job */
 
-/* Collective over MPI_COMM_WORLD (the ranks agree on the heartbeat folder); starts the
- * thread. timeout_s = 0: the automatic deadline above. */
+/* Collective over MPI_COMM_WORLD (the ranks of a node agree on their heartbeat
+ * folder); starts the thread. timeout_s = 0: the automatic deadline above. */
 void watchdog_start(double timeout_s, int rank, const char *host);
-/* Stops the thread and removes this rank's heartbeat (a rank that ends is not stopped). */
+/* Collective too: stops the thread, removes this rank's heartbeat (a rank that ends
+ * is not stopped), then the node's folder. */
 void watchdog_stop(void);
 
 /* Work that must end in a bounded time begins: pass `pass` (a name kept by pointer). */

@@ -2,7 +2,6 @@
 run.timeout_s plus a few seconds, with one line naming the rank, pass, step and bucket
 that did not complete; and a healthy run is never touched. Real ranks under mpirun, the
 CPU backend, the tiny model with many steps (each a few microseconds)."""
-import glob
 import os
 import re
 import signal
@@ -17,17 +16,6 @@ from conftest import BINARY, TINY, dpscale, mpi_env
 TIMEOUT_S = 3
 LONG = ["--train.iters=100000", "--model.hidden_dim=256", "--train.batch_per_gpu=128",  # minutes of steps:
         f"--run.timeout_s={TIMEOUT_S}"]  # only the watchdog ends it early
-
-
-def heartbeat_dirs():
-    """The heartbeat folders of launches that have ended (their rank 0's pid is in the
-    name): those of launches still running beside the test do not count."""
-    ended = set()
-    for d in glob.glob("/dev/shm/dpscale-heartbeat-*"):
-        pid = int(d.rsplit("-", 2)[1])
-        if not os.path.exists(f"/proc/{pid}"):
-            ended.add(d)
-    return ended
 
 
 def error_lines(text):
@@ -108,12 +96,17 @@ def test_a_rank_hung_before_a_reduction_is_named_by_the_others(outdir, rank):
     assert f"deadline {TIMEOUT_S} s, run.timeout_s" in p.stderr
 
 
-def test_a_healthy_run_leaves_no_heartbeat_behind(outdir):
-    before = heartbeat_dirs()
-    p = dpscale(2, "run", "--config", TINY, f"--run.output_dir={outdir}", "--run.timeout_s=1")
+def test_a_healthy_run_leaves_no_heartbeat_behind(outdir, tmp_path):
+    """In a base folder of its own (DPSCALE_HEARTBEAT_DIR), so that launches of other
+    checkouts beside the test, whose folders are as randomly named, do not count."""
+    base = tmp_path / "heartbeats"
+    base.mkdir()
+    p = dpscale(2, "run", "--config", TINY, f"--run.output_dir={outdir}", "--run.timeout_s=1",
+                env={"DPSCALE_HEARTBEAT_DIR": str(base)})
     assert p.returncode == 0, p.stderr
     assert error_lines(p.stderr) == []
-    assert heartbeat_dirs() - before == set()
+    assert "dpscale: warning:" not in p.stderr, f"expected the heartbeats in {base}, without a warning:\n{p.stderr}"
+    assert list(base.iterdir()) == [], f"expected nothing left in {base}; found {list(base.iterdir())}"
 
 
 def test_the_timeout_must_be_a_number_of_seconds(outdir):
