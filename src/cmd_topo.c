@@ -26,8 +26,8 @@ int cmd_topo(int argc, char **argv)
         for (int i = 0; i < s.nccl.n; i++) say(" %s=%s", s.nccl.v[i].name, s.nccl.v[i].value);
         say("%s\n", s.nccl.n ? "" : " no NCCL setting (NCCL chooses)");
     }
-    static struct peer_matrix peers;
 #ifdef DPSCALE_HAVE_CUDA
+    static struct peer_matrix peers;
     if (s.backend.info.device_index >= 0 && s.cfg.topo_peer_bandwidth) {
         if (s.launch.size > 1)
             say("\n(copy matrix skipped: start dpscale topo as one process, without mpirun, to measure it)\n");
