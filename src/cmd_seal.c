@@ -3,15 +3,20 @@
  * them. Each file is first read as the report reads it (in a child process,
  * report_child.c): one the report cannot read is refused, and so is one already
  * sealed whose checksums do not match (sealing it would vouch for the change); one
- * whose checksums match is left as it is. The seal is made on a copy beside the file,
- * NAME.seal.tmp: copied, sealed, checked, fsync'ed, then renamed over NAME, so that
- * NAME is at every moment the file as it was or the file sealed, never half of
- * either. Only the root attributes `checksums` and `checksum_algorithm` are added; no
- * value changes. No MPI is needed. */
+ * whose checksums match is left as it is. The file is read once more, without
+ * following a link and only while it is the file checked, and sealed in memory
+ * (HDF5's core driver), checked, written to a copy beside it, NAME.seal.tmp (created
+ * exclusively, never through a link: one that is there already is another seal's),
+ * fsync'ed, then renamed over NAME (safe_file_commit), so that NAME is at every
+ * moment the file as it was or the file sealed, never half of either. A link, a FIFO
+ * or a device given to seal is refused before anything reads it. Only the root
+ * attributes `checksums` and `checksum_algorithm` are added; no value changes. No
+ * MPI is needed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <hdf5.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,7 @@
 #include "checksum.h"
 #include "commands.h"
 #include "report.h"
+#include "safe_file.h"
 #include "session.h"
 
 #define READ_TIMEOUT_S 60.0 /* as dpscale report's --file-timeout */
@@ -34,111 +40,174 @@ static void usage(FILE *out)
             "  that dpscale report names the file when any of its values changes later. No value changes.\n"
             "  The checksums vouch for the file from the moment it is sealed: seal a copy you trust.\n"
             "  A file is sealed on a copy beside it (FILE.seal.tmp), fsync'ed and renamed over it: it is\n"
-            "  never left half-modified. A file already sealed is left as it is.\n\n"
+            "  never left half-modified. A file already sealed is left as it is; a symbolic link, a FIFO or a\n"
+            "  device is refused (seal the file a link names).\n\n"
             "  -h, --help   this help\n\n"
             "exit status: 0 every file sealed, or already sealed with matching checksums; 1 a file could not be\n"
             "written (its copy is removed, the file left as it was); 2 a file dpscale report cannot read, one\n"
             "already sealed whose checksums do not match (it changed since it was written), or bad options\n");
 }
 
-static int copy_fd(int in, int out)
+/* All of fd (a regular file of `size` bytes, as fstat said) in memory; NULL with errno. */
+static void *read_all(int fd, size_t size, size_t *got)
 {
-    char buf[1 << 16];
-    for (;;) {
-        ssize_t n = read(in, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return (int)n;
-        for (const char *p = buf; n > 0;) {
-            const ssize_t k = write(out, p, (size_t)n);
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) {
-                if (k == 0) errno = ENOSPC;
-                return -1;
+    size_t cap = size + 1, n = 0; /* one more: a file that grew is read to its end too */
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (n == cap) {
+            char *more = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (more == NULL) {
+                free(buf);
+                errno = ENOMEM;
+                return NULL;
             }
-            p += k;
-            n -= k;
+            buf = more;
+            cap *= 2;
         }
+        const ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            const int saved = errno;
+            free(buf);
+            errno = saved;
+            return NULL;
+        }
+        if (k == 0) break;
+        n += (size_t)k;
     }
+    *got = n;
+    return buf;
 }
 
-/* The folder's entry of a renamed file made durable (best effort: some file systems
- * cannot fsync a folder). */
-static void sync_folder(const char *path)
+/* A file's bytes opened as HDF5 in memory (the core driver, nothing on disk): the
+ * seal is made on a copy no other process can reach, by name or otherwise. */
+static hid_t open_image(void *buf, size_t size, unsigned flags, const char *name)
 {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = '\0';
-    else if (slash != NULL) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
-    const int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
+    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t f = -1;
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0 && H5Pset_file_image(fapl, buf, size) >= 0)
+        f = H5Fopen(name, flags, fapl);
+    if (fapl >= 0) H5Pclose(fapl);
+    return f;
 }
 
-/* `path` copied to `tmp` (created afresh, with its mode), the copy sealed, checked
- * and fsync'ed; 0, or with the reason in err -1 (the copy is ours to remove) or -2
- * (tmp was there before: another seal's, left alone). */
-static int seal_copy(const char *path, const char *tmp, char *err, size_t errlen)
+/* The image sealed and read back as the report will read it: the sealed image
+ * (malloc'ed, its size in sealed_size), or NULL with the reason in err. */
+static void *seal_image(void *buf, size_t size, size_t *sealed_size, char *err, size_t errlen)
 {
     char why[512] = "";
-    struct stat st;
-    const int in = open(path, O_RDONLY);
-    if (in < 0 || fstat(in, &st) != 0) {
+    void *out = NULL;
+    ssize_t n = -1;
+    hid_t f = open_image(buf, size, H5F_ACC_RDWR, "dpscale-seal");
+    int rc = f >= 0 && checksum_seal(f, why, sizeof why) == 0 && H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0 ? 0 : -1;
+    if (rc == 0 && (n = H5Fget_file_image(f, NULL, 0)) > 0 && (out = malloc((size_t)n)) != NULL &&
+        H5Fget_file_image(f, out, (size_t)n) != n)
+        rc = -1;
+    if (rc == 0 && (n <= 0 || out == NULL)) rc = -1;
+    if (f >= 0 && H5Fclose(f) < 0) rc = -1;
+    if (rc != 0) {
+        snprintf(err, errlen, "sealing it failed: %s", why[0] ? why : "HDF5 cannot write it");
+        free(out);
+        return NULL;
+    }
+    f = open_image(out, (size_t)n, H5F_ACC_RDONLY, "dpscale-seal-check");
+    if (f < 0 || checksum_verify(f, why, sizeof why) != 1) {
+        snprintf(err, errlen, "the sealed copy does not verify: %s", why[0] ? why : "it cannot be opened");
+        rc = -1;
+    }
+    if (f >= 0) H5Fclose(f);
+    if (rc != 0) {
+        free(out);
+        return NULL;
+    }
+    *sealed_size = (size_t)n;
+    return out;
+}
+
+enum seal_copy_rc { COPY_MADE = 0, COPY_NONE = -1, COPY_OURS = -2, COPY_OTHERS = -3 };
+
+/* `path` (opened without following a link, and only while it is the regular file
+ * `seen` that was checked) sealed in memory and written to `tmp`, created afresh
+ * with the file's mode, never through a link; its identity in `st`. COPY_MADE, or
+ * with the reason in err: COPY_NONE (nothing made), COPY_OURS (the partial copy is
+ * ours to remove), COPY_OTHERS (tmp was there before: another seal's, left alone). */
+static int seal_copy(const char *path, const struct stat *seen, const char *tmp, struct stat *st, char *err,
+                     size_t errlen)
+{
+    const int in = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (in < 0 || fstat(in, st) != 0) {
         snprintf(err, errlen, "cannot read it: %s", strerror(errno));
         if (in >= 0) close(in);
-        return -1;
+        return COPY_NONE;
     }
-    const int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL, st.st_mode & 07777);
+    if (!S_ISREG(st->st_mode) || st->st_dev != seen->st_dev || st->st_ino != seen->st_ino) {
+        snprintf(err, errlen, "it was replaced while it was checked (by %s)",
+                 S_ISREG(st->st_mode) ? "another file" : "something that is not a regular file");
+        close(in);
+        return COPY_NONE;
+    }
+    size_t size = 0, sealed_size = 0;
+    void *buf = read_all(in, (size_t)st->st_size, &size);
+    close(in);
+    if (buf == NULL) {
+        snprintf(err, errlen, "cannot read it: %s", strerror(errno));
+        return COPY_NONE;
+    }
+    void *sealed = seal_image(buf, size, &sealed_size, err, errlen);
+    free(buf);
+    if (sealed == NULL) return COPY_NONE;
+    /* O_EXCL: a copy of another seal's (or anything else planted there) is never
+     * reused, truncated or followed */
+    const int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0) {
         const int exists = errno == EEXIST;
         snprintf(err, errlen, exists ? "%s exists: a seal of this file is running or was interrupted; remove it if none is"
                                        " running"
                                      : "cannot create %s: %s; seal a copy in a folder you can write to",
                  tmp, strerror(errno));
-        close(in);
-        return exists ? -2 : -1;
+        free(sealed);
+        return exists ? COPY_OTHERS : COPY_NONE;
     }
-    int rc = copy_fd(in, out);
+    int rc = fchmod(out, st->st_mode & 0777) == 0 && safe_file_write_all(out, sealed, sealed_size) == 0 ? 0 : -1;
     if (rc != 0) snprintf(err, errlen, "copying it to %s failed: %s; free space there", tmp, strerror(errno));
-    close(in);
+    free(sealed);
     if (close(out) != 0 && rc == 0) {
-        snprintf(err, errlen, "writing %s failed: %s; free space there", tmp, strerror(errno));
+        snprintf(err, errlen, "copying it to %s failed: %s; free space there", tmp, strerror(errno));
         rc = -1;
     }
-    if (rc == 0) {
-        hid_t f = H5Fopen(tmp, H5F_ACC_RDWR, H5P_DEFAULT);
-        if (f < 0 || checksum_seal(f, why, sizeof why) != 0) rc = -1;
-        if (f >= 0 && H5Fclose(f) < 0) rc = -1; /* the attribute reaches the file here: a full disk fails here */
-        if (rc != 0) snprintf(err, errlen, "sealing %s failed: %s", tmp, why[0] ? why : "HDF5 cannot write it (a full disk?)");
+    return rc == 0 ? COPY_MADE : COPY_OURS;
+}
+
+/* A link, a FIFO, a device or a name with a control character is refused before
+ * anything reads it (a FIFO would hang the read; a link would have the seal land on
+ * its name, not on the file it names). 0, or -1 after saying why. */
+static int refuse_odd_file(const char *path, struct stat *seen, int *exists)
+{
+    if (safe_file_has_control(path)) {
+        fprintf(stderr, "dpscale: error: a file name holds a control character (a newline, a tab, ESC); rename the "
+                        "file before sealing it\n");
+        return -1;
     }
-    if (rc == 0) { /* read back as the report will read it */
-        hid_t f = H5Fopen(tmp, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (f < 0 || checksum_verify(f, why, sizeof why) != 1) {
-            snprintf(err, errlen, "the sealed copy %s does not verify: %s", tmp, why[0] ? why : "it cannot be opened");
-            rc = -1;
-        }
-        if (f >= 0) H5Fclose(f);
-    }
-    if (rc == 0) {
-        const int fd = open(tmp, O_RDONLY);
-        if (fd < 0 || fsync(fd) != 0) {
-            snprintf(err, errlen, "fsync of %s failed: %s", tmp, strerror(errno));
-            rc = -1;
-        }
-        if (fd >= 0) close(fd);
-    }
-    return rc;
+    *exists = lstat(path, seen) == 0;
+    if (!*exists || S_ISREG(seen->st_mode) || S_ISDIR(seen->st_mode)) return 0; /* the report names the rest */
+    if (S_ISLNK(seen->st_mode))
+        fprintf(stderr, "dpscale: error: %s is a symbolic link, and a file is never sealed through one; seal the file "
+                        "it names\n", path);
+    else
+        fprintf(stderr, "dpscale: error: %s is not a regular file (a FIFO, a device or a socket); only a result file "
+                        "that dpscale report reads can be sealed\n", path);
+    return -1;
 }
 
 /* One file: EXIT_OK (sealed, or already sealed and matching), EXIT_FAILURE_RUN (not
  * written), EXIT_BAD_INPUT (refused); said on stdout or stderr. */
 static int seal_one(const char *path)
 {
+    struct stat seen, st;
+    int exists = 0;
+    if (refuse_odd_file(path, &seen, &exists) != 0) return EXIT_BAD_INPUT;
     struct report_file *f = calloc(1, sizeof *f);
-    char err[5000], tmp[4200];
+    char err[5000], why[5000], tmp[4200];
     if (f == NULL) {
         fprintf(stderr, "dpscale: error: out of memory reading %s\n", path);
         return EXIT_FAILURE_RUN;
@@ -160,21 +229,32 @@ static int seal_one(const char *path)
         printf("%s: already sealed, its checksums match\n", path);
         return EXIT_OK;
     }
+    if (!exists) { /* read, yet not there a moment before: it was put there meanwhile */
+        fprintf(stderr, "dpscale: error: %s was not sealed, and is left as it was: it appeared while it was checked\n",
+                path);
+        return EXIT_FAILURE_RUN;
+    }
     if (snprintf(tmp, sizeof tmp, "%s.seal.tmp", path) >= (int)sizeof tmp) {
         fprintf(stderr, "dpscale: error: %s: the path is too long to seal beside it; seal a copy with a shorter path\n", path);
         return EXIT_BAD_INPUT;
     }
-    int rc = seal_copy(path, tmp, err, sizeof err);
-    if (rc == 0 && rename(tmp, path) != 0) {
-        snprintf(err, sizeof err, "cannot rename %s over it: %s", tmp, strerror(errno));
-        rc = -1;
+    int rc = seal_copy(path, &seen, tmp, &st, err, sizeof err);
+    if (rc == COPY_MADE) {
+        /* the copy replaces the file only while it is the one that was copied */
+        struct stat now;
+        if (lstat(path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+            snprintf(err, sizeof err, "it was replaced while it was sealed");
+            rc = COPY_OURS;
+        } else if (safe_file_commit(tmp, path, SAFE_FILE_REPLACE, 0, why, sizeof why) != 0) {
+            snprintf(err, sizeof err, "%s", why); /* the copy removed unless it was not ours any more */
+            rc = COPY_NONE;
+        }
     }
-    if (rc == 0) {
-        sync_folder(path);
+    if (rc == COPY_MADE) {
         printf("sealed %s\n", path);
         return EXIT_OK;
     }
-    if (rc == -1) unlink(tmp); /* ours; -2: another's, left alone */
+    if (rc == COPY_OURS) unlink(tmp); /* made exclusively by this process */
     fprintf(stderr, "dpscale: error: %s was not sealed, and is left as it was: %s\n", path, err);
     return EXIT_FAILURE_RUN;
 }

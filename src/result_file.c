@@ -1,42 +1,96 @@
 /* result_file.c — naming and writing the result file of a launch (result_file.h). */
 #include "result_file.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "buckets.h"
 #include "error.h"
 #include "h5file.h"
 #include "h5out.h"
 #include "log.h"
 #include "memlimit.h"
 
-/* The claim (NAME.tmp) that SIGTERM and SIGINT remove: rank 0's; "" elsewhere. */
-static char g_claim[4200];
+/* SIGTERM and SIGINT (a Slurm time limit or preemption, ^C). Outside a write the
+ * launch ends at once, and rank 0 removes its own claim on the way (the points done so
+ * far are in NAME already). Inside one, on every rank from the gathers to the
+ * agreement that the file was written, the signal waits for the write to end: rank 0
+ * finishes it (or rolls it back) within the grace a launcher gives before SIGKILL
+ * (Slurm's KillWait, 30 s by default; mpirun's odls_base_sigkill_timeout, 1 s), and
+ * the other ranks stay in the write's collectives instead of dying first, which
+ * would have mpirun kill rank 0 mid-write. A flag, not only a blocked mask: a signal
+ * sent to the process may land on any thread (the watchdog's, MPI's), whose masks
+ * this one does not set. */
+static atomic_int g_writing, g_pending;
+static sigset_t g_saved_mask;
 
 static void release_claim(void)
 {
-    if (g_claim[0]) unlink(g_claim); /* the points done so far are in NAME already */
+    h5file_cleanup_now(); /* only our claim, and a temporary being written (a fatal error mid-write) */
 }
 
 static void on_terminate(int sig)
 {
+    if (atomic_load(&g_writing)) {
+        atomic_store(&g_pending, sig);
+        return;
+    }
     release_claim();
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-/* About what the file will take: every timed step's phases and buckets of every rank
- * of every point, the parameters where they are saved (or a dump's parameters and
- * gradients), and the fixed groups. */
-static double planned_bytes(const struct session *s)
+static void write_begin(void)
 {
-    const struct config *c = &s->cfg;
-    const double P = s->model != NULL ? (double)s->model->nparams : 0.0;
-    const double buckets = P * 4.0 / (c->bucket_mb * 1e6) + 4.0;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    atomic_store(&g_writing, 1);
+    pthread_sigmask(SIG_BLOCK, &set, &g_saved_mask); /* this thread's writes and fsync never see EINTR */
+}
+
+/* The write is over (done or rolled back): a signal that came meanwhile acts now. */
+static void write_end(const struct session *s, const struct result_file *f, int written)
+{
+    sigset_t held;
+    int sig = atomic_load(&g_pending);
+    if (sig == 0 && sigpending(&held) == 0)
+        sig = sigismember(&held, SIGTERM) == 1 ? SIGTERM : sigismember(&held, SIGINT) == 1 ? SIGINT : 0;
+    if (sig != 0 && written && s->launch.rank == 0) {
+        fprintf(stderr, "dpscale: note: %s came while %s was written: the write was finished first, and the file "
+                "holds every point measured; the launch ends now\n", sig == SIGINT ? "SIGINT" : "SIGTERM", f->path);
+        fflush(stderr);
+    }
+    atomic_store(&g_writing, 0);
+    pthread_sigmask(SIG_SETMASK, &g_saved_mask, NULL); /* one held for this thread is delivered here */
+    sig = atomic_exchange(&g_pending, 0);
+    if (sig != 0) on_terminate(sig);
+}
+
+/* The buckets of a run's per-bucket datasets: the plan training cuts (train.c), with
+ * the last tensor split as on more than one rank; 0 without a model. */
+static int planned_buckets(const struct config *c, const struct model *m)
+{
+    if (m == NULL || m->ntensors == 0) return 0;
+    struct bucket_plan plan;
+    bucket_plan_make(m, c->overlap, c->bucket_mb, c->first_bucket_mb, &plan);
+    if (c->overlap) bucket_plan_split_last_if_used(m, c->last_layer_chunks, &plan);
+    const int n = plan.nbuckets;
+    bucket_plan_free(&plan);
+    return n;
+}
+
+double result_file_planned_bytes(const struct config *c, const struct model *m)
+{
+    const double P = m != NULL ? (double)m->nparams : 0.0;
+    const double buckets = (double)planned_buckets(c, m);
     double total = 4e6 + 8.0 * P;
     for (int i = 0; i < c->nsweep; i++)
         total += (double)c->iters * c->sweep[i] * 8.0 * (16.0 + 4.0 * buckets) + (c->save_params ? 4.0 * P : 0.0);
@@ -61,13 +115,12 @@ int result_file_prepare(struct session *s, struct result_file *f)
     if (s->launch.rank == 0) {
         bad = h5file_choose_path(&s->cfg, stamp, job, f->path, sizeof f->path, err, sizeof err, note, sizeof note) != 0;
         /* the file and a replacement beside it, while a sweep rewrites it */
-        if (!bad && h5file_check_space(f->path, 2.0 * planned_bytes(s), err, sizeof err) != 0) {
+        if (!bad && h5file_check_space(f->path, 2.0 * result_file_planned_bytes(&s->cfg, s->model), err, sizeof err) != 0) {
             h5file_release(f->path);
             bad = 1;
         }
         if (bad) fprintf(stderr, "dpscale: error: %s\n", err);
         else if (note[0]) fprintf(stderr, "dpscale: warning: %s\n", note);
-        if (!bad) snprintf(g_claim, sizeof g_claim, "%s.tmp", f->path);
     }
     if (session_any_failed(bad)) {
         session_end(s);
@@ -76,6 +129,7 @@ int result_file_prepare(struct session *s, struct result_file *f)
     world_bcast_bytes(f->path, sizeof f->path);
     struct sigaction sa = {0};
     sa.sa_handler = on_terminate;
+    sa.sa_flags = SA_RESTART; /* a signal that waits for the write interrupts none of its calls */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -108,6 +162,7 @@ static void gather_provenance(struct session *s)
 /* Collective: rank 0 writes `contents` with the launch's provenance and system. */
 static int write_contents(struct session *s, struct result_file *f, struct h5out_contents *contents)
 {
+    write_begin();
     contents->disk_mode = f->written ? H5FILE_REWRITE : H5FILE_CLAIMED;
     const int partial = contents->points_total > contents->nruns;
     char *hosts = world_gather_hosts(&s->launch);
@@ -129,8 +184,12 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
         };
         if (session_fault_fails_write(s->launch.rank, contents->nruns)) h5file_fill_disk(); /* tests only */
         if (h5out_write(f->path, &s->cfg, &sys, contents, err, sizeof err) != 0) {
-            DP_ERROR("free space in run.output_dir or set run.output_dir to another folder", "%s%s", err,
-                     f->written ? " (the sweep points written before, marked incomplete)" : "");
+            /* a full disk, or a name taken meanwhile: the image then kept whole beside it */
+            DP_ERROR(h5file_kept() != NULL ? "the file kept is the complete result: move it to a name of your choice; "
+                                             "what took the result's name is not this launch's and was left alone"
+                                           : "free space in run.output_dir or set run.output_dir to another folder",
+                     "%s%s", err, strstr(err, H5FILE_AS_LAST_WRITTEN) != NULL ? " (the sweep points written before, "
+                                                                                 "marked incomplete)" : "");
             failed = 1;
         } else {
             f->written = 1;
@@ -141,7 +200,9 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
     }
     free(hosts);
     free(memory);
-    return session_any_failed(failed) ? -1 : 0;
+    const int any_failed = session_any_failed(failed);
+    write_end(s, f, !failed);
+    return any_failed ? -1 : 0;
 }
 
 int result_file_write(struct session *s, struct result_file *f, int argc, char **argv,

@@ -2,8 +2,10 @@
  * claim it, and check the space it needs, before any work (rank 0 decides, every rank
  * agrees); a sweep then rewrites it after each point, marked incomplete (root attribute
  * complete = 0) until the last, so that a time limit, a crash or a signal keeps what
- * was measured; SIGTERM and SIGINT leave no NAME.tmp behind. Each write carries the
- * launch's provenance (every rank describes itself; rank 0 gathers and writes). */
+ * was measured. SIGTERM and SIGINT end the launch at once outside a write, leaving
+ * no claim behind; one that comes during a write waits for it (on every rank), so
+ * that the point being written is kept too. Each write carries the launch's
+ * provenance (every rank describes itself; rank 0 gathers and writes). */
 #ifndef DPSCALE_RESULT_FILE_H
 #define DPSCALE_RESULT_FILE_H
 
@@ -18,6 +20,12 @@ struct result_file {
     const struct peer_matrix *peers; /* set by dpscale topo when it measured them */
     int written;                     /* NAME holds this launch's points so far: later writes replace it */
 };
+
+/* About what the file of a launch with this configuration and model takes (bytes):
+ * every timed step's phases and buckets (the bucket plan training cuts) of every rank
+ * of every point, the parameters where they are saved, and the fixed groups. m may
+ * be NULL (a file of collectives). */
+double result_file_planned_bytes(const struct config *c, const struct model *m);
 
 /* Returns EXIT_OK, or EXIT_BAD_INPUT on every rank (the session is then ended). */
 int result_file_prepare(struct session *s, struct result_file *f);
