@@ -125,7 +125,7 @@ def test_a_write_that_fails_is_named_and_the_file_is_as_last_written(outdir, poi
     p = dpscale(2, "run", "--config", TINY, f"--run.output_dir={outdir}", "--run.output=r.h5", "--run.sweep=1,2",
                 env={"DPSCALE_FAULT": f"0:{point}:write"}, timeout=60)
     assert p.returncode == 1 and len(errors(p)) == 1 and FIX in p.stderr.splitlines(), p.stderr
-    written = f"writing {outdir}/r.h5.tmp failed: No space left on device; it was removed"
+    written = f"writing {outdir}/r.h5 failed: No space left on device; its temporary was removed"
     if point == 1:
         assert errors(p)[0].endswith(f"{written}, nothing was kept"), p.stderr
         assert list(outdir.iterdir()) == []
@@ -151,6 +151,6 @@ def test_a_disk_that_fills_during_the_sweep_keeps_the_points_written_before(smal
     rc, err = launch_and_act_after_the_first_point(disk, fill, SHORT_SWEEP)
     errs = [l for l in err.splitlines() if l.startswith("dpscale: error:")]
     assert rc == 1 and len(errs) == 1 and FIX in err.splitlines(), err
-    assert f"writing {disk}/r.h5.tmp failed: No space left on device; it was removed, and {disk}/r.h5 is as" in errs[0]
+    assert f"writing {disk}/r.h5 failed: No space left on device; its temporary was removed, and {disk}/r.h5 is as" in errs[0]
     (disk / "filler").unlink()
     assert_the_first_point_is_kept(disk)
