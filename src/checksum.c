@@ -513,6 +513,25 @@ int checksum_seal(hid_t file, char *err, size_t errlen)
     return rc;
 }
 
+/* The number of the first line of the list that is not "xxh64:<16 lowercase hex
+ * digits> <path>" (line_of's form), or 0 when every line is: a list cut short, or
+ * one whose digits were damaged, is named as malformed rather than as a mismatch. */
+static size_t first_malformed_line(const char *list)
+{
+    const size_t head = sizeof ALGORITHM ":" - 1;
+    size_t number = 1;
+    for (const char *line = list; *line; number++) {
+        const size_t len = strcspn(line, "\n");
+        int ok = len > head + 17 && strncmp(line, ALGORITHM ":", head) == 0 && line[head + 16] == ' ' &&
+                 line[head + 17] == '/';
+        for (size_t i = head; ok && i < head + 16; i++)
+            ok = (line[i] >= '0' && line[i] <= '9') || (line[i] >= 'a' && line[i] <= 'f');
+        if (!ok) return number;
+        line += len + (line[len] == '\n');
+    }
+    return number == 1 ? 1 : 0; /* an empty list is malformed too: every file has a root */
+}
+
 /* The list of checksums: a scalar string, up to MAX_LIST_BYTES; NULL (err) otherwise. */
 static char *read_list(hid_t root, struct walk *w)
 {
@@ -538,10 +557,16 @@ int checksum_verify(hid_t file, char *err, size_t errlen)
     struct walk w = {.seal = 0, .err = err, .errlen = errlen};
     hid_t root = H5Oopen(file, "/", H5P_DEFAULT);
     if (root < 0) return fail(&w, "the root group cannot be opened%s%s", "", "");
-    const int has_list = H5Aexists(root, CHECKSUM_ATTR) > 0, has_algorithm = H5Aexists(root, ALGORITHM_ATTR) > 0;
+    /* H5Aexists fails (< 0), rather than says no, when the root's attribute messages are
+     * damaged: that is no file written before dpscale sealed its files */
+    const htri_t list_there = H5Aexists(root, CHECKSUM_ATTR), algorithm_there = H5Aexists(root, ALGORITHM_ATTR);
+    const int has_list = list_there > 0, has_algorithm = algorithm_there > 0;
     int rc = -1;
-    char *list = NULL, algorithm[16] = "";
-    if (!has_list && !has_algorithm) {
+    size_t malformed = 0;
+    char *list = NULL, algorithm[16] = "", line[32];
+    if (list_there < 0 || algorithm_there < 0) {
+        fail(&w, "its root's attributes cannot be read, so whether it has checksums cannot be told%s%s", "", "");
+    } else if (!has_list && !has_algorithm) {
         rc = 0; /* written before dpscale sealed its files */
     } else if (has_list != has_algorithm) {
         fail(&w, "its root has %s without %s", has_list ? CHECKSUM_ATTR : ALGORITHM_ATTR, has_list ? ALGORITHM_ATTR : CHECKSUM_ATTR);
@@ -560,6 +585,10 @@ int checksum_verify(hid_t file, char *err, size_t errlen)
         if (a >= 0) H5Aclose(a);
         if (strcmp(algorithm, ALGORITHM) != 0) {
             fail(&w, "its checksums are of an algorithm this dpscale does not know (%s), not %s", algorithm, ALGORITHM);
+        } else if ((malformed = first_malformed_line(list)) != 0) {
+            snprintf(line, sizeof line, "%zu", malformed);
+            fail(&w, "its list of checksums is malformed: line %s is not " ALGORITHM ":<16 hex digits> <path>%s", line,
+                 "");
         } else {
             w.expect = list;
             if (visit(&w, root, "/", 0) == 0) {

@@ -16,8 +16,13 @@
  * learns only that a read failed, not that the file was changed.
  *
  * The report verifies a sealed file before reading it (checksum_verify) and names the
- * first object whose hash does not match; a file without `checksums` (one written
- * before dpscale sealed its files) is read as before. */
+ * first object whose hash does not match. A file without `checksums` is one written
+ * before dpscale sealed its files only when its schema is older than
+ * CHECKSUM_SINCE_SCHEMA: the report reads those as before, with a note, and refuses
+ * any later one as damaged (report_require_seal, report.h).
+ *
+ * The checksums tell a changed byte, not who changed it: anyone can seal a file
+ * (dpscale seal), so the report checks the figures it reads all the same. */
 #ifndef DPSCALE_CHECKSUM_H
 #define DPSCALE_CHECKSUM_H
 
@@ -27,6 +32,11 @@
 
 #define CHECKSUM_ATTR "checksums"                     /* the root attribute that lists them */
 #define CHECKSUM_ALGORITHM_ATTR "checksum_algorithm" /* beside it, "xxh64": either without the other is a damaged root */
+/* The first schema of which every file was sealed by its writer. Sealing came with
+ * the dpscale of schema 5, so files of schema 5 (and older, in results/) were written
+ * without checksums; schema 6 came after it, and its writer has always sealed. A file
+ * of schema 6 or later without checksums lost them: it is damaged, or was edited. */
+#define CHECKSUM_SINCE_SCHEMA 6
 
 /* XXH64 of len bytes (the reference algorithm, xxhash.com). */
 uint64_t checksum_xxh64(const void *data, size_t len, uint64_t seed);
@@ -36,7 +46,10 @@ uint64_t checksum_xxh64(const void *data, size_t len, uint64_t seed);
 int checksum_seal(hid_t file, char *err, size_t errlen);
 
 /* 1: every object matches its checksum; 0: the file has no checksums; -1: an object
- * does not match, is missing, was added or cannot be read, named in err. */
+ * does not match, is missing, was added or cannot be read, the list is not one
+ * well-formed line per object ("xxh64:<16 hex digits> <path>"), or the root's
+ * attributes cannot be read (so that whether it has checksums cannot be told), named
+ * in err. */
 int checksum_verify(hid_t file, char *err, size_t errlen);
 
 #endif

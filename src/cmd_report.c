@@ -7,11 +7,22 @@
  * is read in a child process with a deadline (report_child.c): one whose damage
  * crashes or hangs the HDF5 library is one more unreadable file. Only regular files
  * are opened (a FIFO named *.h5 in a folder would block the call). A file without
- * checksums (written before dpscale sealed its files) is reported with a note on
- * stderr that nothing tells a damaged byte in it, and one of a sweep that ended early
- * with a note that it is partial. No MPI is needed. */
+ * checksums (written before dpscale sealed its files, a schema before 6) is reported
+ * with a note on stderr that nothing tells a damaged byte in it; one of a later schema
+ * without them is refused as damaged. One of a sweep that ended early has a note that
+ * it is partial, and one whose training diverged a note saying so (on stderr, in the
+ * tables and in the document). No MPI is needed.
+ *
+ * A result file is data from whoever could write it: its strings are escaped for
+ * each output (report_format.c, csv.c), and its figures checked as they are read
+ * (report_read*.c). The names the report writes (--plot, --doc and its OUT-figs) are
+ * checked before any file is read (safe_file_check_target: no link, FIFO or device
+ * there, no control character in the name) and written through exclusive temporaries
+ * beside them (safe_file.h), so that a link planted in a shared folder is never
+ * followed. */
 #include <dirent.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +30,15 @@
 
 #include "commands.h"
 #include "report.h"
+#include "safe_file.h"
 #include "session.h"
 
 #define MAX_PRICES 256
+/* A price per GPU-hour in any currency: a millionth to a billion (a GPU-hour in the
+ * smallest and the largest unit of any currency is far inside both); outside it the
+ * per-dollar figures would print as hundreds of digits, or as infinite. */
+#define MIN_PRICE 1e-6
+#define MAX_PRICE 1e9
 #define DEFAULT_FILE_TIMEOUT_S 60.0 /* reading a file takes milliseconds; a damaged one can make HDF5 loop */
 
 static void usage(FILE *out)
@@ -44,15 +61,20 @@ static void usage(FILE *out)
             "                         column per system and one row per GPU count (per GPU, efficiency, step spread, power,\n"
             "                         per joule, per dollar), its figure in OUT-figs/, projections apart, busbw side by\n"
             "                         side, every file's provenance; the document and figures are replaced when they exist\n"
-            "  --price-per-gpu-hour   one price for every file, or one per file in order (any currency)\n"
+            "  --price-per-gpu-hour   one price for every file, or one per file in order (any currency, %g to %g)\n"
             "  --file-timeout S       seconds to read one file before it is named as unreadable and skipped (default %g)\n\n"
+            "  The plot, the document and its figures are never written through a symbolic link, nor into a\n"
+            "  FIFO or a device, and their names hold no control character; OUT-figs is a folder of your own.\n"
+            "  Control characters of a file's text are shown as \\xNN (ESC as \\x1b), never sent to the terminal.\n\n"
             "exit status: 0 every file was reported; 1 a file could not be read (missing, not HDF5, truncated,\n"
-            "not dpscale's, a newer schema, corrupt: changed since it was written, as its checksums show: each is\n"
-            "named on stderr with the reason, and the others are still reported) or the plot or a figure could not\n"
-            "be drawn; 2 bad options. A file without checksums (written before dpscale sealed its files) is\n"
-            "reported with a note on stderr (dpscale seal FILE seals a copy you trust), and so is a partial one\n"
-            "(its sweep ended early: the points measured before).\n",
-            DEFAULT_FILE_TIMEOUT_S);
+            "not dpscale's, a newer schema, damaged: a figure no measurement gives, corrupt: changed since it was\n"
+            "written, as its checksums show, or of schema 6 or later without them: each is named on stderr with\n"
+            "the reason, and the others are still reported) or the plot or a figure could not be drawn; 2 bad\n"
+            "options or an output that cannot be written safely. A file without checksums written before dpscale\n"
+            "sealed its files (schema 5 and older) is reported with a note on stderr (dpscale seal FILE seals a\n"
+            "copy you trust), and so is a partial one (its sweep ended early: the points measured before) and\n"
+            "one whose training diverged (root attribute diverged).\n",
+            MIN_PRICE, MAX_PRICE, DEFAULT_FILE_TIMEOUT_S);
 }
 
 static int ends_with(const char *s, const char *tail)
@@ -76,7 +98,7 @@ static int expand(char **args, int nargs, char ***paths, int *bad)
         const int isdir = stat(args[i], &st) == 0 && S_ISDIR(st.st_mode);
         const int m = isdir ? scandir(args[i], &list, is_h5, alphasort) : 0;
         if (isdir && m <= 0) {
-            fprintf(stderr, "dpscale: error: %s: a folder without *.h5 files\n", args[i]);
+            report_message(stderr, "dpscale: error: %s: a folder without *.h5 files", args[i]);
             *bad = 1;
         }
         for (int k = 0; k < (isdir ? m : 1); k++) {
@@ -106,7 +128,9 @@ static void free_paths(char **paths, int n)
     free(paths);
 }
 
-/* --price-per-gpu-hour's list; -1 (said on stderr) when a price is not a positive number. */
+/* --price-per-gpu-hour's list; -1 (said on stderr) when a price is not a number from
+ * MIN_PRICE to MAX_PRICE: not infinite, not NaN, not a subnormal such as 1e-320,
+ * whose per-dollar figure would overflow. */
 static int parse_prices(const char *list, double *price)
 {
     int n = 0;
@@ -114,19 +138,53 @@ static int parse_prices(const char *list, double *price)
     for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
         char *end;
         const double v = strtod(tok, &end);
-        if (*end != '\0' || !(v > 0) || n == MAX_PRICES) {
-            fprintf(stderr, "dpscale: error: --price-per-gpu-hour '%s' is not a positive number\n", tok);
+        if (end == tok || *end != '\0' || !isnormal(v) || !(v >= MIN_PRICE && v <= MAX_PRICE)) {
+            report_message(stderr, "dpscale: error: --price-per-gpu-hour '%s': give a price per GPU-hour from %g to %g "
+                                   "(any currency), or one per file separated by commas", tok, MIN_PRICE, MAX_PRICE);
+            n = -1;
+            break;
+        }
+        if (n == MAX_PRICES) {
+            report_message(stderr, "dpscale: error: --price-per-gpu-hour: more than %d prices", MAX_PRICES);
             n = -1;
             break;
         }
         price[n++] = v;
     }
+    if (list != NULL && n == 0) {
+        report_message(stderr, "dpscale: error: --price-per-gpu-hour '%s': give a price per GPU-hour from %g to %g (any "
+                               "currency), or one per file separated by commas", list, MIN_PRICE, MAX_PRICE);
+        n = -1;
+    }
     free(copy);
     return n;
 }
 
+/* 0 when `out` can be written (safe_file_check_target, and for --doc its OUT-figs):
+ * checked before any file is read; -1 said on stderr. *existed: a file is there. */
+static int check_output(const char *option, const char *out, int *existed)
+{
+    char err[1024];
+    struct stat st;
+    const char *dot = strrchr(out, '.');
+    int rc;
+    if (strcmp(option, "--plot") == 0 && (dot == NULL || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0))) {
+        snprintf(err, sizeof err, "the name must end in .png or .svg");
+        rc = -1;
+    } else {
+        rc = strcmp(option, "--doc") == 0 ? report_doc_check_targets(out, err, sizeof err)
+                                          : safe_file_check_target(out, "plot", 1, err, sizeof err);
+    }
+    if (rc != 0) {
+        report_message(stderr, "dpscale: error: %s %s: %s", option, out, err);
+        return -1;
+    }
+    *existed = lstat(out, &st) == 0;
+    return 0;
+}
+
 /* --doc: the document, with the command line that made it; 0, or -1 (said on stderr). */
-static int write_doc(const char *out, int argc, char **argv, const struct report_file *files, int n,
+static int write_doc(const char *out, int existed, int argc, char **argv, const struct report_file *files, int n,
                      const struct report_request *tables)
 {
     char command[2048] = "dpscale", err[512];
@@ -135,15 +193,13 @@ static int write_doc(const char *out, int argc, char **argv, const struct report
         const int quote = strpbrk(argv[i], " \t'\"") != NULL;
         snprintf(command + used, sizeof command - used, quote ? " '%s'" : " %s", argv[i]);
     }
-    struct stat st;
-    const int existed = stat(out, &st) == 0;
     const struct report_doc_request req = {.command = command, .unreadable = tables->unreadable, .nbad = tables->nbad};
     const int rc = report_doc_write(out, stderr, files, n, &req, err, sizeof err);
     if (rc < 0) {
-        fprintf(stderr, "dpscale: error: --doc %s: %s\n", out, err);
+        report_message(stderr, "dpscale: error: --doc %s: %s", out, err);
         return -1;
     }
-    fprintf(stderr, "wrote %s%s\n", out, existed ? " (replacing the one there)" : "");
+    report_message(stderr, "wrote %s%s", out, existed ? " (replacing the one there)" : "");
     return rc;
 }
 
@@ -169,7 +225,7 @@ int cmd_report(int argc, char **argv)
             else if (strcmp(optarg, "csv") == 0) req.format = REPORT_CSV;
             else if (strcmp(optarg, "json") == 0) req.format = REPORT_JSON;
             else {
-                fprintf(stderr, "dpscale: error: --format %s: use markdown, csv or json\n", optarg);
+                report_message(stderr, "dpscale: error: --format %s: use markdown, csv or json", optarg);
                 return EXIT_BAD_INPUT;
             }
             break;
@@ -179,7 +235,7 @@ int cmd_report(int argc, char **argv)
             else if (strcmp(optarg, "comm") == 0) req.only = REPORT_COMM;
             else if (strcmp(optarg, "topo") == 0) req.only = REPORT_TOPO;
             else {
-                fprintf(stderr, "dpscale: error: --table %s: use run, comm or topo\n", optarg);
+                report_message(stderr, "dpscale: error: --table %s: use run, comm or topo", optarg);
                 return EXIT_BAD_INPUT;
             }
             break;
@@ -191,14 +247,15 @@ int cmd_report(int argc, char **argv)
             char *end;
             file_timeout = strtod(optarg, &end);
             if (*end != '\0' || !(file_timeout > 0 && file_timeout <= 86400)) {
-                fprintf(stderr, "dpscale: error: --file-timeout %s: give seconds, more than 0 and at most 86400\n", optarg);
+                report_message(stderr, "dpscale: error: --file-timeout %s: give seconds, more than 0 and at most 86400",
+                               optarg);
                 return EXIT_BAD_INPUT;
             }
             break;
         }
         case 'h': usage(stdout); return EXIT_OK;
         default:
-            fprintf(stderr, "dpscale: error: unknown option '%s' of dpscale report\n", argv[optind - 1]);
+            report_message(stderr, "dpscale: error: unknown option '%s' of dpscale report", argv[optind - 1]);
             usage(stderr);
             return EXIT_BAD_INPUT;
         }
@@ -215,6 +272,10 @@ int cmd_report(int argc, char **argv)
     double price[MAX_PRICES] = {0};
     const int nprices = parse_prices(prices, price);
     if (nprices < 0) return EXIT_BAD_INPUT;
+    int plot_existed = 0, doc_existed = 0; /* the outputs first: a bad name costs no read */
+    if ((plot != NULL && check_output("--plot", plot, &plot_existed) != 0) ||
+        (doc != NULL && check_output("--doc", doc, &doc_existed) != 0))
+        return EXIT_BAD_INPUT;
     int bad = 0;
     char **paths = NULL;
     const int npaths = expand(argv + optind, argc - optind, &paths, &bad);
@@ -232,17 +293,20 @@ int cmd_report(int argc, char **argv)
     int ngood = 0, nbad = 0, nruns = 0;
     for (int i = 0; i < npaths; i++) {
         char err[768], line[1400];
-        if (report_read_isolated(paths[i], &files[ngood], doc != NULL || plot != NULL, file_timeout, err, sizeof err) != 0) {
+        const int flags = REPORT_READ_SEALED | (doc != NULL || plot != NULL ? REPORT_READ_INFO : 0);
+        if (report_read_isolated(paths[i], &files[ngood], flags, file_timeout, err, sizeof err) != 0) {
             snprintf(line, sizeof line, "%s: %s", files[ngood].path, err);
-            fprintf(stderr, "dpscale: error: %s\n", line);
+            report_message(stderr, "dpscale: error: %s", line);
             unreadable[nbad++] = strdup(line);
             bad = 1;
             continue;
         }
         if (!files[ngood].sealed) report_note_unsealed(stderr, &files[ngood]);
         if (files[ngood].points_done < files[ngood].points_planned) report_note_partial(stderr, &files[ngood]);
+        if (files[ngood].diverged[0]) report_note_diverged(stderr, &files[ngood]);
         if (files[ngood].kind == REPORT_NONE) {
-            fprintf(stderr, "dpscale: note: %s: a dpscale dump file (one step laid open): no table to report\n", paths[i]);
+            report_message(stderr, "dpscale: note: %s: a dpscale dump file (one step laid open): no table to report",
+                           files[ngood].path);
             report_free(&files[ngood]);
             continue;
         }
@@ -253,25 +317,23 @@ int cmd_report(int argc, char **argv)
     report_label(files, ngood);
     req.unreadable = (const char *const *)unreadable;
     req.nbad = nbad;
-    if (doc != NULL) bad |= write_doc(doc, argc, argv, files, ngood, &req) != 0;
+    if (doc != NULL) bad |= write_doc(doc, doc_existed, argc, argv, files, ngood, &req) != 0;
     else report_write(stdout, stderr, files, ngood, &req);
     fflush(stdout);
     if (plot != NULL) {
-        char err[512];
-        struct stat st;
-        const int existed = stat(plot, &st) == 0;
+        char err[1024];
         struct report_file *runs = calloc(nruns > 0 ? (size_t)nruns : 1, sizeof *runs);
         int k = 0;
         for (int i = 0; runs != NULL && i < ngood; i++)
             if (files[i].kind == REPORT_RUNS) runs[k++] = files[i];
         if (k == 0) {
-            fprintf(stderr, "dpscale: error: --plot %s: no run file to plot\n", plot);
+            report_message(stderr, "dpscale: error: --plot %s: no run file to plot", plot);
             bad = 1;
         } else if (report_plot(plot, runs, k, err, sizeof err) != 0) {
-            fprintf(stderr, "dpscale: error: %s\n", err);
+            report_message(stderr, "dpscale: error: --plot %s: %s", plot, err);
             bad = 1;
         } else {
-            fprintf(stderr, "wrote %s%s\n", plot, existed ? " (replacing the one there)" : "");
+            report_message(stderr, "wrote %s%s", plot, plot_existed ? " (replacing the one there)" : "");
         }
         free(runs);
     }

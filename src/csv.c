@@ -4,7 +4,10 @@
 #include <math.h>
 #include <string.h>
 
-static int needs_quotes(const char *v) { return strpbrk(v, ",\"\r\n") != NULL; }
+#include "utf8.h"
+
+/* The control characters other than the line break are written as \xNN: only , " and LF need quotes. */
+static int needs_quotes(const char *v) { return strpbrk(v, ",\"\n") != NULL; }
 
 void csv_start(struct csv *c, FILE *out)
 {
@@ -20,16 +23,20 @@ static void separator(struct csv *c)
 void csv_text(struct csv *c, const char *v)
 {
     separator(c);
-    if (!needs_quotes(v)) {
-        fputs(v, c->out);
-        return;
+    const int quoted = needs_quotes(v);
+    unsigned cp;
+    char esc[8];
+    if (quoted) fputc('"', c->out);
+    for (const char *p = v; *p;) {
+        const size_t n = utf8_next(p, &cp);
+        if (cp == '"') fputs("\"\"", c->out);
+        else if (cp == '\n') fputc('\n', c->out);
+        else if (utf8_is_control(cp)) fputs(utf8_control_text(cp, esc), c->out);
+        else if (cp == 0xFFFD && n == 1) fputs("\xEF\xBF\xBD", c->out);
+        else fwrite(p, 1, n, c->out);
+        p += n;
     }
-    fputc('"', c->out);
-    for (const char *p = v; *p; p++) {
-        if (*p == '"') fputc('"', c->out);
-        fputc(*p, c->out);
-    }
-    fputc('"', c->out);
+    if (quoted) fputc('"', c->out);
 }
 
 void csv_number(struct csv *c, double v)

@@ -3,7 +3,10 @@
  * row has the header's number of fields. Rows end in LF (what Unix tools expect;
  * Python's csv, pandas and spreadsheets read LF and CRLF alike). Numbers carry ten
  * significant digits, and an unknown one (NaN) is an empty field, never 0 or "nan".
- * Text is written as given: the report makes it well-formed UTF-8 when it reads it. */
+ * Text is written as given but for its control characters: a line break inside a
+ * field is RFC 4180's (quoted), every other one (ESC, BEL, CR, tab, C1) is written as
+ * its code point, \x1b (utf8.h), so that a name from a file cannot drive the terminal
+ * the CSV is printed on; a byte that is not UTF-8 becomes U+FFFD. */
 #ifndef DPSCALE_CSV_H
 #define DPSCALE_CSV_H
 

@@ -84,6 +84,7 @@ struct report_file {
     int schema;            /* its schema_version */
     int sealed;            /* 1: its checksums match (checksum.h); 0: it has none, and nothing tells a changed byte */
     int points_done, points_planned; /* a sweep that ended early (root complete = 0): its points written, of those planned */
+    char diverged[256];    /* root diverged: why the sweep stopped ("the 2-GPU point diverged at step 7 ..."), or "" */
     char system_label[96]; /* run.system_label (schema 5), "" when none was given */
     /* what must match for two files to be compared */
     char model[48];       /* the preset's label (model.name) */
@@ -110,22 +111,36 @@ struct report_file {
 enum report_format { REPORT_MARKDOWN, REPORT_CSV, REPORT_JSON };
 
 /* Read a result file of any kind. Returns 0, or -1 with a one-line reason (without
- * the path) in err, REPORT_CHANGED when that reason is its checksums. report_free
+ * the path) in err, REPORT_CHANGED when that reason is its checksums. Every figure
+ * the report shows is checked against what the schema says it can be (finite, not
+ * negative, below a ceiling no measurement reaches; NaN only where the schema lets
+ * it be unknown): a file sealed or not, since anyone can seal one. report_free
  * releases what a read file holds. */
 #define REPORT_CHANGED (-2)
 int report_read(const char *path, struct report_file *f, char *err, size_t errlen);
 void report_free(struct report_file *f);
+/* 0 when f may be reported: sealed, or of a schema older than CHECKSUM_SINCE_SCHEMA
+ * (checksum.h), written before dpscale sealed its files. A later file without
+ * checksums lost them: REPORT_CHANGED with the reason and the fix in err. */
+int report_require_seal(const struct report_file *f, char *err, size_t errlen);
 /* report_read in a child process of its own (report_child.c), so that a file that
  * crashes the HDF5 library, or makes it loop past timeout_s seconds, is one more
- * unreadable file, named in err, and the caller goes on. with_info: also read the
- * file's attributes as text into f->info (doc_read_info, for --doc and --plot). */
-int report_read_isolated(const char *path, struct report_file *f, int with_info, double timeout_s, char *err, size_t errlen);
+ * unreadable file, named in err, and the caller goes on. flags: REPORT_READ_INFO also
+ * reads the file's attributes as text into f->info (doc_read_info, for --doc and
+ * --plot); REPORT_READ_SEALED refuses what report_require_seal refuses (the report;
+ * dpscale seal, asked to vouch for a copy, reads without it). */
+enum { REPORT_READ_INFO = 1, REPORT_READ_SEALED = 2 };
+int report_read_isolated(const char *path, struct report_file *f, int flags, double timeout_s, char *err, size_t errlen);
 
 /* The note on `out` for a file read without checksums (f->sealed = 0): what it
  * cannot tell, and how to seal a copy one trusts (dpscale seal). */
 void report_note_unsealed(FILE *out, const struct report_file *f);
 /* The note for a file whose sweep ended early (f->points_done < f->points_planned). */
 void report_note_partial(FILE *out, const struct report_file *f);
+/* The note for a file whose training diverged (f->diverged set). */
+void report_note_diverged(FILE *out, const struct report_file *f);
+/* The same in Markdown, a paragraph of its own (the tables, the document); nothing when f did not diverge. */
+void report_md_diverged(FILE *out, const struct report_file *f);
 
 /* Tag the run files with their overlap setting when they differ in it. */
 void report_label(struct report_file *files, int n);
@@ -178,9 +193,19 @@ struct report_request {
 };
 void report_write(FILE *out, FILE *warn, const struct report_file *files, int n, const struct report_request *req);
 
-/* Writers of text for each format, in one place (report_format.c). */
-void report_md_text(FILE *out, const char *v);     /* a Markdown cell or heading: | and \ escaped, line breaks as spaces */
-json_t *report_json_text(const char *v);           /* a JSON string, well-formed UTF-8 whatever v holds */
+/* Writers of text for each output, in one place (report_format.c); CSV's is csv_text
+ * (csv.h). Each writes a control character of v (ESC, BEL, CSI, ...) as its code
+ * point, \x1b, and a byte that is not UTF-8 as U+FFFD: text from a file never drives
+ * the terminal, the browser or the SVG viewer it reaches. */
+void report_md_text(FILE *out, const char *v); /* a Markdown cell or heading: | and \ escaped, line breaks as spaces,
+                                                  < and & as entities */
+void report_md_code(FILE *out, const char *v); /* inside a Markdown code span: ` as ', < and & as entities */
+/* One line on `out` (stderr's notes, warnings and errors), printf's format: every
+ * control character of the line written as \xNN, a newline after it. */
+void report_message(FILE *out, const char *format, ...) __attribute__((format(printf, 2, 3)));
+void report_gp_text(FILE *gp, const char *v);   /* inside a gnuplot single-quoted string: ' doubled, line breaks as spaces */
+json_t *report_json_text(const char *v);        /* a JSON string, well-formed UTF-8 whatever v holds */
+int report_json_write(FILE *out, const json_t *doc, size_t flags); /* json_dumpf, with DEL and C1 as \u00NN */
 json_t *report_json_number(double v);              /* a JSON number, or null for NaN and infinities */
 json_t *report_json_count(double v);               /* a JSON integer, or null for NaN and infinities */
 int report_json_set(json_t *obj, const char *key, json_t *v); /* json_object_set_new that tolerates v == NULL as null */
@@ -203,5 +228,9 @@ struct report_doc_request {
 };
 int report_doc_write(const char *out_path, FILE *warn, const struct report_file *files, int n,
                      const struct report_doc_request *req, char *err, size_t errlen);
+/* 0 when --doc OUT can be written: OUT is nothing or a regular file, its name without
+ * control characters (safe_file_check_target), and OUT-figs nothing or a folder of this
+ * user's, not a link; -1 with the reason in err. report_doc_write checks it too. */
+int report_doc_check_targets(const char *out_path, char *err, size_t errlen);
 
 #endif

@@ -83,14 +83,16 @@ static void limit_child(void)
     if (now.rlim_cur == RLIM_INFINITY || now.rlim_cur > memory.rlim_cur) setrlimit(RLIMIT_DATA, &memory);
 }
 
-static void child(int fd, const char *path, int with_info)
+static void child(int fd, const char *path, int flags)
 {
     limit_child();
     static struct report_file f;
     struct header h = {0};
     injected_fault(path);
     h.rc = report_read(path, &f, h.err, sizeof h.err);
-    if (h.rc == 0 && with_info && (f.info = calloc(1, sizeof *f.info)) != NULL) doc_read_info(path, f.info);
+    if (h.rc == 0 && (flags & REPORT_READ_SEALED) && (h.rc = report_require_seal(&f, h.err, sizeof h.err)) != 0)
+        report_free(&f);
+    if (h.rc == 0 && (flags & REPORT_READ_INFO) && (f.info = calloc(1, sizeof *f.info)) != NULL) doc_read_info(path, f.info);
     h.has_comm = f.comm != NULL;
     h.has_topo = f.topo != NULL;
     h.has_info = f.info != NULL;
@@ -182,7 +184,7 @@ static int unpack(const char *buf, size_t len, struct report_file *f, char *err,
     return at == len ? 0 : -1;
 }
 
-int report_read_isolated(const char *path, struct report_file *f, int with_info, double timeout_s, char *err, size_t errlen)
+int report_read_isolated(const char *path, struct report_file *f, int flags, double timeout_s, char *err, size_t errlen)
 {
     int fds[2];
     memset(f, 0, sizeof *f);
@@ -200,7 +202,7 @@ int report_read_isolated(const char *path, struct report_file *f, int with_info,
     }
     if (pid == 0) {
         close(fds[0]);
-        child(fds[1], path, with_info);
+        child(fds[1], path, flags);
     }
     close(fds[1]);
     char *buf = NULL;

@@ -37,7 +37,9 @@ void report_comm_markdown(FILE *out, const struct report_file *files, int n)
             report_md_text(out, f->path);
             fputs(", host ", out);
             report_md_text(out, f->host);
-            fprintf(out, ", %s; ", f->created);
+            fputs(", ", out);
+            report_md_text(out, f->created);
+            fputs("; ", out);
             report_md_text(out, s->dtype);
             fputs(", ", out);
             report_md_text(out, s->op);

@@ -118,8 +118,8 @@ static void warn_not_comparable(FILE *warn, const struct comparison *c)
 {
     for (int s = 0; s < c->nsystems; s++)
         if (c->sys[s].why[0])
-            fprintf(warn, "dpscale: warning: not comparable: %s (%s) has %s; it is left out of the comparison\n",
-                    c->sys[s].file->path, c->sys[s].label, c->sys[s].why);
+            report_message(warn, "dpscale: warning: not comparable: %s (%s) has %s; it is left out of the comparison",
+                           c->sys[s].file->path, c->sys[s].label, c->sys[s].why);
 }
 
 #define MAX_COMPARE_ROWS (MAX_SYSTEMS * REPORT_MAX_ROWS)
@@ -155,9 +155,18 @@ void report_compare_markdown(FILE *out, const struct report_file *files, int n)
         report_md_text(out, c.sys[s].why);
         fputs("; it is left out of the comparison\n\n", out);
     }
+    for (int s = 0; s < c.nsystems; s++) /* once per file, for the first of its systems */
+        if (!c.sys[s].why[0] && (s == 0 || c.sys[s - 1].file != c.sys[s].file)) report_md_diverged(out, c.sys[s].file);
     report_unit_of(c.sys[0].file, many, one, sizeof many); /* comparable systems count in one unit */
-    fprintf(out, "| GPUs | system | %s/s | %s/s per GPU | efficiency | %s/J | %s/$ | vs reference |\n"
-                 "|---:|---|---:|---:|---:|---:|---:|---:|\n", many, many, many, many);
+    const char *const heads[] = {"/s", "/s per GPU", NULL, "/J", "/$"}; /* each after the unit, which is the file's */
+    fputs("| GPUs | system |", out);
+    for (int k = 0; k < 5; k++) {
+        fputc(' ', out);
+        if (heads[k] != NULL) report_md_text(out, many);
+        fputs(heads[k] != NULL ? heads[k] : "efficiency", out);
+        fputs(" |", out);
+    }
+    fputs(" vs reference |\n|---:|---|---:|---:|---:|---:|---:|---:|\n", out);
     const int nr = rows_of(&c, c.sys[0].file->units_per_sample, rows, MAX_COMPARE_ROWS);
     for (int i = 0; i < nr; i++) {
         fprintf(out, "| %d | ", rows[i].gpus);
@@ -171,9 +180,12 @@ void report_compare_markdown(FILE *out, const struct report_file *files, int n)
         md_number(out, rows[i].ratio, " %.3f |");
         fputc('\n', out);
     }
-    fprintf(out, "\n%s/J = %s per joule of GPU energy (NVML); %s/$ = %s per dollar at the given price per "
-                 "GPU-hour; vs reference = %s/s over the reference's at the same GPU count.\n\n", many, many, many, many,
-            many);
+    char note[512];
+    snprintf(note, sizeof note, "%s/J = %s per joule of GPU energy (NVML); %s/$ = %s per dollar at the given price per "
+             "GPU-hour; vs reference = %s/s over the reference's at the same GPU count.", many, many, many, many, many);
+    fputc('\n', out);
+    report_md_text(out, note);
+    fputs("\n\n", out);
 }
 
 static const char *const compare_columns[] = {"gpus", "system", "file", "samples_per_s", "samples_per_s_per_gpu", "efficiency",

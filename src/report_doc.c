@@ -49,7 +49,7 @@ static void write_json(FILE *out, FILE *warn, struct report_file *by_kind[3], co
     json_t *bad = json_array();
     for (int i = 0; i < req->nbad; i++) json_array_append_new(bad, report_json_text(req->unreadable[i]));
     report_json_set(doc, "unreadable", bad);
-    json_dumpf(doc, out, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+    report_json_write(out, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     fputc('\n', out);
     json_decref(doc);
 }

@@ -103,7 +103,7 @@ void doc_write_provenance(FILE *out, const struct report_file *files, int n, con
         fputs("### ", out);
         report_md_text(out, doc_base_name(files[i].path));
         fputs("\n\n`", out);
-        for (const char *p = files[i].path; *p; p++) fputc(*p == '`' ? '\'' : *p, out);
+        report_md_code(out, files[i].path);
         fprintf(out, "`: %s%s, schema %d\n\n", files[i].projected ? "projection, " : "", kinds[files[i].kind], in->schema);
         if (!in->readable) {
             fputs("(its attributes could not be read again)\n\n", out);

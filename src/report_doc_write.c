@@ -10,7 +10,15 @@
  * allreduce busbw of the comm files and the provenance appendix (report_doc_appendix.c).
  * The figures go to OUT-figs/ (OUT without .md);
  * the document and each figure are written to a temporary file and renamed, so the
- * same command can run again and a failure leaves the previous document whole. */
+ * same command can run again and a failure leaves the previous document whole.
+ *
+ * Where nobody else can put a link in the way (safe_file.h): the document's
+ * temporary is created exclusively beside it (never through a link, never a name
+ * that was there), and OUT itself may be a regular file or nothing, never a link, a
+ * FIFO or a device. OUT-figs is made with mkdir, or, when it is there, must be a
+ * folder of this user's, not a link: figures are renamed into it, and a folder of
+ * someone else's could be swapped for a link to any other between the check and the
+ * rename. Every string from a file goes through report_md_text (report_format.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +29,7 @@
 
 #include "report.h"
 #include "report_doc.h"
+#include "safe_file.h"
 
 #define MAX_GROUPS 64
 
@@ -146,10 +155,12 @@ static int has_figure(const struct doc_column *c, int n, enum metric what)
 static void table(FILE *out, const struct model *m, const struct doc_column *c, int n, enum metric what, const char *caption)
 {
     if (!has_figure(c, n, what)) {
-        fprintf(out, "%s: not recorded in these files (no GPU energy counter).\n\n", caption);
+        report_md_text(out, caption); /* it names the file's unit */
+        fputs(": not recorded in these files (no GPU energy counter).\n\n", out);
         return;
     }
-    fprintf(out, "%s\n\n| GPUs |", caption);
+    report_md_text(out, caption);
+    fputs("\n\n| GPUs |", out);
     for (int k = 0; k < n; k++) {
         fputc(' ', out);
         report_md_text(out, c[k].label);
@@ -190,6 +201,16 @@ void doc_legend(FILE *out, const struct doc_column *c, int n, int runs)
     fputc('\n', out);
 }
 
+/* The note of each file of the columns whose training diverged, once per file. */
+static void diverged_notes(FILE *out, const struct doc_column *c, int n)
+{
+    for (int k = 0; k < n; k++) {
+        int seen = 0;
+        for (int j = 0; j < k && !seen; j++) seen = c[j].file == c[k].file;
+        if (!seen) report_md_diverged(out, c[k].file);
+    }
+}
+
 /* A file name from the model's label: letters, digits, '-' and '.'. */
 static void slug_of(const char *name, char *out, size_t len)
 {
@@ -212,6 +233,51 @@ struct figures {
     int nnames;
 };
 
+/* 0 when `dir` is a folder of this user's (made now, when `make` and it is not there)
+ * or is not there yet; -1 with the reason in err when it is a link, not a folder, or
+ * someone else's. */
+static int figures_folder(const char *dir, int make, char *err, size_t errlen)
+{
+    struct stat st;
+    if (make && mkdir(dir, 0777) == 0) return 0;
+    if (make && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %.300s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (lstat(dir, &st) != 0) {
+        if (!make && errno == ENOENT) return 0;
+        snprintf(err, errlen, "cannot look at %.300s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%.300s is %s, not the figures' folder; remove it or choose another --doc name", dir,
+                 S_ISLNK(st.st_mode) ? "a symbolic link" : "not a folder");
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(err, errlen, "%.300s belongs to another user (uid %ld), and figures are written only into a folder of "
+                 "one's own; remove it or choose another --doc name", dir, (long)st.st_uid);
+        return -1;
+    }
+    return 0;
+}
+
+/* OUT-figs of OUT (OUT without .md). */
+static void figures_folder_of(const char *out_path, char *dir, size_t len)
+{
+    const size_t n = strlen(out_path);
+    const size_t stem = n > 3 && strcmp(out_path + n - 3, ".md") == 0 ? n - 3 : n;
+    snprintf(dir, len, "%.*s-figs", (int)stem, out_path);
+}
+
+int report_doc_check_targets(const char *out_path, char *err, size_t errlen)
+{
+    char dir[4096];
+    if (safe_file_check_target(out_path, "document", 1, err, errlen) != 0) return -1;
+    figures_folder_of(out_path, dir, sizeof dir);
+    return figures_folder(dir, 0, err, errlen);
+}
+
 /* Draw the model's figure; the Markdown that shows it, or says why it is missing. */
 static void figure(FILE *out, FILE *warn, struct figures *figs, const struct model *m, const char *title)
 {
@@ -232,7 +298,7 @@ static void figure(FILE *out, FILE *warn, struct figures *figs, const struct mod
     for (int k = 0; k < m->nprojected; k++)
         s[ns++] = (struct report_series){.file = m->projected[k].file, .sys = m->projected[k].sys, .label = m->projected[k].label,
                                          .color = colors + k, .projected = 1};
-    char slug[128], name[160], path[4400], err[512];
+    char slug[128], name[160], path[4400], err[1024];
     slug_of(m->first->model, slug, sizeof slug);
     snprintf(name, sizeof name, "%s.svg", slug);
     for (int k = 2, taken = 1; taken; k++) { /* one figure per model, whatever their labels */
@@ -242,8 +308,8 @@ static void figure(FILE *out, FILE *warn, struct figures *figs, const struct mod
     }
     if (figs->nnames < MAX_GROUPS) snprintf(figs->names[figs->nnames++], sizeof figs->names[0], "%s", name);
     snprintf(path, sizeof path, "%s/%s", figs->dir, name);
-    if (mkdir(figs->dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, sizeof err, "cannot create %.400s: %s", figs->dir, strerror(errno));
+    if (figures_folder(figs->dir, 1, err, sizeof err) != 0) {
+        /* said below */
     } else if (report_plot_series(path, title, s, ns, err, sizeof err) == 0) {
         fputs("![speedup and efficiency against GPUs, with the ideal: ", out);
         report_md_text(out, title);
@@ -251,7 +317,7 @@ static void figure(FILE *out, FILE *warn, struct figures *figs, const struct mod
         return;
     }
     figs->failures++;
-    fprintf(warn, "dpscale: error: figure %s: %s\n", path, err);
+    report_message(warn, "dpscale: error: figure %s: %s", path, err);
     fputs("*The figure could not be drawn: ", out);
     report_md_text(out, err);
     fputs(".*\n\n", out);
@@ -270,6 +336,7 @@ static void model_section(FILE *out, FILE *warn, struct figures *figs, struct mo
         fprintf(out, "Measured: %d column%s, one per system (path, library, and what else differs between the runs); "
                      "one row per GPU count.\n\n", n, n == 1 ? "" : "s");
         doc_legend(out, c, n, 1);
+        diverged_notes(out, c, n);
         snprintf(caption, sizeof caption, "**%s/s per GPU** (higher is better)", m->many);
         table(out, m, c, n, PER_GPU, caption);
         table(out, m, c, n, EFFICIENCY, "**Scaling efficiency** against 1 GPU of the same column (1.000 is linear)");
@@ -283,13 +350,16 @@ static void model_section(FILE *out, FILE *warn, struct figures *figs, struct mo
             snprintf(caption, sizeof caption, "**%s per dollar** at the price per GPU-hour of the legend", m->many);
             table(out, m, c, n, PER_DOLLAR, caption);
         } else {
-            fprintf(out, "No price was given: `--price-per-gpu-hour P[,P...]` adds %s per dollar.\n\n", m->many);
+            fputs("No price was given: `--price-per-gpu-hour P[,P...]` adds ", out);
+            report_md_text(out, m->many);
+            fputs(" per dollar.\n\n", out);
         }
     }
     if (m->nprojected > 0) {
         fputs("### Projected, not measured\n\n`dpscale project` (docs/PROJECTION.md): the measured 1-GPU step of the source "
               "file onto another system's allreduce curves. Never a measurement; kept out of the measured tables.\n\n", out);
         doc_legend(out, m->projected, m->nprojected, 1);
+        diverged_notes(out, m->projected, m->nprojected);
         snprintf(caption, sizeof caption, "**%s/s per GPU, PROJECTED**", m->many);
         table(out, m, m->projected, m->nprojected, PER_GPU, caption);
         table(out, m, m->projected, m->nprojected, EFFICIENCY, "**Scaling efficiency, PROJECTED**");
@@ -367,7 +437,7 @@ static void preamble(FILE *out, const struct report_doc_request *req, int nfiles
     fprintf(out, "Written by `dpscale report --doc` from %d result file%s", nfiles, nfiles == 1 ? "" : "s");
     if (req->command != NULL) {
         fputs(" (`", out);
-        for (const char *p = req->command; *p; p++) fputc(*p == '`' ? '\'' : *p, out);
+        report_md_code(out, req->command);
         fputs("`)", out);
     }
     fputs("; run the same command again to bring it up to date. Every figure is read from the files' `/summary`; "
@@ -406,15 +476,12 @@ int report_doc_write(const char *out_path, FILE *warn, const struct report_file 
         return -1;
     }
     memset(&figs, 0, sizeof figs);
-    const size_t len = strlen(out_path);
-    const size_t stem = len > 3 && strcmp(out_path + len - 3, ".md") == 0 ? len - 3 : len;
-    snprintf(figs.dir, sizeof figs.dir, "%.*s-figs", (int)stem, out_path);
+    tmp[0] = '\0';
+    figures_folder_of(out_path, figs.dir, sizeof figs.dir);
     snprintf(figs.link, sizeof figs.link, "%s", doc_base_name(figs.dir));
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out_path, (long)getpid());
-    if ((out = fopen(tmp, "w")) == NULL) {
-        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+    if (report_doc_check_targets(out_path, err, errlen) != 0 ||
+        (out = safe_file_create_temp_stream(out_path, tmp, sizeof tmp, err, errlen)) == NULL)
         goto done;
-    }
     for (int i = 0; i < n; i++) doc_info_of(&files[i], &infos[i]);
     /* the models: each run file joins the first group it is comparable to */
     for (int i = 0; i < n; i++) {
@@ -467,14 +534,14 @@ int report_doc_write(const char *out_path, FILE *warn, const struct report_file 
         goto done;
     }
     out = NULL;
-    if (rename(tmp, out_path) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", out_path, strerror(errno));
+    if (safe_file_commit(tmp, out_path, SAFE_FILE_REPLACE, 0, err, errlen) != 0) {
+        tmp[0] = '\0'; /* removed by the commit */
         goto done;
     }
     rc = figs.failures > 0 ? 1 : 0;
 done:
     if (out != NULL) fclose(out);
-    if (rc < 0) remove(tmp);
+    if (rc < 0 && tmp[0] != '\0') unlink(tmp);
     for (int i = 0; i < n; i++) doc_free_info(&infos[i]);
     free(infos);
     free(models);

@@ -6,13 +6,24 @@
  * efficiency 1 as a level line. (Throughput against a log axis made the ideal
  * N x throughput(1) a curve that sagged below the straight segments between measured
  * points.) One legend serves both panels, each system once, named by what sets it
- * apart (report_doc_label.c). The plot is drawn into a temporary file beside the
- * output and renamed over it: running the same command twice replaces the plot, and
- * a failure leaves the previous one whole. The data go to gnuplot inline; names
- * from the files go in quoted (gp_text), so none can end a gnuplot command, and
- * single quotes, inside which gnuplot expands no `command` and no @macro. */
+ * apart (report_doc_label.c).
+ *
+ * The plot is written where nobody else can put a link in its way (safe_file.h):
+ * gnuplot is never given a file name. It draws to its standard output, which is a
+ * temporary created exclusively beside the plot (O_EXCL, never through a link), and
+ * that temporary is fsync'ed and renamed over the plot: running the same command
+ * twice replaces the plot, a failure leaves the previous one whole, and a link
+ * planted at the plot's name, or at any name a temporary could take, is never
+ * followed. gnuplot is started with posix_spawnp, its stdin a pipe of ours, not
+ * through a shell. The data go to it inline; names from the files go in quoted and
+ * escaped (report_gp_text: a quote doubled, a control character as \xNN), in single
+ * quotes, inside which gnuplot expands no `command` and no @macro; gnuplot's SVG
+ * terminal writes < and & in them as entities itself. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,28 +32,19 @@
 
 #include "report.h"
 #include "report_doc.h"
+#include "safe_file.h"
+
+extern char **environ;
 
 #define MAX_SERIES 64
-
-/* Text inside a gnuplot single-quoted string: a quote doubled, a line break (which
- * would end the command, and let a name in a result file start another) a space. */
-static void gp_text(FILE *gp, const char *v)
-{
-    for (const char *p = v; *p; p++) {
-        if (*p == '\'') fputc('\'', gp);
-        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, gp);
-    }
-}
 
 /* A series title, quoted and printed as given (noenhanced: no _ or ^ read as sub- and superscripts). */
 static void gp_title(FILE *gp, const struct report_series *s)
 {
     fputs(" title '", gp);
-    gp_text(gp, s->label);
+    report_gp_text(gp, s->label);
     fputs("' noenhanced", gp);
 }
-
-static int has_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
 /* gnuplot's inline data: the series' rows, "GPUs value", in order of GPUs. */
 static void data_block(FILE *gp, const struct report_series *s, int efficiency)
@@ -83,16 +85,48 @@ static void panel(FILE *gp, const struct report_series *s, int n, int efficiency
     for (int k = 0; k < n; k++) data_block(gp, &s[k], efficiency);
 }
 
+/* gnuplot started with its stdin a pipe of ours and its stdout `out_fd`; the pipe's
+ * end to write to (a stream), or NULL with err (gnuplot not found: the hint says so). */
+static FILE *start_gnuplot(int out_fd, pid_t *pid, char *err, size_t errlen)
+{
+    int in[2];
+    if (pipe2(in, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "cannot start gnuplot: pipe: %s", strerror(errno));
+        return NULL;
+    }
+    posix_spawn_file_actions_t fa;
+    char *const argv[] = {"gnuplot", NULL};
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0) rc = posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+    if (rc == 0) rc = posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+    if (rc == 0) rc = posix_spawnp(pid, "gnuplot", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    FILE *gp = rc == 0 ? fdopen(in[1], "w") : NULL;
+    if (gp == NULL) {
+        if (rc == ENOENT) snprintf(err, errlen, "drawing needs gnuplot, which is not on PATH: apt-get install gnuplot-nox");
+        else snprintf(err, errlen, "cannot start gnuplot: %s", strerror(rc != 0 ? rc : errno));
+        close(in[1]);
+        if (rc == 0) { /* started, but no stream to it: it reads EOF and ends */
+            while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR) {
+            }
+        }
+        return NULL;
+    }
+    return gp;
+}
+
 int report_plot_series(const char *out_path, const char *title, const struct report_series *s, int n, char *err, size_t errlen)
 {
     const char *dot = strrchr(out_path, '.');
     const int svg = dot != NULL && strcmp(dot, ".svg") == 0, png = dot != NULL && strcmp(dot, ".png") == 0;
+    char why[768], tmp[4200];
     if (!svg && !png) {
-        snprintf(err, errlen, "--plot %s: the name must end in .png or .svg", out_path);
+        snprintf(err, errlen, "the plot's name must end in .png or .svg");
         return -1;
     }
-    if (!has_gnuplot()) {
-        snprintf(err, errlen, "drawing %s needs gnuplot, which is not on PATH: apt-get install gnuplot-nox", out_path);
+    if (safe_file_check_target(out_path, "plot", 1, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", why);
         return -1;
     }
     if (n > MAX_SERIES) n = MAX_SERIES;
@@ -112,28 +146,29 @@ int report_plot_series(const char *out_path, const char *title, const struct rep
             counts[j] = counts[j - 1];
             counts[j - 1] = t;
         }
-    char tmp[4200];
-    /* gnuplot writes to a command, not a file, whose name starts with | */
-    snprintf(tmp, sizeof tmp, "%s%s.tmp-%ld", out_path[0] == '|' ? "./" : "", out_path, (long)getpid());
-    FILE *probe = fopen(tmp, "w");
-    if (probe == NULL) {
-        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+    const int fd = safe_file_create_temp(out_path, tmp, sizeof tmp, why, sizeof why);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s", why);
         return -1;
     }
-    fclose(probe);
-    FILE *gp = popen("gnuplot", "w");
+    pid_t pid;
+    FILE *gp = start_gnuplot(fd, &pid, err, errlen);
+    close(fd); /* gnuplot holds its own copy as its stdout */
     if (gp == NULL) {
-        remove(tmp);
-        snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
+        unlink(tmp);
         return -1;
     }
+    /* gnuplot that stops early (a bad command) closes the pipe: a write then fails
+     * with EPIPE, said by its exit status, instead of killing dpscale */
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, before;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, &before);
     /* the panels above, the legend below them across the width, one entry a line */
     const int legend_px = 24 + 17 * n, height = 430 + legend_px;
     const double bottom = (double)(legend_px + 45) / height;
-    fprintf(gp, "set terminal %s size 1100,%d font 'sans,10'\nset output '", svg ? "svg" : "pngcairo", height);
-    gp_text(gp, tmp);
-    fputs("'\nset multiplot layout 1,2 title '", gp);
-    gp_text(gp, title);
+    fprintf(gp, "set terminal %s size 1100,%d font 'sans,10'\nset multiplot layout 1,2 title '", svg ? "svg" : "pngcairo",
+            height);
+    report_gp_text(gp, title);
     fputs("' noenhanced\n", gp);
     fprintf(gp, "set bmargin at screen %.4f\nset tmargin at screen 0.9\n", bottom);
     fprintf(gp, "set logscale x 2\nset xrange [%g:%g]\nset xlabel 'GPUs'\nset grid\nset xtics (", 0.8, max_gpus * 1.25);
@@ -147,15 +182,23 @@ int report_plot_series(const char *out_path, const char *title, const struct rep
     fputs("unset key\nunset logscale y\nset ytics auto\nset yrange [0:1.1]\nset ylabel 'scaling efficiency'\n", gp);
     panel(gp, s, n, 1, counts, ncounts);
     fprintf(gp, "unset multiplot\n");
-    const int status = pclose(gp);
-    if (status != 0) {
-        remove(tmp);
-        snprintf(err, errlen, "gnuplot failed (status %d) drawing %s", WIFEXITED(status) ? WEXITSTATUS(status) : -1, out_path);
+    const int written = !ferror(gp) & (fclose(gp) == 0);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    sigaction(SIGPIPE, &before, NULL);
+    if (!written || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        unlink(tmp);
+        if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+            snprintf(err, errlen, "gnuplot failed (status %d) drawing %s", WEXITSTATUS(status), out_path);
+        else if (WIFSIGNALED(status))
+            snprintf(err, errlen, "gnuplot was killed (signal %d) drawing %s", WTERMSIG(status), out_path);
+        else
+            snprintf(err, errlen, "gnuplot stopped reading drawing %s", out_path);
         return -1;
     }
-    if (rename(tmp, out_path) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", out_path, strerror(errno));
-        remove(tmp);
+    if (safe_file_commit(tmp, out_path, SAFE_FILE_REPLACE, 0, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", why);
         return -1;
     }
     return 0;

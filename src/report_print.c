@@ -2,7 +2,8 @@
  * (file, library, path), as Markdown, CSV (csv.h) or JSON records (jansson); and
  * what the comparison shares with it (systems, units, the description of a run).
  * Every figure is read from the file's /summary; nothing is recomputed but the
- * exposed share of the step. */
+ * exposed share of the step. Also the notes on a file that the tables of every
+ * kind share: read without checksums, partial, diverged. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,35 @@ static const char *const columns[] = {"gpus", "nodes", "samples_per_s", "samples
 /* the text columns before them, in CSV and JSON */
 static const char *const text_columns[] = {"file", "device", "model", "precision", "scaling", "library", "path", "unit"};
 #define NTEXT (int)(sizeof text_columns / sizeof text_columns[0])
+
+void report_note_unsealed(FILE *out, const struct report_file *f)
+{
+    report_message(out, "dpscale: note: %s has no checksums (written before dpscale sealed its files, schema %d): a "
+                        "damaged byte in it could change a figure unnoticed; seal a copy you trust with `dpscale seal %s`",
+                   f->path, f->schema, f->path);
+}
+
+void report_note_partial(FILE *out, const struct report_file *f)
+{
+    report_message(out, "dpscale: note: %s is partial: its launch ended after %d of the %d sweep points planned (root "
+                        "attribute complete = 0); it holds those measured", f->path, f->points_done, f->points_planned);
+}
+
+void report_note_diverged(FILE *out, const struct report_file *f)
+{
+    report_message(out, "dpscale: note: %s: the training diverged, and the sweep stopped there (root attribute diverged): "
+                        "%s; the points before it are reported", f->path, f->diverged);
+}
+
+void report_md_diverged(FILE *out, const struct report_file *f)
+{
+    if (!f->diverged[0]) return;
+    fputs("**The training diverged:** ", out);
+    report_md_text(out, f->diverged);
+    fputs(" (", out);
+    report_md_text(out, f->path);
+    fputs("; the sweep stopped there, and its points before it are shown).\n\n", out);
+}
 
 void report_unit_of(const struct report_file *f, char *many, char *one, size_t len)
 {
@@ -122,7 +152,10 @@ static void md_heading(FILE *out, const struct report_file *f, const struct repo
     report_md_text(out, f->path);
     fputs(", host ", out);
     report_md_text(out, f->host);
-    fprintf(out, ", %s\n\n", f->created);
+    fputs(", ", out);
+    report_md_text(out, f->created);
+    fputs("\n\n", out);
+    report_md_diverged(out, f);
     if (f->projected) {
         fputs("Projected by `dpscale project` (docs/PROJECTION.md); ", out);
         report_md_text(out, f->projection_compute);

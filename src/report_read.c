@@ -2,9 +2,11 @@
  * clear reason a file that is missing, not HDF5, truncated, not written by dpscale,
  * or written by a newer dpscale, or changed since it was written (its checksums,
  * checksum.h, where it has them); read what every kind shares (device, first host,
- * creation time), then hand the file to the reader of its kind: /summary (a run or
- * a projection), /collectives (dpscale comm), /system/topology alone (dpscale topo).
- * A dpscale file with none of these (dpscale dump) is read as REPORT_NONE. */
+ * creation time, whether its sweep ended early or diverged), then hand the file to
+ * the reader of its kind: /summary (a run or a projection), /collectives (dpscale
+ * comm), /system/topology alone (dpscale topo). A dpscale file with none of these
+ * (dpscale dump) is read as REPORT_NONE. Strings are kept as the file holds them
+ * (made UTF-8): each output escapes them its own way (report_format.c, csv.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -148,6 +150,7 @@ int report_read(const char *path, struct report_file *f, char *err, size_t errle
         f->points_planned = h5_attr_int(file, "points_planned", 0);
     }
     h5_attr_str(file, "system_label", f->system_label, sizeof f->system_label); /* schema 5; "" before */
+    h5_attr_str(file, "diverged", f->diverged, sizeof f->diverged);             /* only where the training diverged */
     if (h5_exists(file, "system")) {
         hid_t sys = H5Gopen2(file, "system", H5P_DEFAULT);
         if (sys < 0) {
@@ -179,17 +182,22 @@ done:
     return rc;
 }
 
-void report_note_unsealed(FILE *out, const struct report_file *f)
+int report_require_seal(const struct report_file *f, char *err, size_t errlen)
 {
-    fprintf(out, "dpscale: note: %s has no checksums (written before dpscale sealed its files, schema %d): a damaged "
-                 "byte in it could change a figure unnoticed; seal a copy you trust with `dpscale seal %s`\n",
-            f->path, f->schema, f->path);
+    if (f->sealed || f->schema < CHECKSUM_SINCE_SCHEMA) return 0;
+    snprintf(err, errlen, "corrupt: it has no checksums, yet dpscale has sealed every file of schema %d and later as it "
+             "wrote it (this one is schema %d): they were removed, or its root is damaged, and nothing tells what else "
+             "changed; if you edited it yourself and trust it, seal it again with `dpscale seal`", CHECKSUM_SINCE_SCHEMA,
+             f->schema);
+    return REPORT_CHANGED;
 }
 
-void report_note_partial(FILE *out, const struct report_file *f)
+int report_check_figure(const char *what, double v, struct report_figure rule, char *err, size_t errlen)
 {
-    fprintf(out, "dpscale: note: %s is partial: its launch ended after %d of the %d sweep points planned (root attribute "
-                 "complete = 0); it holds those measured\n", f->path, f->points_done, f->points_planned);
+    if (isnan(v) ? rule.nan_ok : isfinite(v) && v <= rule.most && (rule.positive ? v > 0 : v >= 0)) return 0;
+    snprintf(err, errlen, "damaged: %s is %g; it must be %sa finite figure %s 0 and at most %g", what, v,
+             rule.nan_ok ? "NaN (unknown) or " : "", rule.positive ? "above" : "from", rule.most);
+    return -1;
 }
 
 void report_free(struct report_file *f)

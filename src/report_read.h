@@ -27,4 +27,15 @@ void report_path_in(int schema, const char *written, char *path, size_t pathlen)
  * auto) or a path that only NCCL took ("nvlink", "pcie" = host memory, "net"). */
 void report_schema1_transport(const char *transport, char *library, size_t liblen, char *path, size_t pathlen);
 
+/* What a figure read from a file may be: finite, from 0 (or more than 0, when
+ * `positive`) to `most`, or NaN where the schema lets it be unknown. A time, a
+ * throughput, a bandwidth, a power or an energy printed at 301 digits, negative or
+ * infinite is damage, whether a byte changed or someone wrote it so. */
+struct report_figure {
+    int nan_ok, positive;
+    double most;
+};
+/* 0 when v is such a figure; -1 with "damaged: WHAT is V; it must be ..." in err. */
+int report_check_figure(const char *what, double v, struct report_figure rule, char *err, size_t errlen);
+
 #endif

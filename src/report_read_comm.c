@@ -1,7 +1,8 @@
 /* report_read_comm.c — the allreduce sweeps of a dpscale comm file (report_read.h):
  * /collectives/<library>/<path>/n<N> from schema 2, /collectives/<transport>/n<N> in
  * schema 1. Each sweep keeps per size the time of one allreduce on its slowest rank,
- * algbw and busbw as the file holds them, and the count of wrong elements. */
+ * algbw and busbw as the file holds them, and the count of wrong elements, each
+ * checked to be a finite figure, not negative, below a ceiling no sweep reaches. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,23 @@ static int read_sweep(hid_t file, const char *group, struct report_sweep *s, cha
         dt[1] != (size_t)s->nranks) {
         snprintf(err, errlen, "damaged: /%s/time_s is missing or not [%d sizes x %d ranks]", group, s->nsizes, s->nranks);
         goto done;
+    }
+    static const struct report_figure size_rule = {0, 1, 1e18}, time_rule = {0, 0, 1e6}, bw_rule = {0, 0, 1e7},
+                                      wrong_rule = {0, 0, 9e15};
+    for (int k = 0; k < s->nsizes; k++) {
+        const struct { const char *name; double v; struct report_figure rule; } fig[] = {
+            {"size_bytes", s->size_bytes[k], size_rule}, {names[0], s->algbw_gbps[k], bw_rule},
+            {names[1], s->busbw_gbps[k], bw_rule},       {"wrong_elements", s->wrong[k], wrong_rule}};
+        for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++) {
+            char what[700];
+            snprintf(what, sizeof what, "/%s/%s[%d]", group, fig[i].name, k);
+            if (report_check_figure(what, fig[i].v, fig[i].rule, err, errlen) != 0) goto done;
+        }
+        for (size_t r = 0; r < dt[1]; r++) {
+            char what[700];
+            snprintf(what, sizeof what, "/%s/time_s[%d][%zu]", group, k, r);
+            if (report_check_figure(what, time_s[(size_t)k * dt[1] + r], time_rule, err, errlen) != 0) goto done;
+        }
     }
     for (int k = 0; k < s->nsizes; k++) { /* the slowest rank sets the time, as algbw was computed */
         s->time_s[k] = NAN;

@@ -2,7 +2,8 @@
  * projection): /config, /model and the /summary table (report_read.h). Schema 2
  * names each run by library and path (/summary columns `library`, `path`); schema 1
  * (the files measured before, which cannot be measured again) by one `transport`
- * column (report_schema1_transport). */
+ * column (report_schema1_transport). Each figure is checked against its meaning in
+ * schema.h before it is kept (figures[] below). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,6 +85,44 @@ static int read_column(hid_t dset, const char *name, double *out)
     return rc;
 }
 
+/* The figures of /summary the report shows, and what each may be (schema.h): a time,
+ * a throughput, a bandwidth, a power or an energy is finite and not negative, and
+ * below a ceiling no measurement reaches (a step of 11 days, 1e15 samples/s, 1e7
+ * GB/s); NaN only where the schema says it is unknown: speedup and efficiency without
+ * a 1-rank run, busbw on 1 rank, MFU without a peak, energy without a counter. The
+ * step's spread is NaN where a file has none. */
+#define MAX_TIME_S 1e6
+#define MAX_RATE 1e15
+static const struct {
+    const char *column;
+    struct report_figure rule;
+} figures[] = {
+    {"samples_per_s", {0, 1, MAX_RATE}},         {"samples_per_s_per_rank", {0, 1, MAX_RATE}},
+    {"speedup", {1, 1, 1e6}},                    {"efficiency", {1, 1, 1e6}},
+    {"step_median_s", {0, 1, MAX_TIME_S}},       {"comm_exposed_median_s", {0, 0, MAX_TIME_S}},
+    {"allreduce_busbw_GBps", {1, 0, 1e7}},       {"mfu", {1, 0, 1e3}},
+    {"joules_per_sample", {1, 0, 1e9}},          {"avg_power_w", {1, 0, 1e7}},
+    {"step_p05_s", {1, 0, MAX_TIME_S}},          {"step_p95_s", {1, 0, MAX_TIME_S}},
+};
+
+/* Every figure of every row checked; -1 with the first that is not one in err. */
+static int check_figures(const struct report_file *f, char *err, size_t errlen)
+{
+    for (int i = 0; i < f->nrows; i++) {
+        const struct report_row *r = &f->rows[i];
+        const double v[] = {r->samples_per_s, r->samples_per_s_per_rank, r->speedup, r->efficiency, r->step_s,
+                            r->comm_exposed_s, r->allreduce_busbw_gbps, r->mfu, r->joules_per_sample, r->avg_power_w,
+                            r->step_p05_s, r->step_p95_s};
+        _Static_assert(sizeof v / sizeof v[0] == sizeof figures / sizeof figures[0], "one rule per figure");
+        for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
+            char what[96];
+            snprintf(what, sizeof what, "/summary's %s of row %d", figures[k].column, i + 1);
+            if (report_check_figure(what, v[k], figures[k].rule, err, errlen) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
 #define TEXT_LEN 16 /* the text columns of /summary: 16 bytes in schema 1, 8 in schema 2 to 4, any length from 5 */
 
 /* One text column of /summary by name, each entry NUL-terminated and well-formed UTF-8
@@ -136,6 +175,8 @@ static void read_model(hid_t file, hid_t cfg, struct report_file *f)
     if (f->units_per_sample < 1) f->units_per_sample = 1;
 }
 
+#define MAX_UNITS_PER_SAMPLE (1 << 24) /* tokens of one sequence: 16 M, past any model's context */
+
 int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, size_t errlen)
 {
     int rc = -1;
@@ -157,6 +198,11 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
         H5Gclose(pg);
     }
     read_model(file, cfg, f);
+    if (f->units_per_sample > MAX_UNITS_PER_SAMPLE) {
+        snprintf(err, errlen, "damaged: /model's units_per_sample is %d; it must be from 1 to %d", f->units_per_sample,
+                 MAX_UNITS_PER_SAMPLE);
+        goto done;
+    }
     f->batch_per_gpu = attr_count(cfg, "train.batch_per_gpu");
     f->global_batch = attr_count(cfg, "train.global_batch");
     space = H5Dget_space(sum);
@@ -208,6 +254,7 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
     for (int i = 0; i < f->nrows; i++) f->rows[i].step_p05_s = spread ? col[i] : NAN;
     const int spread95 = read_column(sum, "step_p95_s", col) == 0;
     for (int i = 0; i < f->nrows; i++) f->rows[i].step_p95_s = spread95 ? col[i] : NAN;
+    if (check_figures(f, err, errlen) != 0) goto done;
     if (schema >= 2) {
         if (read_text_column(sum, "library", f->nrows, names) != 0 || read_text_column(sum, "path", f->nrows, paths) != 0) {
             snprintf(err, errlen, "damaged: /summary has no readable library and path columns");

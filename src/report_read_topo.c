@@ -1,6 +1,8 @@
 /* report_read_topo.c — the node of a dpscale topo file (report_read.h):
  * /system/topology's link matrix, each GPU's PCIe link, NUMA node, CPU affinity and
- * NVLinks, the network adapters, and the copy matrices when they were measured. */
+ * NVLinks, the network adapters, and the copy matrices when they were measured.
+ * Every number is NaN or finite and within +-1e9 (a NUMA node of -1 is "unknown"):
+ * the tables print them whole. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +14,24 @@
 
 #define G REPORT_MAX_GPUS
 
+#define MAX_MAGNITUDE 1e9
+
+/* 0 when each of the n values is NaN or finite within +-MAX_MAGNITUDE; -1 otherwise. */
+static int plausible(const double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(v[i]) && !(fabs(v[i]) <= MAX_MAGNITUDE)) return -1;
+    return 0;
+}
+
 /* An n x n matrix of numbers, or -1. */
 static int read_matrix(hid_t g, const char *name, int n, double (*m)[G])
 {
     double flat[G * G];
     size_t d[2];
-    if (h5_read_doubles(g, name, flat, G * G, d) != 0 || d[0] != (size_t)n || d[1] != (size_t)n) return -1;
+    if (h5_read_doubles(g, name, flat, G * G, d) != 0 || d[0] != (size_t)n || d[1] != (size_t)n ||
+        plausible(flat, (size_t)n * (size_t)n) != 0)
+        return -1;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) m[i][j] = flat[i * n + j];
     return 0;
@@ -27,7 +41,7 @@ static int read_matrix(hid_t g, const char *name, int n, double (*m)[G])
 static int read_vector(hid_t g, const char *name, int n, double *v)
 {
     size_t d[2];
-    return h5_read_doubles(g, name, v, G, d) == 0 && d[0] == (size_t)n && d[1] == 1 ? 0 : -1;
+    return h5_read_doubles(g, name, v, G, d) == 0 && d[0] == (size_t)n && d[1] == 1 && plausible(v, (size_t)n) == 0 ? 0 : -1;
 }
 
 static int read_gpus(hid_t g, struct report_topo *t)
@@ -61,8 +75,12 @@ static int read_nics(hid_t g, struct report_topo *t)
     if (h5_read_strings(g, "nic_state", &t->nic_state[0][0], sizeof t->nic_state[0], REPORT_MAX_NICS, &got) != 0 ||
         got != (size_t)t->nnics)
         return -1;
-    if (h5_read_doubles(g, report_name_in(g, -1, "nic_rate_Gbps"), t->nic_rate_gbps, REPORT_MAX_NICS, d) != 0 || d[0] != (size_t)t->nnics) return -1;
-    if (h5_read_doubles(g, "nic_numa_node", t->nic_numa_node, REPORT_MAX_NICS, d) != 0 || d[0] != (size_t)t->nnics) return -1;
+    if (h5_read_doubles(g, report_name_in(g, -1, "nic_rate_Gbps"), t->nic_rate_gbps, REPORT_MAX_NICS, d) != 0 ||
+        d[0] != (size_t)t->nnics || plausible(t->nic_rate_gbps, d[0]) != 0)
+        return -1;
+    if (h5_read_doubles(g, "nic_numa_node", t->nic_numa_node, REPORT_MAX_NICS, d) != 0 || d[0] != (size_t)t->nnics ||
+        plausible(t->nic_numa_node, d[0]) != 0)
+        return -1;
     return 0;
 }
 
@@ -87,11 +105,13 @@ int report_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen
         goto done;
     }
     if (t->ngpus > 0 && read_gpus(g, t) != 0) {
-        snprintf(err, errlen, "damaged: /system/topology's link matrix or GPU list is missing or not %d GPUs", t->ngpus);
+        snprintf(err, errlen, "damaged: /system/topology's link matrix or GPU list is missing, not %d GPUs, or holds a "
+                 "number that is infinite or past 1e9", t->ngpus);
         goto done;
     }
     if (read_nics(g, t) != 0) {
-        snprintf(err, errlen, "damaged: /system/topology's network adapters cannot be read");
+        snprintf(err, errlen, "damaged: /system/topology's network adapters cannot be read, or a rate or NUMA node is "
+                 "infinite or past 1e9");
         goto done;
     }
     if (h5_exists(g, report_name_in(g, -1, "peer_unidir_GBps"))) { /* measured: all four matrices */
@@ -99,7 +119,8 @@ int report_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen
             read_matrix(g, report_name_in(g, -1, "peer_bidir_GBps"), t->ngpus, t->bidir_gbps) != 0 ||
             read_matrix(g, report_name_in(g, -1, "peer_host_GBps"), t->ngpus, t->host_gbps) != 0 ||
             read_matrix(g, "peer_latency_us", t->ngpus, t->latency_us) != 0) {
-            snprintf(err, errlen, "damaged: /system/topology's copy matrices are not all %d x %d", t->ngpus, t->ngpus);
+            snprintf(err, errlen, "damaged: /system/topology's copy matrices are not all %d x %d finite figures",
+                     t->ngpus, t->ngpus);
             goto done;
         }
         t->has_copies = 1;

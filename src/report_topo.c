@@ -94,7 +94,9 @@ void report_topo_markdown(FILE *out, const struct report_file *files, int n)
         report_md_text(out, f->host[0] ? f->host : "an unnamed host");
         fprintf(out, ": %d GPU%s\n\n", t->ngpus, t->ngpus == 1 ? "" : "s");
         report_md_text(out, f->path);
-        fprintf(out, ", %s; detected by ", f->created);
+        fputs(", ", out);
+        report_md_text(out, f->created);
+        fputs("; detected by ", out);
         report_md_text(out, t->source);
         fputs("\n\n", out);
         if (t->ngpus > 0) md_links(out, t);

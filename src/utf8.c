@@ -1,6 +1,7 @@
 /* utf8.c — well-formed UTF-8 out of any bytes (utf8.h). */
 #include "utf8.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The length of the well-formed sequence that starts at s (1 to 4), or 0 when s does
@@ -54,4 +55,27 @@ int utf8_valid(const char *s)
         p += n;
     }
     return 1;
+}
+
+size_t utf8_next(const char *s, unsigned *cp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    const size_t n = sequence_length(p);
+    static const unsigned lead_bits[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+    if (n == 0) {
+        *cp = 0xFFFD;
+        return 1;
+    }
+    unsigned v = p[0] & lead_bits[n];
+    for (size_t i = 1; i < n; i++) v = v << 6 | (p[i] & 0x3F);
+    *cp = v;
+    return n;
+}
+
+int utf8_is_control(unsigned cp) { return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F); }
+
+char *utf8_control_text(unsigned cp, char *buf)
+{
+    snprintf(buf, 5, "\\x%02x", cp & 0xFF);
+    return buf;
 }
