@@ -279,17 +279,20 @@ def test_no_damaged_file_crashes_hangs_or_runs_a_command_and_every_changed_figur
 
 @pytest.mark.parametrize("form", [[], ["--compare"], ["--format", "csv"], ["--format", "json"], ["--doc", "out.md"]])
 def test_a_file_without_checksums_is_reported_with_a_note(corpus, tmp_path, form):
-    """One note on stderr per file without checksums, in every form of the report and
-    for every kind of file; the tables as they were, the exit status 0."""
+    """One note on stderr per file without checksums written before dpscale sealed its
+    files (schema 5 and older: a copy of each kind from results/), in every form of the
+    report; the tables as they were, the exit status 0."""
     files, good = corpus
-    names = [GOOD] + [f"{kind}.h5" for kind in ("run", "comm", "topo", "projection")]
+    old = {kind: p for label, p in files for kind in ("run", "comm", "topo") if f"({kind}, schema " in label
+           and int(label.rsplit(" ", 1)[1][:-1]) < 6}
+    names = [GOOD] + [f"{kind}.h5" for kind in sorted(old)]
     out = {}
     for sealed in (True, False):
         d = tmp_path / ("sealed" if sealed else "unsealed")
         d.mkdir()
         shutil.copy(good, d / GOOD)
         for name in names[1:]:
-            shutil.copy(next(p for label, p in files if label == f"new {name[:-3]}"), d / name)
+            shutil.copy(old[name[:-3]], d / name)
             if not sealed:
                 with edit_h5(d / name):  # the checksums dropped, nothing else
                     pass
@@ -303,6 +306,22 @@ def test_a_file_without_checksums_is_reported_with_a_note(corpus, tmp_path, form
             f"in it could change a figure unnoticed; seal a copy you trust with `dpscale seal {name}`"
             for name in names[1:]]), p.stderr
     assert out[True] == out[False]  # the note is beside the tables, never in them
+
+
+def test_a_new_file_without_checksums_is_refused(corpus, tmp_path):
+    """dpscale has sealed every file of schema 6 and later as it wrote it: one without
+    checksums lost them, and is named, of every kind."""
+    files, good = corpus
+    names = [f"{kind}.h5" for kind in ("run", "comm", "topo", "projection")]
+    shutil.copy(good, tmp_path / GOOD)
+    for name in names:
+        shutil.copy(next(p for label, p in files if label == f"new {name[:-3]}"), tmp_path / name)
+        with h5py.File(tmp_path / name, "r+") as f:
+            del f.attrs["checksums"], f.attrs["checksum_algorithm"]
+    p = subprocess.run([BINARY, "report", GOOD, *names], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert [l.split(": corrupt: ")[0] for l in p.stderr.splitlines() if "it has no checksums, yet" in l] == \
+        [f"dpscale: error: {name}" for name in names], p.stderr
 
 
 def test_a_fifo_or_a_device_is_named_and_never_opened(corpus, tmp_path):
