@@ -30,6 +30,13 @@ check_counts() {
     done
 }
 
+# Preemption (scancel, a time limit): on SIGTERM, Open MPI's mpirun waits
+# odls_base_sigkill_timeout (1 s by default) before it passes the signal on to the ranks,
+# then as long again before SIGKILL. dpscale finishes a result file's write that a
+# SIGTERM interrupts before it acts on it, which can take longer than 1 s for a large
+# file; 10 s each stays inside Slurm's default KillWait (30 s). Other MPIs ignore it.
+export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10}
+
 # The repository: DPSCALE_HOME, else the folder sbatch was called from (Slurm runs
 # a copy of the script from its spool folder, so the script's own path is no guide).
 # DPSCALE may name another binary; by default bin/dpscale there.
