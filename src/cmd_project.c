@@ -453,12 +453,13 @@ static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, cons
 }
 
 /* A result file to read, opened read-only; a FIFO or a device is refused first (HDF5
- * would block on one). H5I_INVALID_HID when it cannot be opened. */
-static hid_t open_result(const char *path)
+ * would block on one). H5I_INVALID_HID when it cannot be opened, with why. */
+static hid_t open_result(const char *path, char *why, size_t len)
 {
-    char why[512];
-    if (safe_file_check_input(path, "result file", why, sizeof why) != 0) return H5I_INVALID_HID;
-    return H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (safe_file_check_input(path, "result file", why, len) != 0) return H5I_INVALID_HID;
+    const hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) snprintf(why, len, "%s cannot be opened as HDF5; give a dpscale result file", path);
+    return f;
 }
 
 /* --interference-from: other result files' measured interference and imbalance. -1 when
@@ -467,9 +468,8 @@ static int read_calibrations(const char *const *paths, int n, int terms_from, st
                              size_t errlen)
 {
     for (int k = 0; k < n; k++) {
-        hid_t f = open_result(paths[k]);
+        hid_t f = open_result(paths[k], err, errlen);
         if (f < 0) {
-            snprintf(err, errlen, "is not a regular file readable as HDF5; give a dpscale result file");
             return k;
         }
         const int rc = read_source(f, &cal[k], terms_from, err, errlen);
@@ -610,10 +610,11 @@ int cmd_project(int argc, char **argv)
         }
         comm = NULL;
     }
-    hid_t rf = open_result(result);
-    hid_t cf = comm != NULL ? open_result(comm) : H5I_INVALID_HID;
+    char why[600];
+    hid_t rf = open_result(result, why, sizeof why);
+    hid_t cf = rf >= 0 && comm != NULL ? open_result(comm, why, sizeof why) : H5I_INVALID_HID;
     if (rf < 0 || (comm != NULL && cf < 0)) {
-        fprintf(stderr, "dpscale: error: project: %s is not a regular file readable as HDF5; give a dpscale result file\n", rf < 0 ? result : comm);
+        fprintf(stderr, "dpscale: error: project: %s\n", why);
         if (rf >= 0) H5Fclose(rf);
         if (cf >= 0) H5Fclose(cf);
         free(sysd);

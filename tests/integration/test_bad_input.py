@@ -273,6 +273,6 @@ def test_a_fifo_named_as_an_input_file_is_refused_without_hanging(tmp_path, outd
         p = subprocess.run([str(BINARY), "project", "--system",
                             str(os.path.join(os.path.dirname(__file__), "../../configs/systems/a100-sxm-8.ini")),
                             str(pipe)], capture_output=True, text=True, timeout=30)
-        assert p.returncode == 2 and f"{pipe} is not a regular file readable as HDF5" in p.stderr, p.stderr
+        assert p.returncode == 2 and f"result file {pipe} is a FIFO (named pipe), not a file" in p.stderr, p.stderr
         return
     assert p.returncode != 0 and f"{what} {pipe} is a FIFO (named pipe), not a file" in p.stderr, p.stderr

@@ -108,7 +108,7 @@ def test_files_of_the_wrong_kind_are_named(tmp_path):
     p = project(RESULTS / "h200x2-issue12/G-gpt2-small-nvlink.h5", "--system", bad)
     assert p.returncode == 2 and str(bad) in p.stderr and "as many busbw_gbps as sizes_mib" in p.stderr, p.stderr
     p = project(tmp_path / "none.h5", "--comm", NVLINK)
-    assert p.returncode == 2 and "cannot be opened" in p.stderr, p.stderr
+    assert p.returncode == 2 and f"cannot open result file {tmp_path / 'none.h5'}: No such file" in p.stderr, p.stderr
 
 
 def test_a_projection_file_is_its_own_and_the_report_says_projected(tmp_path):
