@@ -17,6 +17,11 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_120,code=[sm_120,compute_120]
 PYTHON ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3)
 MPIRUN ?= mpirun
+# The integration tests in parallel (pytest-xdist), one worker a core, at most 4, each test
+# file on one worker (its module fixtures, a Slurm controller among them, start once): most of a
+# test's time is mpirun starting and ranks waiting, and the 2-core CI machine takes the
+# suite in about 6 minutes with 2 workers instead of 10 with one.
+TEST_WORKERS ?= $(shell n=$$(nproc); [ "$$n" -gt 4 ] && n=4; echo $$n)
 # Open MPI refuses root without being told, and 2 ranks on a 1-core machine without oversubscription.
 MPIRUN_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(filter 1,$(shell nproc)),--oversubscribe)
 
@@ -93,7 +98,7 @@ unit: all $(UNIT_TESTS)
 
 integration: all
 	@tools/deps.sh check tests
-	$(PYTHON) -m pytest -q tests/integration
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests/integration
 
 test: unit integration
 
@@ -113,7 +118,7 @@ clean:
 # ---- sanitizers and fuzzing ---------------------------------------------------
 #   make test-sanitize  the CPU path (CUDA=0) built with ASan + UBSan into build/sanitize/, its unit tests,
 #                       then a 2-rank integration subset (a run of mlp-tiny, gradcheck, bad configs, a report,
-#                       dpscale seal, a failed write)
+#                       dpscale seal, a failed write, and the shared-node attacks of docs/security.md)
 #   make fuzz-replay    the libFuzzer harnesses of tests/fuzz/ over their seed corpus (seconds); without
 #                       clang's libFuzzer, the same harnesses with a plain main() that feeds each file
 #   make fuzz           a longer libFuzzer session per harness (FUZZ_SECONDS each), new inputs in build/fuzz/
@@ -140,7 +145,21 @@ SAN_INTEGRATION := tests/integration/test_result_file.py \
 	tests/integration/test_report.py::test_markdown_rows_match_the_file \
 	tests/integration/test_report.py::test_bad_files_are_named_and_the_others_still_reported \
 	tests/integration/test_seal.py \
-	tests/integration/test_partial_results.py::test_a_write_that_fails_is_named_and_the_file_is_as_last_written
+	tests/integration/test_partial_results.py::test_a_write_that_fails_is_named_and_the_file_is_as_last_written \
+	tests/integration/test_divergence.py \
+	tests/integration/test_report_hostile.py \
+	tests/integration/test_heartbeat_attacks.py::test_entries_that_are_not_heartbeats_are_skipped \
+	tests/integration/test_heartbeat_attacks.py::test_truncating_a_live_heartbeat_does_not_crash \
+	tests/integration/test_heartbeat_attacks.py::test_a_forged_heartbeat_is_ignored \
+	tests/integration/test_heartbeat_attacks.py::test_no_usable_heartbeat_folder_warns_once_and_runs \
+	tests/integration/test_output_safety.py::test_a_link_or_fifo_at_the_name_or_its_claim_is_refused_before_any_training \
+	tests/integration/test_output_safety.py::test_a_link_planted_at_the_claim_between_points_is_never_written_through \
+	tests/integration/test_output_safety.py::test_a_sigterm_during_the_first_write_keeps_that_point \
+	tests/integration/test_output_safety.py::test_seal_never_writes_through_a_link_planted_at_its_copy \
+	tests/integration/test_bad_input.py::test_cr_crlf_and_lf_line_endings_are_read_alike \
+	tests/integration/test_bad_input.py::test_text_after_a_section_header_is_refused_with_its_line \
+	tests/integration/test_bad_input.py::test_an_empty_list_item_is_refused \
+	tests/integration/test_bad_input.py::test_a_fifo_named_as_an_input_file_is_refused_without_hanging
 
 .PHONY: test-sanitize fuzz fuzz-replay
 $(SAN_DIR)/%.o: %.c $(wildcard src/*.h src/models/*.h mpi/*.h comm/*.h kernels/*.h)

@@ -4,7 +4,7 @@
 #   tools/deps.sh install   install what is missing (as root), or print the apt-get line to run
 #   tools/deps.sh install fuzz   the same, and clang for make fuzz
 # Build: Open MPI, HDF5 (C library, serial), libinih, OpenBLAS, jansson (the report's JSON), pkg-config, a C compiler.
-# Tests: Python 3 with h5py, numpy, pandas and pytest (the integration tests read the HDF5 files back,
+# Tests: Python 3 with h5py, numpy, pandas, pytest and pytest-xdist (the integration tests, in parallel, read the HDF5 files back,
 # and the report's CSV and JSON through pandas),
 # Slurm and munge (a real test cluster, started as root), gnuplot (report plots).
 # Sanitizers (make test-sanitize, make fuzz-replay): gcc's ASan and UBSan runtimes, which build-essential brings.
@@ -13,7 +13,7 @@ set -euo pipefail
 
 BUILD_PKGS="build-essential pkg-config openmpi-bin libopenmpi-dev libhdf5-dev libinih-dev libopenblas-dev libopenblas-openmp-dev libjansson-dev"
 FUZZ_PKGS="clang"
-TEST_PKGS="python3 python3-h5py python3-numpy python3-pandas python3-pytest hdf5-tools slurm-wlm munge gnuplot-nox"
+TEST_PKGS="python3 python3-h5py python3-numpy python3-pandas python3-pytest python3-pytest-xdist hdf5-tools slurm-wlm munge gnuplot-nox"
 
 missing() {
     local m=()
@@ -35,6 +35,7 @@ missing() {
         [ -x "$py" ] && ! "$py" -c 'import numpy' 2>/dev/null && m+=(python3-numpy)
         [ -x "$py" ] && ! "$py" -c 'import pandas' 2>/dev/null && m+=(python3-pandas)
         [ -x "$py" ] && ! "$py" -c 'import pytest' 2>/dev/null && m+=(python3-pytest)
+        [ -x "$py" ] && ! "$py" -c 'import xdist' 2>/dev/null && m+=(python3-pytest-xdist)
         command -v h5dump >/dev/null 2>&1 || m+=(hdf5-tools)
         command -v gnuplot >/dev/null 2>&1 || m+=(gnuplot-nox)
         if [ "$(id -u)" -eq 0 ]; then # the Slurm tests run only as root
