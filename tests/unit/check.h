@@ -47,6 +47,16 @@ static int g_ntests, g_current_failed;
         }                                                                       \
     } while (0)
 
+/* Two strings equal, both shown when they are not. */
+#define CHECK_STR(got, want)                                                                          \
+    do {                                                                                              \
+        const char *got_ = (got), *want_ = (want);                                                    \
+        if (strcmp(got_, want_) != 0) {                                                               \
+            printf("    FAILED %s:%d: %s = \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #got, got_, want_); \
+            g_current_failed = 1;                                                                     \
+        }                                                                                             \
+    } while (0)
+
 static int test_main(const char *suite)
 {
     int passed = 0, failed = 0;

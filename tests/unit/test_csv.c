@@ -8,15 +8,6 @@
 #include "../../src/utf8.h"
 #include "check.h"
 
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *got_ = (got), *want_ = (want);                                                 \
-        if (strcmp(got_, want_) != 0) {                                                            \
-            printf("    FAILED %s:%d: %s = \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #got, got_, want_); \
-            g_current_failed = 1;                                                                  \
-        }                                                                                          \
-    } while (0)
-
 /* One row of text fields, as the CSV writer puts it out. */
 static char *row_of(const char *const *fields, int n)
 {

@@ -10,15 +10,6 @@
 #include "../../src/utf8.h"
 #include "check.h"
 
-#define CHECK_STR(got, want)                                                                                      \
-    do {                                                                                                          \
-        const char *got_ = (got), *want_ = (want);                                                                \
-        if (strcmp(got_, want_) != 0) {                                                                           \
-            printf("    FAILED %s:%d: %s = \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #got, got_, want_); \
-            g_current_failed = 1;                                                                                 \
-        }                                                                                                         \
-    } while (0)
-
 /* What a writer puts out for v, as a string (freed by the next call). */
 static char *written(void (*writer)(FILE *, const char *), const char *v)
 {
