@@ -7,12 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include "utf8.h"
 
 int safe_file_has_control(const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p < 0x20 || *p == 0x7f) return 1;
+    if (!utf8_valid(s)) return 1; /* a stray byte may be a C1 control (0x9b: CSI) to a terminal */
+    for (size_t n; *s; s += n) {
+        unsigned cp;
+        n = utf8_next(s, &cp);
+        if (utf8_is_control(cp)) return 1;
+    }
     return 0;
 }
 
@@ -29,68 +36,211 @@ static size_t split_folder(const char *path, char *dir, size_t len)
     return (size_t)(slash - path) + 1;
 }
 
-int safe_file_check_target(const char *path, const char *what, int may_exist, char *err, size_t errlen)
+/* The name rules every written file follows; `shown` is the path for messages. */
+static int check_name(const char *name, const char *shown, const char *what, char *err, size_t errlen)
 {
-    if (path[0] == '\0') {
+    if (shown[0] == '\0' || name[0] == '\0') {
         snprintf(err, errlen, "the %s's name is empty; give a file name", what);
         return -1;
     }
-    if (safe_file_has_control(path)) {
-        snprintf(err, errlen, "the %s's name holds a control character (a newline, a tab, ESC); choose a plain "
-                 "file name", what);
+    if (safe_file_has_control(shown)) {
+        snprintf(err, errlen, "the %s's name holds a control character (a newline, a tab, ESC) or bytes that are "
+                 "not UTF-8; choose a plain file name", what);
         return -1;
     }
-    char folder[4096];
-    const char *base = path + split_folder(path, folder, sizeof folder);
-    if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
-        snprintf(err, errlen, "%s names a folder, not a %s; give a file name", path, what);
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/') != NULL) {
+        snprintf(err, errlen, "%s names a folder, not a %s; give a file name", shown, what);
         return -1;
     }
-    struct stat st;
-    if (lstat(path, &st) != 0) {
-        if (errno == ENOENT) return 0;
-        snprintf(err, errlen, "cannot look at %s: %s; choose another %s name", path, strerror(errno), what);
-        return -1;
-    }
-    if (S_ISLNK(st.st_mode)) {
-        snprintf(err, errlen, "%s is a symbolic link, and a %s is never written through one; remove it or choose "
-                 "another name", path, what);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s exists and is not a regular file (a folder, a FIFO, a device or a socket); choose "
-                 "another %s name", path, what);
-        return -1;
-    }
-    if (!may_exist) {
-        snprintf(err, errlen, "%s already exists and is never overwritten; choose another name or move it", path);
+    if (strlen(name) + 9 > 255) { /* ".NAME.XXXXXX" must fit the file system's 255 bytes too */
+        snprintf(err, errlen, "the %s's name %s is too long (at most 246 bytes, for its temporary beside it); "
+                 "choose a shorter one", what, shown);
         return -1;
     }
     return 0;
 }
 
-int safe_file_create_temp(const char *target, char *tmp, size_t tmplen, char *err, size_t errlen)
+/* The target's kind, by fstatat without following a link. */
+static int check_at(int dirfd, const char *name, const char *shown, const char *what, int may_exist, char *err,
+                    size_t errlen)
 {
-    char dir[4096];
-    const size_t at = split_folder(target, dir, sizeof dir);
-    const int n = snprintf(tmp, tmplen, "%.*s.%s.XXXXXX", (int)at, target, target + at);
-    if (n < 0 || (size_t)n >= tmplen) {
-        snprintf(err, errlen, "the path %s is too long for a temporary beside it; choose a shorter one", target);
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, errlen, "cannot look at %s: %s; choose another %s name", shown, strerror(errno), what);
         return -1;
     }
-    /* mkostemp opens with O_CREAT|O_EXCL: it never reuses a name nor follows a link */
-    const int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create a temporary in %s: %s; choose a writable folder", dir, strerror(errno));
-        tmp[0] = '\0';
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "%s is a symbolic link, and a %s is never written through one; remove it or choose "
+                 "another name", shown, what);
         return -1;
     }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s exists and is not a regular file (a folder, a FIFO, a device or a socket); choose "
+                 "another %s name", shown, what);
+        return -1;
+    }
+    if (!may_exist) {
+        snprintf(err, errlen, "%s already exists and is never overwritten; choose another name or move it", shown);
+        return -1;
+    }
+    return 0;
+}
+
+int safe_file_check_target(const char *path, const char *what, int may_exist, char *err, size_t errlen)
+{
+    char folder[4096];
+    const size_t at = split_folder(path, folder, sizeof folder);
+    if (check_name(path + at, path, what, err, errlen) != 0) return -1;
+    const int dirfd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        snprintf(err, errlen, "cannot use the folder %s for the %s: %s; create it or choose a writable folder",
+                 folder, what, strerror(errno));
+        return -1;
+    }
+    const int rc = check_at(dirfd, path + at, path, what, may_exist, err, errlen);
+    close(dirfd);
+    return rc;
+}
+
+int safe_dir_open(struct safe_dir *d, const char *folder, char *err, size_t errlen)
+{
+    snprintf(d->path, sizeof d->path, "%s", folder[0] ? folder : ".");
+    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d->fd < 0) {
+        snprintf(err, errlen, "cannot use the folder %s: %s; create it or choose a writable folder", d->path,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int safe_dir_open_parent(struct safe_dir *d, const char *path, size_t *name_at, char *err, size_t errlen)
+{
+    char folder[4096];
+    *name_at = split_folder(path, folder, sizeof folder);
+    return safe_dir_open(d, folder, err, errlen);
+}
+
+void safe_dir_close(struct safe_dir *d)
+{
+    if (d->fd >= 0) close(d->fd);
+    d->fd = -1;
+}
+
+/* "folder/name" for messages. */
+static void shown_path(const struct safe_dir *d, const char *name, char *buf, size_t len)
+{
+    if (strcmp(d->path, ".") == 0) snprintf(buf, len, "%s", name);
+    else snprintf(buf, len, "%s%s%s", d->path, d->path[strlen(d->path) - 1] == '/' ? "" : "/", name);
+}
+
+int safe_dir_check_target(const struct safe_dir *d, const char *name, const char *what, int may_exist, char *err,
+                          size_t errlen)
+{
+    char shown[4400];
+    shown_path(d, name, shown, sizeof shown);
+    if (check_name(name, shown, what, err, errlen) != 0) return -1;
+    return check_at(d->fd, name, shown, what, may_exist, err, errlen);
+}
+
+int safe_dir_create_temp(const struct safe_dir *d, const char *name, char *tmpname, size_t len, char *err,
+                         size_t errlen)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     const mode_t mask = umask(0);
     umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) { /* mkostemp makes 0600: the target gets the mode a plain create gives */
-        snprintf(err, errlen, "cannot set the mode of %s: %s", tmp, strerror(errno));
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned char r[6];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) { /* never blocks after boot; a clock is enough then */
+            const unsigned long t = (unsigned long)getpid() * 2654435761u + (unsigned long)attempt;
+            for (int i = 0; i < 6; i++) r[i] = (unsigned char)(t >> (5 * i));
+        }
+        char suffix[7];
+        for (int i = 0; i < 6; i++) suffix[i] = letters[r[i] % (sizeof letters - 1)];
+        suffix[6] = '\0';
+        if (snprintf(tmpname, len, ".%s.%s", name, suffix) >= (int)len) {
+            snprintf(err, errlen, "the name %s is too long for a temporary beside it; choose a shorter one", name);
+            return -1;
+        }
+        /* O_EXCL: never a file that existed, never through a link */
+        const int fd = openat(d->fd, tmpname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666 & ~mask);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST) {
+            snprintf(err, errlen, "cannot create a temporary in %s: %s; choose a writable folder", d->path,
+                     strerror(errno));
+            break;
+        }
+    }
+    if (errno == EEXIST) snprintf(err, errlen, "cannot create a temporary in %s: every name tried exists", d->path);
+    tmpname[0] = '\0';
+    return -1;
+}
+
+void safe_dir_discard(const struct safe_dir *d, const char *tmpname)
+{
+    if (tmpname[0]) unlinkat(d->fd, tmpname, 0);
+}
+
+int safe_dir_commit(const struct safe_dir *d, const char *tmpname, const char *name, enum safe_file_move move,
+                    int keep_on_failure, char *err, size_t errlen)
+{
+    char shown[4400], kept[4400];
+    shown_path(d, name, shown, sizeof shown);
+    shown_path(d, tmpname, kept, sizeof kept);
+    /* the temporary is still the regular file this process made: fsync it through a
+     * descriptor that refuses a link swapped in for it */
+    const int fd = openat(d->fd, tmpname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        snprintf(err, errlen, "the temporary %s is gone or was replaced; nothing was written to %s", kept, shown);
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (fsync(fd) != 0) {
+        snprintf(err, errlen, "cannot flush %s to disk: %s; nothing was written to %s", kept, strerror(errno), shown);
         close(fd);
-        unlink(tmp);
+        unlinkat(d->fd, tmpname, 0);
+        return -1;
+    }
+    close(fd);
+    int rc;
+    if (move == SAFE_FILE_REPLACE) {
+        rc = renameat(d->fd, tmpname, d->fd, name);
+    } else { /* link fails rather than replace: a file that appeared meanwhile survives */
+        rc = linkat(d->fd, tmpname, d->fd, name, 0);
+        if (rc == 0) unlinkat(d->fd, tmpname, 0);
+    }
+    if (rc != 0) {
+        const int saved = errno;
+        if (keep_on_failure)
+            snprintf(err, errlen, "cannot create %s: %s; the complete content is kept in %s", shown, strerror(saved),
+                     kept);
+        else {
+            unlinkat(d->fd, tmpname, 0);
+            snprintf(err, errlen, "cannot create %s: %s; nothing was written", shown, strerror(saved));
+        }
+        return -1;
+    }
+    (void)fsync(d->fd);
+    return 0;
+}
+
+/* ---- the path functions, through a folder opened for the one call ------------- */
+
+int safe_file_create_temp(const char *target, char *tmp, size_t tmplen, char *err, size_t errlen)
+{
+    struct safe_dir d;
+    size_t at;
+    tmp[0] = '\0';
+    if (safe_dir_open_parent(&d, target, &at, err, errlen) != 0) return -1;
+    char name[300];
+    const int fd = safe_dir_create_temp(&d, target + at, name, sizeof name, err, errlen);
+    safe_dir_close(&d);
+    if (fd < 0) return -1;
+    if (snprintf(tmp, tmplen, "%.*s%s", (int)at, target, name) >= (int)tmplen) {
+        snprintf(err, errlen, "the path %s is too long for a temporary beside it; choose a shorter one", target);
+        close(fd);
         tmp[0] = '\0';
         return -1;
     }
@@ -140,42 +290,13 @@ void safe_file_sync_folder(const char *path)
 int safe_file_commit(const char *tmp, const char *target, enum safe_file_move move, int keep_on_failure, char *err,
                      size_t errlen)
 {
-    /* the temporary is still the regular file this process made: fsync it through a
-     * descriptor that refuses a link swapped in for it */
-    const int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-        snprintf(err, errlen, "the temporary %s is gone or was replaced; nothing was written to %s", tmp, target);
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    if (fsync(fd) != 0) {
-        snprintf(err, errlen, "cannot flush %s to disk: %s; nothing was written to %s", tmp, strerror(errno), target);
-        close(fd);
-        unlink(tmp);
-        return -1;
-    }
-    close(fd);
-    int rc;
-    if (move == SAFE_FILE_REPLACE) {
-        rc = rename(tmp, target);
-    } else { /* link() fails rather than replace: a file that appeared meanwhile survives */
-        rc = link(tmp, target);
-        if (rc == 0) unlink(tmp);
-    }
-    if (rc != 0) {
-        const int saved = errno;
-        if (keep_on_failure)
-            snprintf(err, errlen, "cannot create %s: %s; the complete content is kept in %s", target, strerror(saved),
-                     tmp);
-        else {
-            unlink(tmp);
-            snprintf(err, errlen, "cannot create %s: %s; nothing was written", target, strerror(saved));
-        }
-        return -1;
-    }
-    safe_file_sync_folder(target);
-    return 0;
+    struct safe_dir d;
+    size_t at;
+    if (safe_dir_open_parent(&d, target, &at, err, errlen) != 0) return -1;
+    const char *slash = strrchr(tmp, '/');
+    const int rc = safe_dir_commit(&d, slash != NULL ? slash + 1 : tmp, target + at, move, keep_on_failure, err, errlen);
+    safe_dir_close(&d);
+    return rc;
 }
 
 static const char *file_kind(mode_t mode)

@@ -55,6 +55,38 @@ int safe_file_check_input(const char *path, const char *what, char *err, size_t 
 int safe_file_read_text(const char *path, const char *what, size_t max_bytes, char **text, size_t *len, char *err,
                         size_t errlen);
 
+/* ---- a folder held open: what a launch writes more than once, or in steps ---------
+ * The path functions above look the folder up by name at each call, so a folder that
+ * another user renames and replaces by a link between two calls would be followed.
+ * A safe_dir holds the folder's descriptor from the moment it is checked: every name
+ * below is one component inside it (fstatat, openat, renameat, linkat, unlinkat), and
+ * a swap of the folder afterwards changes nothing dpscale writes or says. */
+struct safe_dir {
+    int fd;          /* O_RDONLY|O_DIRECTORY; -1 when closed */
+    char path[4096]; /* as given, for messages */
+};
+
+/* Opens `folder` (links in its path followed: the user named it; "" is "."). 0, or -1
+ * with the reason and the fix in err. */
+int safe_dir_open(struct safe_dir *d, const char *folder, char *err, size_t errlen);
+/* The folder of `path`, and the offset of its last component in path. */
+int safe_dir_open_parent(struct safe_dir *d, const char *path, size_t *name_at, char *err, size_t errlen);
+void safe_dir_close(struct safe_dir *d);
+/* safe_file_check_target for `name` (one component) inside d. */
+int safe_dir_check_target(const struct safe_dir *d, const char *name, const char *what, int may_exist, char *err,
+                          size_t errlen);
+/* An exclusive temporary ".<name>.XXXXXX" inside d (mode 0666 & ~umask): its
+ * descriptor, its name in tmpname; -1 with the reason in err. */
+int safe_dir_create_temp(const struct safe_dir *d, const char *name, char *tmpname, size_t len, char *err,
+                         size_t errlen);
+/* The temporary `tmpname` (closed by the caller after writing), fsync'ed and moved to
+ * `name` inside d, then d fsync'ed; failures as safe_file_commit says (a kept
+ * temporary is named by its full path in err). */
+int safe_dir_commit(const struct safe_dir *d, const char *tmpname, const char *name, enum safe_file_move move,
+                    int keep_on_failure, char *err, size_t errlen);
+/* Removes the temporary `tmpname` of d (a write given up). */
+void safe_dir_discard(const struct safe_dir *d, const char *tmpname);
+
 /* 1 when s holds a byte below 0x20 or 0x7f (a newline, a tab, ESC, BEL). */
 int safe_file_has_control(const char *s);
 

@@ -40,11 +40,12 @@ def test_an_output_folder_that_is_a_file_fails_before_any_work(tmp_path):
 
 
 def test_a_name_too_long_fails_before_any_work(outdir):
-    """253 characters pass the configuration, but NAME.tmp is over the file system's 255."""
+    """253 characters pass the configuration, but the temporary beside NAME would be over the
+    file system's 255."""
     p = dpscale(1, "run", "--config", TINY, f"--run.output_dir={outdir}", "--run.output=" + "x" * 250 + ".h5",
                 "--train.iters=100000")
     assert p.returncode == 2 and len(errors(p)) == 1, p.stderr
-    assert "File name too long" in p.stderr and list(outdir.iterdir()) == []
+    assert "is too long (at most 246 bytes, for its temporary beside it)" in p.stderr and list(outdir.iterdir()) == []
 
 
 def test_a_claim_left_by_a_dead_process_is_removed(outdir):
