@@ -135,6 +135,20 @@ static int diverged(struct session *s, const struct run_result *r, int n, int ke
     return 1;
 }
 
+/* How long the ranks wait for a result file's write before the watchdog ends the job:
+ * rank 0 builds it and the disk takes it, which no step's time bounds. With run.timeout_s
+ * set, that deadline, but at least 10 s plus the file at 100 MB/s; automatic, the
+ * start-up deadline plus the file at 10 MB/s (a slow shared file system). */
+static double write_deadline_s(const struct session *s)
+{
+    const double bytes = result_file_planned_bytes(&s->cfg, s->model);
+    if (s->cfg.timeout_s > 0) {
+        const double floor = 10.0 + bytes / 100e6;
+        return s->cfg.timeout_s > floor ? s->cfg.timeout_s : floor;
+    }
+    return WATCHDOG_START_S + bytes / 10e6;
+}
+
 #define MEMORY_HINT "lower train.batch_per_gpu (or train.global_batch), or make the model smaller"
 
 /* A sweep whose buffers do not fit is bad input: refused once, before the header,
@@ -171,18 +185,28 @@ int cmd_run(int argc, char **argv)
     int failed = 0;
     for (int i = 0; i < nruns && !failed; i++) {
         const int n = s.cfg.sweep[i];
+        /* Between the timed passes the ranks still meet in collectives (the point's
+         * communicators, the agreement after it, the result file's write): each is armed,
+         * so that a rank stopped there (on another node, where no heartbeat shows it) ends
+         * the job instead of holding it. Only a rank that waits while others run a point
+         * it is not part of waits unarmed: that takes as long as the point. */
+        watchdog_arm("point set-up");
         struct group *g = group_create(n);
         int mine = 0;
         if (g != NULL) {
             struct comm *c = session_open_comm(&s, g, 2);
             mine = train_run(&s.cfg, s.model, &s.backend, g, c, session_library_name(&s), s.launch.local_size, &runs[i]) != 0;
+            watchdog_arm("agreement after the point");
             if (!mine && s.launch.rank == 0) mine = verify_run(&s.cfg, &runs[i]) != 0;
             comm_close(c);
             group_destroy(g);
+        } else {
+            watchdog_idle();
         }
         failed = session_any_failed(mine); /* also the barrier where ranks >= n waited */
         if (!failed && diverged(&s, &runs[i], n, i)) { /* every rank of the run knows; the others learn it here */
             if (s.launch.rank == 0) stats_fill_scaling(sums, i);
+            watchdog_arm_for("result-file write", write_deadline_s(&s));
             result_file_write_diverged(&s, &out, runs, sums, i, nruns, s.stop_reason);
             for (int k = 0; k < nruns; k++) run_result_free(&runs[k]);
             free(runs);
@@ -198,10 +222,11 @@ int cmd_run(int argc, char **argv)
         }
         /* what is measured is kept: the file of the points so far, marked incomplete */
         if (!failed && i + 1 < nruns) {
-            watchdog_idle();
+            watchdog_arm_for("result-file write", write_deadline_s(&s));
             if (s.launch.rank == 0) stats_fill_scaling(sums, i + 1);
             failed = result_file_write_partial(&s, &out, runs, sums, i + 1, nruns) != 0;
         }
+        watchdog_idle();
     }
 
     if (!failed && s.launch.rank == 0) {
@@ -209,8 +234,10 @@ int cmd_run(int argc, char **argv)
         say("\n");
         table_print_scaling(stdout, sums, nruns);
     }
+    watchdog_arm_for("result-file write", write_deadline_s(&s));
     if (!failed) failed = result_file_write(&s, &out, argc, argv, runs, sums, nruns, NULL, 0) != 0;
     else result_file_abandon(&s, &out);
+    watchdog_idle();
     for (int i = 0; i < nruns; i++) run_result_free(&runs[i]);
     free(runs);
     free(sums);

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "config_internal.h"
 #include "safe_file.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -451,10 +452,21 @@ int config_load(struct config *cfg, int argc, char **argv, char *err, size_t err
 {
     if (errlen > 0) err[0] = '\0';
     const int rc = load_args(cfg, argc, argv, err, errlen);
-    /* one line whatever the input: a flag's value or a file name may hold a line break */
-    if (rc < 0)
-        for (char *p = err; *p != '\0'; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    /* one line of plain text whatever the input: a flag's value or a file name may hold a
+     * line break, a C1 control or bytes that are not UTF-8; each becomes one '?' */
+    if (rc < 0) {
+        char *out = err;
+        for (const char *p = err; *p != '\0';) {
+            unsigned cp;
+            const size_t n = utf8_next(p, &cp);
+            const int plain = !utf8_is_control(cp) && !(cp == 0xFFFD && n == 1);
+            if (plain) memmove(out, p, n);
+            else *out = '?';
+            out += plain ? n : 1;
+            p += n;
+        }
+        *out = '\0';
+    }
     return rc;
 }
 

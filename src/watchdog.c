@@ -49,6 +49,7 @@ static struct {
     int started, running, stop; /* started: the collective set-up is done (watchdog_stop's to undo) */
     pthread_mutex_t lock;
     double timeout_s; /* run.timeout_s; 0: automatic */
+    double pass_deadline_s; /* the armed pass's own deadline (watchdog_arm_for); 0: the one above */
     int rank;
     long pid;
     char host[128];
@@ -77,6 +78,7 @@ static double now_s(void) /* one clock for every process of the node */
 
 static double deadline_locked(void)
 {
+    if (W.pass_deadline_s > 0) return W.pass_deadline_s; /* a pass that set its own (watchdog_arm_for) */
     if (W.timeout_s > 0) return W.timeout_s;
     if (W.slowest_step <= 0) return WATCHDOG_START_S;
     const double d = WATCHDOG_STEP_MULTIPLE * W.slowest_step;
@@ -87,6 +89,7 @@ static void where_locked(char *buf, size_t len)
 {
     if (W.pass == NULL) snprintf(buf, len, "outside the timed passes");
     else if (W.bucket >= 0) snprintf(buf, len, "in the %s pass, step %d, bucket %d", W.pass, W.step, W.bucket);
+    else if (W.step < 0) snprintf(buf, len, "in the %s pass", W.pass); /* between steps: set-up, agreement, write */
     else snprintf(buf, len, "in the %s pass, step %d", W.pass, W.step);
 }
 
@@ -163,6 +166,7 @@ static void describe(const struct heartbeat *h, char *buf, size_t len)
 {
     if (strcmp(h->pass, "-") == 0) snprintf(buf, len, "outside the timed passes");
     else if (h->bucket >= 0) snprintf(buf, len, "in the %s pass, step %d, bucket %d", h->pass, h->step, h->bucket);
+    else if (h->step < 0) snprintf(buf, len, "in the %s pass", h->pass);
     else snprintf(buf, len, "in the %s pass, step %d", h->pass, h->step);
 }
 
@@ -532,9 +536,12 @@ void watchdog_stop(void)
     W.started = 0;
 }
 
-void watchdog_arm(const char *pass)
+void watchdog_arm(const char *pass) { watchdog_arm_for(pass, 0.0); }
+
+void watchdog_arm_for(const char *pass, double deadline_s)
 {
     pthread_mutex_lock(&W.lock);
+    W.pass_deadline_s = deadline_s;
     W.pass = pass;
     W.armed = 1;
     W.seq = 0; /* notes are counted within a pass: every rank of the run makes the pass's same ones */
@@ -571,6 +578,7 @@ void watchdog_idle(void)
 {
     pthread_mutex_lock(&W.lock);
     W.armed = 0;
+    W.pass_deadline_s = 0;
     W.pass = NULL;
     W.step = W.bucket = -1;
     W.last_note = now_s();

@@ -58,6 +58,10 @@ void watchdog_stop(void);
 
 /* Work that must end in a bounded time begins: pass `pass` (a name kept by pointer). */
 void watchdog_arm(const char *pass);
+/* The same with a deadline of its own for this pass (deadline_s > 0), instead of
+ * run.timeout_s or the automatic one: the collectives between sweep points and around
+ * a result file's write, which are not steps. */
+void watchdog_arm_for(const char *pass, double deadline_s);
 /* Where this rank is: step of the pass (counted from 0), bucket being reduced (-1: none). */
 void watchdog_note(int step, int bucket);
 /* This rank enters the collective just noted (a library call may block inside it,

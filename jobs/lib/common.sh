@@ -16,7 +16,8 @@ die() {
 
 # Counts that the scripts compute with, checked before any of them reaches bash
 # arithmetic: inside $(( )) bash evaluates a variable's text as an expression, and an
-# expression can run a command (NTASKS='a[$(touch /tmp/x)1]'). Only plain digits pass.
+# expression can run a command (NTASKS='a[$(touch /tmp/x)1]'). Only plain digits pass, and
+# never 0: each is a count of tasks, nodes or CPUs, and 0 divides or loops forever.
 COUNT_VARIABLES="NTASKS NP SLURM_NTASKS SLURM_JOB_NUM_NODES SLURM_CPUS_ON_NODE SLURM_CPUS_PER_TASK SLURM_NTASKS_PER_NODE"
 # Each job script checks them all once it has sourced this file; the functions below
 # check what they use again, for scripts that call them alone.
@@ -25,8 +26,8 @@ check_counts() {
     local name value
     for name in "$@"; do
         value=${!name:-}
-        [ -z "$value" ] || [[ $value =~ ^(0|[1-9][0-9]{0,8})$ ]] ||
-            die "$name='$value' is not a whole number: give digits only, e.g. $name=8"
+        [ -z "$value" ] || [[ $value =~ ^[1-9][0-9]{0,8}$ ]] ||
+            die "$name='$value' is not a count: give a whole number of at least 1, in digits only, e.g. $name=8"
     done
 }
 

@@ -242,11 +242,21 @@ def test_a_count_that_is_not_digits_never_reaches_bash_arithmetic(tmp_path, scri
     e.update({"DPSCALE_HOME": str(ROOT), "OUTDIR": str(tmp_path), name: f"a[$(touch {planted})1]"})
     p = subprocess.run(["bash", ROOT / script], env=e, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert not planted.exists(), f"{script} ran the command inside {name}"
-    assert p.returncode == 2 and f"{name}='a[$(touch" in p.stderr and "is not a whole number" in p.stderr, \
+    assert p.returncode == 2 and f"{name}='a[$(touch" in p.stderr and "is not a count" in p.stderr, \
         (p.returncode, p.stderr[-500:])
 
 
-@pytest.mark.parametrize("value", ["08", "-1", "1e3", " 4", "4 ", "0x10"])
-def test_counts_are_plain_decimal_digits(value):
+@pytest.mark.parametrize("value", ["08", "-1", "1e3", " 4", "4 ", "0x10", "0"])
+def test_counts_are_plain_decimal_digits_of_at_least_one(value):
     p = common("cpus_per_task 2", SLURM_CPUS_ON_NODE=value)
-    assert p.returncode == 2 and "is not a whole number" in p.stderr, (value, p.stdout, p.stderr)
+    assert p.returncode == 2 and "is not a count" in p.stderr, (value, p.stdout, p.stderr)
+
+
+@pytest.mark.parametrize("name", ["SLURM_NTASKS", "SLURM_JOB_NUM_NODES"])
+def test_a_zero_count_stops_the_multinode_job_at_once(tmp_path, name):
+    """0 tasks looped forever in the sweep's doubling, 0 nodes divided by zero."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    e.update({"DPSCALE_HOME": str(ROOT), "SLURM_NTASKS": "2", "SLURM_JOB_NUM_NODES": "1", name: "0"})
+    p = subprocess.run(["bash", ROOT / "jobs/multinode.sh"], env=e, capture_output=True, text=True, timeout=30,
+                       cwd=tmp_path)
+    assert p.returncode == 2 and f"{name}='0' is not a count" in p.stderr, p.stderr

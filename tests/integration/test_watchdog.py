@@ -139,3 +139,33 @@ def test_a_stopped_rank_keeps_the_sweep_points_done(outdir):
     assert sorted(f.name for f in outdir.iterdir()) == ["r.h5"]
     with h5py.File(outdir / "r.h5") as f:
         assert (f.attrs["complete"], f.attrs["points_completed"], f.attrs["points_planned"]) == (0, 1, 2)
+
+
+def test_a_rank_stopped_between_points_without_heartbeats_ends_the_job(outdir):
+    """No node-local heartbeats (a rank of another node looks the same): a rank stopped
+    after the first point's file is written, while the others set the next point up,
+    is found by their own deadline, not waited for forever."""
+    env = mpi_env({"DPSCALE_HEARTBEAT_DIR": "/nonexistent/dpscale", "DPSCALE_WRITE_FAULT": "pause:2"})
+    cmd = ["mpirun", "-np", "2", "-x", "DPSCALE_HEARTBEAT_DIR", "-x", "DPSCALE_WRITE_FAULT", str(BINARY), "run",
+           "--config", str(TINY), f"--run.output_dir={outdir}", "--run.output=t.h5", "--run.sweep=1,2",
+           f"--run.timeout_s={TIMEOUT_S}"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not any(n.startswith(".t.h5.") for n in os.listdir(outdir)) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the first point's write, held 2 s
+        pids = rank_pids(p.pid)
+        assert 1 in pids, f"rank 1 not found: {pids}"
+        os.kill(pids[1], signal.SIGSTOP)
+        start = time.monotonic()
+        _, err = p.communicate(timeout=TIMEOUT_S + 40)
+        elapsed = time.monotonic() - start
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode != 0 and elapsed < 2 + TIMEOUT_S + 15, (p.returncode, elapsed, err[-1500:])
+    lines = error_lines(err)
+    assert len(lines) == 1 and "no progress for" in lines[0] and "in the point set-up pass" in lines[0], err
+    with h5py.File(outdir / "t.h5", "r") as f:
+        assert f.attrs["points_completed"] == 1 and f.attrs["complete"] == 0
