@@ -28,27 +28,69 @@
 #define MAX_CALIBRATIONS 8
 #define NSETTINGS 8
 
-/* a dataset of doubles, whole (NULL when absent); *n its element count */
-static double *read_doubles(hid_t loc, const char *name, size_t *n, hsize_t dims[3], int *rank)
+/* A dataset of figures, whole: NULL when absent, or NULL with the reason in err (when err
+ * is still "") when it is not what dpscale writes: 1 to max_rank dimensions, none empty,
+ * numbers that are finite and not negative (times, sizes, counts). dims: its extent,
+ * padded with 1s to 3; *n its element count. A damaged dataset is one line naming it,
+ * never a read past a buffer sized by another dataset's shape. */
+#define READ_MAX_ELEMENTS ((size_t)1 << 27) /* 1 GiB of doubles: more iterations x ranks than any run */
+static double *read_doubles(hid_t loc, const char *name, int max_rank, size_t *n, hsize_t dims[3], char *err,
+                            size_t errlen)
 {
     if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return NULL;
-    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT), sp = H5Dget_space(d);
-    hsize_t dd[3] = {1, 1, 1};
-    const int r = H5Sget_simple_extent_dims(sp, dd, NULL);
+    char where[200] = "?", why[96] = "";
+    H5Iget_name(loc, where, sizeof where);
+    const hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    const hid_t sp = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID, ty = d >= 0 ? H5Dget_type(d) : H5I_INVALID_HID;
+    const int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    const H5T_class_t cls = ty >= 0 ? H5Tget_class(ty) : H5T_NO_CLASS;
+    hsize_t dd[H5S_MAX_RANK] = {1, 1, 1};
     size_t count = 1;
-    for (int i = 0; i < r; i++) count *= dd[i];
-    double *v = malloc(count * sizeof *v);
-    CHECK_ALLOC(v);
-    if (H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) {
-        free(v);
-        v = NULL;
+    double *v = NULL;
+    if (r < 0) snprintf(why, sizeof why, "cannot be read");
+    else if (cls != H5T_FLOAT && cls != H5T_INTEGER) snprintf(why, sizeof why, "does not hold numbers");
+    else if (r < 1 || r > max_rank)
+        snprintf(why, sizeof why, "has %d dimensions; it must have 1 to %d", r, max_rank);
+    else if (H5Sget_simple_extent_dims(sp, dd, NULL) != r) snprintf(why, sizeof why, "cannot be read");
+    for (int i = 0; why[0] == '\0' && i < r; i++) {
+        if (dd[i] == 0) snprintf(why, sizeof why, "is empty (dimension %d is 0)", i + 1);
+        else if (dd[i] > READ_MAX_ELEMENTS / count) snprintf(why, sizeof why, "has more than %zu elements", READ_MAX_ELEMENTS);
+        else count *= (size_t)dd[i];
     }
-    H5Sclose(sp);
-    H5Dclose(d);
+    if (why[0] == '\0') {
+        v = malloc(count * sizeof *v);
+        CHECK_ALLOC(v);
+        if (H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) snprintf(why, sizeof why, "cannot be read");
+        for (size_t i = 0; why[0] == '\0' && i < count; i++)
+            if (!isfinite(v[i]) || v[i] < 0)
+                snprintf(why, sizeof why, "holds %g at element %zu; it must hold finite figures from 0", v[i], i);
+    }
+    if (ty >= 0) H5Tclose(ty);
+    if (sp >= 0) H5Sclose(sp);
+    if (d >= 0) H5Dclose(d);
+    if (why[0] != '\0') {
+        if (err[0] == '\0') snprintf(err, errlen, "damaged: %s/%s %s", where, name, why);
+        free(v);
+        return NULL;
+    }
     *n = count;
-    if (dims != NULL) memcpy(dims, dd, sizeof dd);
-    if (rank != NULL) *rank = r;
+    if (dims != NULL) memcpy(dims, dd, 3 * sizeof *dd);
     return v;
+}
+
+/* 0 when the datasets a and b have the same extent, else -1 with why in err */
+static int same_shape(hid_t loc, const char *a, const hsize_t da[3], const char *b, const hsize_t db[3], char *err,
+                      size_t errlen)
+{
+    if (da[0] == db[0] && da[1] == db[1] && da[2] == db[2]) return 0;
+    char where[200] = "?";
+    H5Iget_name(loc, where, sizeof where);
+    if (err[0] == '\0')
+        snprintf(err, errlen, "damaged: %s/%s is [%llu x %llu x %llu], but %s is [%llu x %llu x %llu]; they must be "
+                 "the same iterations x ranks", where, a, (unsigned long long)da[0], (unsigned long long)da[1],
+                 (unsigned long long)da[2], b, (unsigned long long)db[0], (unsigned long long)db[1],
+                 (unsigned long long)db[2]);
+    return -1;
 }
 
 
@@ -183,12 +225,11 @@ static void settings_differ(const struct source *a, const struct source *b, char
  * forward runs at higher clocks (2 x H200: up to 16 % faster through host memory); a
  * latency-bound step's forward waits on its rank's launches. Not for ZeRO-1, whose
  * forward also waits for the all-gathers (not a term of this model). */
-static double forward_change(hid_t gn, double forward_1gpu_s)
+static double forward_change(hid_t gn, double forward_1gpu_s, char *err, size_t errlen)
 {
     size_t n;
     hsize_t df[3];
-    int r;
-    double *fw = read_doubles(gn, "forward_s", &n, df, &r);
+    double *fw = read_doubles(gn, "forward_s", 2, &n, df, err, errlen);
     const double change = fw != NULL && forward_1gpu_s > 0 ? median_of_max(fw, df[0], df[1]) / forward_1gpu_s - 1.0 : 0.0;
     free(fw);
     return change;
@@ -245,27 +286,51 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
     read_settings(f, src); /* before the runs: ZeRO-1 decides the forward term */
     hid_t g = H5Gopen2(f, src->where, H5P_DEFAULT), n1 = H5Gopen2(g, "n1", H5P_DEFAULT);
     size_t n;
-    hsize_t d[3];
-    int r;
-    double *fw = read_doubles(n1, "forward_s", &n, d, &r);
-    double *bw = read_doubles(n1, "backward_s", &n, d, &r);
-    double *up = read_doubles(n1, "update_s", &n, d, &r);
-    double *st = read_doubles(n1, "step_s", &n, d, &r);
-    const hsize_t iters = d[0];
-    size_t nb;
-    double *elems = read_doubles(n1, "bucket_elements", &nb, NULL, NULL);
-    if (fw == NULL || bw == NULL || up == NULL || st == NULL || elems == NULL) {
+    hsize_t d[3], dfw[3], dbw[3], dup[3], dnb[3];
+    err[0] = '\0';
+    double *fw = read_doubles(n1, "forward_s", 2, &n, dfw, err, errlen);
+    double *bw = read_doubles(n1, "backward_s", 2, &n, dbw, err, errlen);
+    double *up = read_doubles(n1, "update_s", 2, &n, dup, err, errlen);
+    double *st = read_doubles(n1, "step_s", 2, &n, d, err, errlen);
+    const hsize_t iters = d[0], ranks1 = d[1];
+    size_t nb = 0;
+    double *elems = read_doubles(n1, "bucket_elements", 1, &nb, dnb, err, errlen);
+    if (err[0] == '\0' && (fw == NULL || bw == NULL || up == NULL || st == NULL || elems == NULL))
         snprintf(err, errlen, "%s/n1 lacks forward_s, backward_s, update_s, step_s or bucket_elements: not a run file", src->where);
+    if (err[0] == '\0') {
+        /* each is [iterations x ranks]: one read with another's row count would run past it */
+        same_shape(n1, "forward_s", dfw, "step_s", d, err, errlen);
+        same_shape(n1, "backward_s", dbw, "step_s", d, err, errlen);
+        same_shape(n1, "update_s", dup, "step_s", d, err, errlen);
+    }
+    if (err[0] != '\0') {
+        free(fw), free(bw), free(up), free(st), free(elems);
+        H5Gclose(n1), H5Gclose(g);
         return -1;
     }
-    src->prof.forward_s = median_of_max(fw, iters, 1);
-    src->prof.backward_s = median_of_max(bw, iters, 1);
-    src->prof.update_left_s = median_of_max(up, iters, 1);
-    src->step1_s = median_of_max(st, iters, 1);
+    src->prof.forward_s = median_of_max(fw, iters, ranks1);
+    src->prof.backward_s = median_of_max(bw, iters, ranks1);
+    src->prof.update_left_s = median_of_max(up, iters, ranks1);
+    src->step1_s = median_of_max(st, iters, ranks1);
+    double elements = 0;
+    for (size_t k = 0; k < nb; k++) elements += elems[k];
+    const struct report_figure time = {0, 0, 1e6}, step = {0, 1, 1e6}, tflops = {0, 0, 1e5}, count = {0, 1, 1e15};
     if (H5Aexists(n1, "peak_tflops") > 0) {
         hid_t a = H5Aopen(n1, "peak_tflops", H5P_DEFAULT);
-        H5Aread(a, H5T_NATIVE_DOUBLE, &src->peak_tflops);
-        H5Aclose(a);
+        if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &src->peak_tflops) < 0) src->peak_tflops = NAN;
+        if (a >= 0) H5Aclose(a);
+    }
+    /* the figures the projection is made of, as the report checks its own: a file sealed
+     * after it was changed reads as sealed */
+    if (report_check_figure("the 1-GPU run's median forward_s", src->prof.forward_s, time, err, errlen) != 0 ||
+        report_check_figure("the 1-GPU run's median backward_s", src->prof.backward_s, time, err, errlen) != 0 ||
+        report_check_figure("the 1-GPU run's median update_s", src->prof.update_left_s, time, err, errlen) != 0 ||
+        report_check_figure("the 1-GPU run's median step_s", src->step1_s, step, err, errlen) != 0 ||
+        report_check_figure("the 1-GPU run's bucket_elements in all", elements, count, err, errlen) != 0 ||
+        report_check_figure("the 1-GPU run's peak_tflops", src->peak_tflops, tflops, err, errlen) != 0) {
+        free(fw), free(bw), free(up), free(st), free(elems);
+        H5Gclose(n1), H5Gclose(g);
+        return -1;
     }
     hid_t sys = H5Gopen2(f, "system", H5P_DEFAULT);
     h5_attr_str(sys, "device_name", src->device, sizeof src->device);
@@ -282,9 +347,17 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
         double b = 0;
         H5Aread(a, H5T_NATIVE_DOUBLE, &b);
         H5Aclose(a);
-        src->batch_per_rank = (int)b;
+        src->batch_per_rank = isfinite(b) && b >= 1 && b <= REPORT_MAX_COUNT ? (int)b : 0;
+        if (src->batch_per_rank == 0 || src->batch_per_rank != b)
+            snprintf(err, errlen, "damaged: /config train.batch_per_gpu is %g; it must be a whole number from 1 to %d", b,
+                     REPORT_MAX_COUNT);
     }
     H5Gclose(cfg);
+    if (err[0] != '\0') {
+        free(fw), free(bw), free(up), free(st), free(elems);
+        H5Gclose(n1), H5Gclose(g);
+        return -1;
+    }
     const double per = strcmp(ar, "compute") == 0 && (strcmp(prec, "bf16") == 0 || strcmp(prec, "fp16") == 0) ? 2 : 4;
     src->prof.nbuckets = (int)nb;
     src->prof.overlap = strcmp(overlap, "off") != 0;
@@ -294,9 +367,20 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
     CHECK_ALLOC(src->ready);
     double total = 0;
     for (size_t k = 0; k < nb; k++) total += (src->bytes[k] = elems[k] * per);
-    size_t nr;
-    double *ready = read_doubles(n1, "bucket_ready_compute_only_s", &nr, d, &r);
-    src->ready_measured = ready != NULL && nr == iters * nb;
+    size_t nr = 0;
+    hsize_t dr[3];
+    double *ready = read_doubles(n1, "bucket_ready_compute_only_s", 3, &nr, dr, err, errlen);
+    if (ready != NULL && (dr[0] != iters || nr != iters * nb) && err[0] == '\0')
+        snprintf(err, errlen, "damaged: %s/n1/bucket_ready_compute_only_s holds %zu figures; %llu iterations x %zu "
+                 "buckets expected", src->where, nr, (unsigned long long)iters, nb);
+    if (err[0] != '\0') {
+        free(fw), free(bw), free(up), free(st), free(elems), free(ready);
+        free(src->bytes), free(src->ready);
+        src->bytes = src->ready = NULL;
+        H5Gclose(n1), H5Gclose(g);
+        return -1;
+    }
+    src->ready_measured = ready != NULL;
     double cum = 0, *col = malloc(iters * sizeof(double));
     CHECK_ALLOC(col);
     for (size_t k = 0; k < nb; k++) {
@@ -318,32 +402,44 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
     struct names ns;
     list_groups(g, ".", &ns);
     int largest = 0;
-    for (int i = 0; i < ns.n; i++) {
-        const int N = atoi(ns.name[i] + 1);
-        if (ns.name[i][0] != 'n' || N < 2 || src->nmeasured == MAX_GROUPS) continue;
+    for (int i = 0; i < ns.n && err[0] == '\0'; i++) {
+        const long N = is_count_group(ns.name[i]) ? strtol(ns.name[i] + 1, NULL, 10) : 0;
+        if (N < 2 || N > REPORT_MAX_COUNT || src->nmeasured == MAX_GROUPS) continue;
         hid_t gn = H5Gopen2(g, ns.name[i], H5P_DEFAULT);
-        double *s = read_doubles(gn, "step_s", &n, d, &r);
+        double *s = read_doubles(gn, "step_s", 2, &n, d, err, errlen);
         if (s != NULL) {
             size_t na;
             hsize_t dn[3];
-            double *alone = read_doubles(gn, "allreduce_alone_s", &na, dn, &r);
+            double *alone = read_doubles(gn, "allreduce_alone_s", 2, &na, dn, err, errlen);
             const double alone_s = alone != NULL ? median_of_max(alone, dn[0], dn[1]) : NAN;
             free(alone);
+            const double step_n = median_of_max(s, d[0], d[1]);
+            if (err[0] == '\0' && step_n <= 0)
+                snprintf(err, errlen, "damaged: %s/%s/step_s has a median of 0 s", src->where, ns.name[i]);
             src->measured_alone_s[src->nmeasured] = alone_s;
-            src->measured_n[src->nmeasured] = N;
-            src->measured_eff[src->nmeasured++] = src->step1_s / median_of_max(s, d[0], d[1]);
-            if (terms_from > 0 ? N == terms_from : N > largest) {
+            src->measured_n[src->nmeasured] = (int)N;
+            src->measured_eff[src->nmeasured++] = src->step1_s / step_n;
+            if (err[0] == '\0' && (terms_from > 0 ? N == terms_from : N > largest)) {
                 size_t m2;
-                hsize_t d2[3];
-                double *b = read_doubles(gn, "backward_s", &m2, d2, &r);
-                double *cb = read_doubles(gn, "compute_only_backward_s", &m2, d2, &r);
-                double *co = read_doubles(gn, "compute_only_s", &m2, d2, &r);
-                if (cb == NULL && b != NULL) { /* schema 2: forward and backward of the compute-only pass together,
-                                                * less the real pass's forward */
-                    double *fb = read_doubles(gn, "compute_only_fwd_bwd_s", &m2, d2, &r);
-                    double *fr = read_doubles(gn, "forward_s", &m2, d2, &r);
-                    double *up = read_doubles(gn, "update_s", &m2, d2, &r);
-                    if (fb != NULL && fr != NULL) {
+                hsize_t d2[3], dc[3], dx[3];
+                double *b = read_doubles(gn, "backward_s", 2, &m2, d2, err, errlen);
+                double *cb = read_doubles(gn, "compute_only_backward_s", 2, &m2, dc, err, errlen);
+                double *co = read_doubles(gn, "compute_only_s", 2, &m2, dx, err, errlen);
+                if (cb != NULL) same_shape(gn, "compute_only_backward_s", dc, "backward_s", d2, err, errlen);
+                if (co != NULL && b != NULL) same_shape(gn, "compute_only_s", dx, "backward_s", d2, err, errlen);
+                if (cb == NULL && b != NULL && err[0] == '\0') { /* schema 2: forward and backward of the compute-only
+                                                                  * pass together, less the real pass's forward */
+                    hsize_t df[3], dr[3], du[3];
+                    double *fb = read_doubles(gn, "compute_only_fwd_bwd_s", 2, &m2, df, err, errlen);
+                    double *fr = read_doubles(gn, "forward_s", 2, &m2, dr, err, errlen);
+                    double *up = read_doubles(gn, "update_s", 2, &m2, du, err, errlen);
+                    if (fb != NULL) same_shape(gn, "compute_only_fwd_bwd_s", df, "backward_s", d2, err, errlen);
+                    if (fr != NULL) same_shape(gn, "forward_s", dr, "backward_s", d2, err, errlen);
+                    if (up != NULL) same_shape(gn, "update_s", du, "backward_s", d2, err, errlen);
+                    m2 = (size_t)(d2[0] * d2[1]);
+                    if (err[0] != '\0') {
+                        /* refused below */
+                    } else if (fb != NULL && fr != NULL) {
                         for (size_t e = 0; e < m2; e++) fb[e] -= fr[e];
                         cb = fb, fb = NULL;
                         src->interference_approx = "schema 2: its compute-only backward is its forward and backward "
@@ -356,8 +452,8 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
                     }
                     free(fb), free(fr), free(up);
                 }
-                if (b != NULL && cb != NULL && co != NULL) {
-                    largest = N;
+                if (err[0] == '\0' && b != NULL && cb != NULL && co != NULL) {
+                    largest = (int)N;
                     src->interference = median_of_max(b, d2[0], d2[1]) / median_of_max(cb, d2[0], d2[1]) - 1.0;
                     src->interference_share = 0.0;
                     if (!isnan(alone_s) && src->prof.overlap)
@@ -371,13 +467,27 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
                     src->imbalance_s = median_of_max(co, d2[0], d2[1]) - stats_percentile(mean, (int)d2[0], 50);
                     free(mean);
                     src->forward_measured = src->interference_approx == NULL && strcmp(src->settings[6], "on") != 0;
-                    src->forward_interference = src->forward_measured ? forward_change(gn, src->prof.forward_s) : 0.0;
+                    src->forward_interference =
+                        src->forward_measured ? forward_change(gn, src->prof.forward_s, err, errlen) : 0.0;
+                    const struct report_figure ratio = {0, 0, 1e6}, share = {0, 0, 1.0};
+                    if (err[0] == '\0') /* err says which, when one is not */
+                        (void)(report_check_figure("the measured interference + 1", src->interference + 1.0, ratio, err,
+                                                   errlen) != 0 ||
+                               report_check_figure("the measured forward change + 1", src->forward_interference + 1.0,
+                                                   ratio, err, errlen) != 0 ||
+                               report_check_figure("the measured imbalance", src->imbalance_s, ratio, err, errlen) != 0 ||
+                               report_check_figure("the measured share of backward beside communication",
+                                                   src->interference_share, share, err, errlen) != 0);
                 }
                 free(b), free(cb), free(co);
             }
             free(s);
         }
         H5Gclose(gn);
+    }
+    if (err[0] != '\0') {
+        H5Gclose(g);
+        return -1;
     }
     src->interference_from = largest;
     H5Gclose(g);
@@ -389,6 +499,7 @@ static int read_curves(hid_t f, struct allreduce_curve *c, int max, char *where,
 {
     struct group_paths gp;
     struct names ns;
+    err[0] = '\0';
     library_paths(f, "collectives", &gp);
     for (int j = 0; j < gp.n; j++) {
         const char *q = gp.path[j];
@@ -396,27 +507,48 @@ static int read_curves(hid_t f, struct allreduce_curve *c, int max, char *where,
         int nc = 0;
         for (int k = 0; k < ns.n && nc < max; k++) {
             hid_t g = H5Gopen2(f, q, H5P_DEFAULT), gn = H5Gopen2(g, ns.name[k], H5P_DEFAULT);
-            size_t n, nt;
-            hsize_t d[3];
-            int r;
-            double *sz = read_doubles(gn, "size_bytes", &n, NULL, NULL), *t = read_doubles(gn, "time_s", &nt, d, &r);
+            size_t n = 0, nt = 0;
+            hsize_t ds[3], d[3];
+            double *sz = NULL, *t = NULL;
+            const long gpus = is_count_group(ns.name[k]) ? strtol(ns.name[k] + 1, NULL, 10) : 0;
+            if (gpus >= 1 && gpus <= REPORT_MAX_COUNT) {
+                sz = read_doubles(gn, "size_bytes", 1, &n, ds, err, errlen);
+                t = read_doubles(gn, "time_s", 2, &nt, d, err, errlen);
+            }
+            if (sz != NULL && t != NULL && err[0] == '\0' && d[0] != n)
+                snprintf(err, errlen, "damaged: %s/%s/time_s has %llu rows for %zu size_bytes; one row per size", q,
+                         ns.name[k], (unsigned long long)d[0], n);
+            for (size_t s = 1; sz != NULL && err[0] == '\0' && s < n; s++)
+                if (sz[s] <= sz[s - 1])
+                    snprintf(err, errlen, "damaged: %s/%s/size_bytes do not ascend (%g after %g)", q, ns.name[k], sz[s],
+                             sz[s - 1]);
+            if (err[0] != '\0') {
+                free(sz), free(t);
+                H5Gclose(gn);
+                H5Gclose(g);
+                return -1;
+            }
             if (sz != NULL && t != NULL && n > 0 && n <= PROJECT_MAX_POINTS) {
                 struct allreduce_curve *cv = &c[nc++];
                 memset(cv, 0, sizeof *cv);
-                cv->gpus = atoi(ns.name[k] + 1);
+                cv->gpus = (int)gpus;
                 cv->nodes = 1;
                 cv->npoints = (int)n;
-                const hsize_t ranks = r == 2 ? d[1] : 1;
+                const hsize_t ranks = d[1];
                 for (size_t s = 0; s < n; s++) { /* the slowest rank's time of each size */
                     cv->size_bytes[s] = sz[s];
                     cv->time_s[s] = 0;
                     for (hsize_t rk = 0; rk < ranks; rk++)
                         if (t[s * ranks + rk] > cv->time_s[s]) cv->time_s[s] = t[s * ranks + rk];
+                    if (cv->time_s[s] <= 0 && err[0] == '\0') /* the curve is interpolated in log-log */
+                        snprintf(err, errlen, "damaged: %s/%s/time_s is 0 at %g bytes; a measured time is above 0", q,
+                                 ns.name[k], sz[s]);
                 }
             }
             free(sz), free(t);
             H5Gclose(gn);
             H5Gclose(g);
+            if (err[0] != '\0') return -1;
         }
         if (nc > 0) {
             snprintf(where, wlen, "%s", q);
@@ -452,11 +584,31 @@ static void fill_row(struct run_summary *r, int gpus, int nodes, int batch, cons
     r->efficiency = step1_s / s->step_s;
 }
 
+/* Every result file project reads is read once through the report's reader first, in a
+ * process of its own (report_read_isolated): what `dpscale report` refuses (checksums
+ * that do not match, or removed; a figure negative, infinite or past any measurement; a
+ * file that crashes the HDF5 library) is not projected either, nor copied into a
+ * freshly sealed projection file (h5out_write_projection copies /config, /system and
+ * /model from the source). 0, or -1 with "PATH: why" in err. */
+#define PROJECT_READ_TIMEOUT_S 120.0
+static int check_as_report(const char *path, char *err, size_t errlen)
+{
+    struct report_file *f = calloc(1, sizeof *f);
+    CHECK_ALLOC(f);
+    char why[700];
+    const int rc = report_read_isolated(path, f, REPORT_READ_SEALED, PROJECT_READ_TIMEOUT_S, why, sizeof why);
+    if (rc != 0) snprintf(err, errlen, "%.300s: %s", f->path[0] ? f->path : path, why);
+    report_free(f);
+    free(f);
+    return rc != 0 ? -1 : 0;
+}
+
 /* A result file to read, opened read-only; a FIFO or a device is refused first (HDF5
  * would block on one). H5I_INVALID_HID when it cannot be opened, with why. */
 static hid_t open_result(const char *path, char *why, size_t len)
 {
     if (safe_file_check_input(path, "result file", why, len) != 0) return H5I_INVALID_HID;
+    if (check_as_report(path, why, len) != 0) return H5I_INVALID_HID;
     const hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) snprintf(why, len, "%s cannot be opened as HDF5; give a dpscale result file", path);
     return f;
@@ -511,6 +663,36 @@ static struct calibration combine_calibrations(const struct source *cal, int n)
     return (struct calibration){shared > 0 ? median(ps, shared) : 0.0, median(in, n), median(im, n)};
 }
 
+/* --output's rules are dpscale run's: a name ending in .h5, without control characters,
+ * and nothing at it yet (a projection is never written over a file, nor through a link,
+ * even a dangling one). Checked before anything is read, so that a bad name costs no
+ * work; h5out_write_projection checks again as it writes. 0, or -1 with the fix in err. */
+static int check_output(const char *output, char *err, size_t errlen)
+{
+    const char *base = strrchr(output, '/');
+    base = base != NULL ? base + 1 : output;
+    const size_t len = strlen(base);
+    if (output[0] == '\0') {
+        snprintf(err, errlen, "--output is empty; give the name of a new projection file, e.g. --output=projection.h5");
+        return -1;
+    }
+    if (safe_file_has_control(output)) {
+        snprintf(err, errlen, "--output holds a control character (a newline, ESC); give a plain name ending in .h5");
+        return -1;
+    }
+    if (len <= 3 || strcmp(base + len - 3, ".h5") != 0) {
+        snprintf(err, errlen, "--output %s: a projection file's name ends in .h5 after a name of its own; e.g. "
+                 "--output=projection.h5", output);
+        return -1;
+    }
+    char why[900];
+    if (safe_file_check_target(output, "projection file", 0, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s; choose another --output", why);
+        return -1;
+    }
+    return 0;
+}
+
 static void usage(FILE *out)
 {
     if (log_rank() != 0) return; /* once per launch */
@@ -555,8 +737,8 @@ int cmd_project(int argc, char **argv)
             char *end;
             const long v = strtol(gpus_arg, &end, 10);
             if (end == gpus_arg || *end != '\0' || v < 2 || v > 1 << 20) {
-                fprintf(stderr, "dpscale: error: project: --interference-gpus '%s' is not a GPU count of 2 or more; "
-                                "give the count of the measured run to take the interference from, e.g. 2\n", gpus_arg);
+                report_message(stderr, "dpscale: error: project: --interference-gpus '%s' is not a GPU count of 2 or "
+                               "more; give the count of the measured run to take the interference from, e.g. 2", gpus_arg);
                 return EXIT_BAD_INPUT;
             }
             terms_from = (int)v;
@@ -582,7 +764,8 @@ int cmd_project(int argc, char **argv)
             return EXIT_OK;
         } else if (argv[i][0] != '-' && result == NULL) result = argv[i];
         else {
-            fprintf(stderr, "dpscale: error: project: unknown argument '%s'; usage: dpscale project RESULT.h5 --comm COMM.h5\n", argv[i]);
+            report_message(stderr, "dpscale: error: project: unknown argument '%s'; usage: dpscale project RESULT.h5 --comm "
+                           "COMM.h5", argv[i]);
             return EXIT_BAD_INPUT;
         }
     }
@@ -592,19 +775,18 @@ int cmd_project(int argc, char **argv)
                         "--comm COMM.h5 | --system SYSTEM.ini\n");
         return EXIT_BAD_INPUT;
     }
-    if (output != NULL && access(output, F_OK) == 0) {
-        fprintf(stderr, "dpscale: error: project: %s already exists and is never overwritten; choose another --output\n",
-                output);
+    char err[1024];
+    if (output != NULL && check_output(output, err, sizeof err) != 0) {
+        report_message(stderr, "dpscale: error: project: %s", err);
         return EXIT_BAD_INPUT;
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    char err[512];
     struct system_desc *sysd = NULL;
     if (system != NULL) {
         sysd = calloc(1, sizeof *sysd);
         CHECK_ALLOC(sysd);
         if (system_read(system, sysd, err, sizeof err) != 0) {
-            fprintf(stderr, "dpscale: error: project: %s\n", err);
+            report_message(stderr, "dpscale: error: project: %s", err);
             free(sysd);
             return EXIT_BAD_INPUT;
         }
@@ -614,7 +796,7 @@ int cmd_project(int argc, char **argv)
     hid_t rf = open_result(result, why, sizeof why);
     hid_t cf = rf >= 0 && comm != NULL ? open_result(comm, why, sizeof why) : H5I_INVALID_HID;
     if (rf < 0 || (comm != NULL && cf < 0)) {
-        fprintf(stderr, "dpscale: error: project: %s\n", why);
+        report_message(stderr, "dpscale: error: project: %s", why);
         if (rf >= 0) H5Fclose(rf);
         if (cf >= 0) H5Fclose(cf);
         free(sysd);
@@ -627,21 +809,21 @@ int cmd_project(int argc, char **argv)
     struct source cal[MAX_CALIBRATIONS];
     memset(cal, 0, sizeof cal);
     if (read_source(rf, &src, calibration == NULL ? terms_from : 0, err, sizeof err) != 0) {
-        fprintf(stderr, "dpscale: error: project: %s: %s\n", result, err);
+        report_message(stderr, "dpscale: error: project: %s: %s", result, err);
         rc = EXIT_BAD_INPUT;
     } else if (calibration == NULL && terms_from > 0 && measured_terms && src.interference_from != terms_from) {
-        fprintf(stderr, "dpscale: error: project: %s has no %d-GPU run with a compute-only pass to measure interference "
-                        "by; give --interference-gpus a count it ran\n", result, terms_from);
+        report_message(stderr, "dpscale: error: project: %s has no %d-GPU run with a compute-only pass to measure "
+                       "interference by; give --interference-gpus a count it ran", result, terms_from);
         rc = EXIT_BAD_INPUT;
     } else if ((bad_cal = read_calibrations(calibrations, ncal, terms_from, cal, err, sizeof err)) >= 0) {
-        fprintf(stderr, "dpscale: error: project: --interference-from %s: %s\n", calibrations[bad_cal], err);
+        report_message(stderr, "dpscale: error: project: --interference-from %s: %s", calibrations[bad_cal], err);
         rc = EXIT_BAD_INPUT;
     } else if (sysd != NULL) {
         nc = sysd->ncurves;
         for (int i = 0; i < nc; i++) curves[i] = sysd->curves[i].curve;
         snprintf(where, sizeof where, "%s: %s", sysd->name, sysd->gpu);
     } else if ((nc = read_curves(cf, curves, MAX_GROUPS, where, sizeof where, err, sizeof err)) < 0) {
-        fprintf(stderr, "dpscale: error: project: %s: %s\n", comm, err);
+        report_message(stderr, "dpscale: error: project: %s: %s", comm, err);
         rc = EXIT_BAD_INPUT;
     }
     /* the compute on another GPU: scaled by the ratio of peak TFLOP/s, and said so */
@@ -651,8 +833,8 @@ int cmd_project(int argc, char **argv)
         const int fp32 = strcmp(src.precision, "fp32") == 0 || strcmp(src.precision, "tf32") == 0;
         const double target = fp32 ? sysd->peak_tflops_fp32 : sysd->peak_tflops_bf16;
         if (src.peak_tflops <= 0 || target <= 0 || strcmp(src.precision, "tf32") == 0) {
-            fprintf(stderr, "dpscale: error: project: no peak TFLOP/s to scale the compute from %s to %s in %s; give a "
-                            "%s with peak_tflops_%s\n", src.device, sysd->gpu, src.precision, system, fp32 ? "fp32" : "bf16");
+            report_message(stderr, "dpscale: error: project: no peak TFLOP/s to scale the compute from %s to %s in %s; "
+                           "give a %s with peak_tflops_%s", src.device, sysd->gpu, src.precision, system, fp32 ? "fp32" : "bf16");
             rc = EXIT_BAD_INPUT;
         } else {
             scale = src.peak_tflops / target;
@@ -662,9 +844,11 @@ int cmd_project(int argc, char **argv)
         }
     }
     if (rc == EXIT_OK) {
-        printf("projection of %s (%s/n1) onto the allreduce curves of %s (%s)\n", result, src.where,
+        /* every text from a file or the catalog goes out escaped (report_message): a device name
+         * or a curve's source with ESC or BEL in it never drives the terminal */
+        report_message(stdout, "projection of %s (%s/n1) onto the allreduce curves of %s (%s)", result, src.where,
                comm != NULL ? comm : system, where);
-        printf("  %s\n", compute_note);
+        report_message(stdout, "  %s", compute_note);
         printf("  1-GPU step %.3f ms: forward %.3f, backward %.3f, update left %.3f; %d buckets, overlap %s, ready times %s\n",
                src.step1_s * 1e3, src.prof.forward_s * 1e3, src.prof.backward_s * 1e3, src.prof.update_left_s * 1e3,
                src.prof.nbuckets, src.prof.overlap ? "on" : "off", src.ready_measured ? "measured (bucket_ready_compute_only_s)"
@@ -687,17 +871,18 @@ int cmd_project(int argc, char **argv)
             if (ncal > 1) snprintf(by, sizeof by, "the median over the multi-GPU runs of %d --interference-from files", ncal);
             else snprintf(by, sizeof by, "measured by %.100s's %d-GPU run", calibration, cal[0].interference_from);
             if (per_share > 0.0)
-                printf("  interference %.3f x the share of backward with communication beside it, imbalance %.3f ms: "
-                       "%s; forward as at 1 GPU\n", per_share, src.imbalance_s * 1e3, by);
+                report_message(stdout, "  interference %.3f x the share of backward with communication beside it, "
+                               "imbalance %.3f ms: %s; forward as at 1 GPU", per_share, src.imbalance_s * 1e3, by);
             else
-                printf("  interference %.3f (backward) and imbalance %.3f ms: %s; forward as at 1 GPU\n",
+                report_message(stdout, "  interference %.3f (backward) and imbalance %.3f ms: %s; forward as at 1 GPU",
                        src.interference, src.imbalance_s * 1e3, by);
             for (int k = 0; k < ncal; k++) {
                 char differ[400];
                 settings_differ(&src, &cal[k], differ, sizeof differ);
                 if (differ[0])
-                    printf("  NOTE: the calibration %s ran with other communication settings (%s): its interference "
-                           "may not carry over; calibrate with a run of the same settings\n", calibrations[k], differ);
+                    report_message(stdout, "  NOTE: the calibration %s ran with other communication settings (%s): its "
+                                   "interference may not carry over; calibrate with a run of the same settings",
+                                   calibrations[k], differ);
             }
         } else if (src.interference_from > 0) {
             char fwd[96];
@@ -752,7 +937,7 @@ int cmd_project(int argc, char **argv)
         for (int i = 0; i < nc; i++) fputs(alone_note[i], stdout);
         free(alone_note);
         for (int i = 0; sysd != NULL && i < nc; i++)
-            printf("  %d GPUs (%d node%s): %s%s%s\n", curves[i].gpus, curves[i].nodes, curves[i].nodes > 1 ? "s" : "",
+            report_message(stdout, "  %d GPUs (%d node%s): %s%s%s", curves[i].gpus, curves[i].nodes, curves[i].nodes > 1 ? "s" : "",
                    sysd->curves[i].source, sysd->curves[i].derived[0] ? "; DERIVED: " : "", sysd->curves[i].derived);
         printf("efficiency = the projected 1-GPU step (%.3f ms) / the projected N-GPU step; measured = the file's own run\n",
                one.step_s * 1e3);
@@ -764,10 +949,10 @@ int cmd_project(int argc, char **argv)
                 src.ready_measured ? "measured (bucket_ready_compute_only_s)" : "assumed: spread over backward in proportion to the bytes",
                 src.interference, src.imbalance_s * scale, rows, nc + 1, &csrc[0][0]};
             if (h5out_write_projection(output, &hp, err, sizeof err) != 0) {
-                fprintf(stderr, "dpscale: error: project: %s\n", err);
+                report_message(stderr, "dpscale: error: project: %s", err);
                 rc = EXIT_FAILURE_RUN;
             } else {
-                printf("wrote %s\n", output);
+                report_message(stdout, "wrote %s", output);
             }
         }
         free(rows);

@@ -1,8 +1,13 @@
 /* systems.c — reading a catalog entry (systems.h) with libinih: [system] and one
- * [curve.<label>] section per GPU count, sizes in MiB and busbw in GB/s. */
+ * [curve.<label>] section per GPU count, sizes in MiB and busbw in GB/s. As strict as
+ * the config reader (config_ini.c): the file is handed to libinih one line at a time,
+ * so that every refusal names its line; a key, a section or a number this reader does
+ * not know is refused rather than read as 0, and text (a curve's source) that would
+ * reach a terminal raw (ESC, BEL, bytes that are not UTF-8) is refused at the line. */
 #include "systems.h"
 
 #include <ini.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,65 +15,300 @@
 #include "config.h"
 #include "safe_file.h"
 
+#define SYSTEM_MAX_FILE_BYTES (1 << 20) /* a catalog entry is a page of text */
+
 struct reading {
+    const char *path;
+    const char *next, *end; /* the file, read whole; the line handed out next */
+    int line;               /* the line libinih's handler sees */
+    int failed_line;        /* the first refused line (0: none) */
     struct system_desc *s;
     double busbw[SYSTEM_MAX_CURVES][PROJECT_MAX_POINTS];
     int nbusbw[SYSTEM_MAX_CURVES];
+    unsigned seen[SYSTEM_MAX_CURVES + 1]; /* keys set per section ([system] last): a duplicate is refused */
     char section[64];
-    int cur;   /* the curve being read, -1 outside one */
-    char err[256];
+    int cur; /* the curve being read, -1 in [system] */
+    char err[512];
 };
 
-/* "1, 4, 16" into v; the count, or -1 past max or on a bad number */
-static int parse_list(const char *text, double *v, int max)
+/* 1 when s is well-formed UTF-8 without C1 controls (U+0080..U+009F: CSI is one) */
+static int utf8_printable(const unsigned char *s, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        const unsigned c = s[i];
+        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (n == 0 || i + n > len) return 0;
+        unsigned cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+        for (size_t k = 1; k < n; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return 0;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* overlong forms are not UTF-8 */
+        if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f)) return 0;
+        i += n;
+    }
+    return 1;
+}
+
+/* A "[section] more" line: libinih takes the section and drops the rest unseen. */
+static int section_has_trailing_text(const char *line, size_t len)
+{
+    const char *close = memchr(line, ']', len);
+    if (close == NULL) return 0; /* no header at all: libinih's syntax error says so */
+    for (const char *p = close + 1; p < line + len; p++) {
+        if (*p == ';' || *p == '#') return 0;
+        if (*p != ' ' && *p != '\t') return 1;
+    }
+    return 0;
+}
+
+/* libinih's reader hook: one line per call (config_ini.c's, for a catalog entry), its
+ * control characters and encoding checked first, comments included: an editor shows
+ * neither an ESC nor a stray Latin-1 byte. */
+static char *line_reader(char *str, int num, void *stream)
+{
+    struct reading *r = stream;
+    if (r->next >= r->end || r->failed_line != 0) return NULL;
+    const char *line = r->next, *eol = line;
+    while (eol < r->end && *eol != '\n' && *eol != '\r') eol++;
+    const size_t text_len = (size_t)(eol - line);
+    if (eol < r->end) eol += eol[0] == '\r' && eol + 1 < r->end && eol[1] == '\n' ? 2 : 1;
+    r->next = eol;
+    r->line++;
+    for (size_t i = 0; i < text_len; i++) {
+        const unsigned char c = (unsigned char)line[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            snprintf(r->err, sizeof r->err, "%s:%d: a control character (byte 0x%02x) at column %zu; a catalog entry is "
+                     "plain text", r->path, r->line, c, i + 1);
+            r->failed_line = r->line;
+            return NULL;
+        }
+    }
+    if (!utf8_printable((const unsigned char *)line, text_len)) {
+        snprintf(r->err, sizeof r->err, "%s:%d: bytes that are not UTF-8 text (or a C1 control); save the file as UTF-8",
+                 r->path, r->line);
+        r->failed_line = r->line;
+        return NULL;
+    }
+    const char *start = line;
+    while (start < line + text_len && (*start == ' ' || *start == '\t')) start++;
+    if (start < line + text_len && (*start == ';' || *start == '#')) { /* a comment: of any length */
+        snprintf(str, (size_t)num, "\n");
+        return str;
+    }
+    const size_t keep = (size_t)(line + text_len - start);
+    if (num < 3 || keep > (size_t)num - 3) {
+        snprintf(r->err, sizeof r->err, "%s:%d: a line of %zu characters; at most %d are read per line (comments may be "
+                 "longer)", r->path, r->line, text_len, num - 3);
+        r->failed_line = r->line;
+        return NULL;
+    }
+    if (*start == '[' && section_has_trailing_text(start, keep)) {
+        snprintf(r->err, sizeof r->err, "%s:%d: text after the section header '%.*s'; a header line holds only "
+                 "[section] (and a comment after ';' or '#')", r->path, r->line, (int)(keep < 80 ? keep : 80), start);
+        r->failed_line = r->line;
+        return NULL;
+    }
+    const char *close = *start == '[' ? memchr(start, ']', keep) : NULL;
+    if (close != NULL) { /* libinih calls no handler for a header: an unknown one is named at its own line */
+        const size_t n = (size_t)(close - start - 1);
+        const int known = (n == 6 && memcmp(start + 1, "system", 6) == 0) || (n > 6 && memcmp(start + 1, "curve.", 6) == 0);
+        if (!known) {
+            snprintf(r->err, sizeof r->err, "%s:%d: unknown section [%.*s]; accepted sections: [system] and "
+                     "[curve.<label>] (configs/systems/README.md)", r->path, r->line, (int)(n < 60 ? n : 60), start + 1);
+            r->failed_line = r->line;
+            return NULL;
+        }
+    }
+    memcpy(str, start, keep);
+    str[keep] = '\n';
+    str[keep + 1] = '\0';
+    return str;
+}
+
+/* What each key takes. Ranges: what a catalog figure can be, with room (a GPU's peak
+ * TFLOP/s, a bus bandwidth in GB/s), so that a typo of three orders of magnitude or a
+ * sign is refused instead of projected. */
+enum key_kind { CAT_TEXT, CAT_INT, CAT_NUMBER, CAT_LIST };
+struct catalog_key {
+    const char *name;
+    int in_curve; /* 0: [system], 1: [curve.*] */
+    enum key_kind kind;
+    double least, most; /* numbers: inclusive; CAT_TEXT: most = the longest text */
+    int positive;       /* numbers must be above least, not equal to it */
+};
+static const struct catalog_key catalog_keys[] = {
+    {"name", 0, CAT_TEXT, 1, sizeof(((struct system_desc *)0)->name) - 1, 0},
+    {"description", 0, CAT_TEXT, 0, 400, 0},
+    {"gpu", 0, CAT_TEXT, 1, sizeof(((struct system_desc *)0)->gpu) - 1, 0},
+    {"gpus_per_node", 0, CAT_INT, 1, 1024, 0},
+    {"peak_tflops_bf16", 0, CAT_NUMBER, 0, 1e5, 1},
+    {"peak_tflops_fp32", 0, CAT_NUMBER, 0, 1e5, 1},
+    {"interconnect", 0, CAT_TEXT, 0, sizeof(((struct system_desc *)0)->interconnect) - 1, 0},
+    {"date", 0, CAT_TEXT, 0, 40, 0},
+    {"gpus", 1, CAT_INT, 2, 1 << 20, 0},
+    {"nodes", 1, CAT_INT, 1, 1 << 16, 0},
+    {"sizes_mib", 1, CAT_LIST, 0, 1 << 20, 1},  /* up to 1 TiB a message */
+    {"busbw_gbps", 1, CAT_LIST, 0, 1e5, 1},     /* 100 TB/s: far above any link */
+    {"latency_us", 1, CAT_NUMBER, 0, 1e7, 0},   /* read, and not used: the busbw holds the per-call cost */
+    {"source", 1, CAT_TEXT, 1, SYSTEM_TEXT - 1, 0},
+    {"derived", 1, CAT_TEXT, 0, SYSTEM_TEXT - 1, 0},
+};
+#define NKEYS (sizeof catalog_keys / sizeof catalog_keys[0])
+
+static void accepted_keys(int in_curve, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NKEYS && used < len; i++)
+        if (catalog_keys[i].in_curve == in_curve)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", catalog_keys[i].name);
+}
+
+static void describe_accepted(const struct catalog_key *k, char *buf, size_t len)
+{
+    if (k->kind == CAT_TEXT)
+        snprintf(buf, len, "text of %.0f to %.0f bytes", k->least, k->most);
+    else if (k->kind == CAT_INT)
+        snprintf(buf, len, "a whole number from %.0f to %.0f", k->least, k->most);
+    else
+        snprintf(buf, len, "%s %s %g and at most %g", k->kind == CAT_LIST ? "numbers separated by commas, each" : "a number",
+                 k->positive ? "above" : "from", k->least, k->most);
+}
+
+/* One number, the whole of text: finite, in the key's range. 0, or -1. */
+static int parse_number(const char *text, const struct catalog_key *k, double *v)
+{
+    char *end;
+    const double x = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(x) || x > k->most || (k->positive ? x <= k->least : x < k->least))
+        return -1;
+    if (k->kind == CAT_INT && x != floor(x)) return -1;
+    for (const char *p = text; *p; p++) /* hex and exponents read as whole numbers are not what anyone means here */
+        if (k->kind == CAT_INT && (*p < '0' || *p > '9')) return -1;
+    *v = x;
+    return 0;
+}
+
+/* "1, 4, 16" into v: the count, or -1 on a bad number, an empty item or past max */
+static int parse_list(const char *text, const struct catalog_key *k, double *v, int max)
 {
     int n = 0;
     const char *p = text;
-    while (*p != '\0') {
-        char *end;
-        const double x = strtod(p, &end);
-        if (end == p || n == max) return -1;
-        v[n++] = x;
-        p = end;
-        while (*p == ' ' || *p == ',' || *p == '\t') p++;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        const char *item = p;
+        while (*p != '\0' && *p != ',') p++;
+        const char *stop = p;
+        while (stop > item && (stop[-1] == ' ' || stop[-1] == '\t')) stop--;
+        char one[64];
+        if (stop == item || (size_t)(stop - item) >= sizeof one || n == max) return -1;
+        memcpy(one, item, (size_t)(stop - item));
+        one[stop - item] = '\0';
+        if (parse_number(one, k, &v[n]) != 0) return -1;
+        n++;
+        if (*p == '\0') return n;
+        p++; /* the comma */
     }
-    return n;
 }
 
 static int on_entry(void *user, const char *section, const char *key, const char *value)
 {
     struct reading *r = user;
     struct system_desc *s = r->s;
-    if (strcmp(section, r->section) != 0) { /* a new section */
+    char accepted[400];
+    if (r->failed_line != 0) return 0;
+    r->failed_line = r->line; /* cleared on success */
+    if (strcmp(section, r->section) != 0 || section[0] == '\0') { /* a new section */
         snprintf(r->section, sizeof r->section, "%s", section);
-        r->cur = -1;
-        if (strncmp(section, "curve.", 6) == 0) {
+        if (strcmp(section, "system") == 0) {
+            r->cur = -1;
+        } else if (strncmp(section, "curve.", 6) == 0 && section[6] != '\0') {
+            for (int i = 0; i < s->ncurves; i++) /* libinih gives no event for a header: a label met again */
+                if (strcmp(r->s->curves[i].label, section + 6) == 0) {
+                    snprintf(r->err, sizeof r->err, "%s:%d: [%s] appears twice; give each curve one section", r->path,
+                             r->line, section);
+                    return 0;
+                }
             if (s->ncurves == SYSTEM_MAX_CURVES) {
-                snprintf(r->err, sizeof r->err, "more than %d [curve.*] sections", SYSTEM_MAX_CURVES);
+                snprintf(r->err, sizeof r->err, "%s:%d: more than %d [curve.*] sections; keep at most %d", r->path,
+                         r->line, SYSTEM_MAX_CURVES, SYSTEM_MAX_CURVES);
                 return 0;
             }
             r->cur = s->ncurves++;
+            snprintf(s->curves[r->cur].label, sizeof s->curves[r->cur].label, "%.31s", section + 6);
+        } else {
+            snprintf(r->err, sizeof r->err, "%s:%d: %s%s%s; accepted sections: [system] and [curve.<label>] "
+                     "(configs/systems/README.md)", r->path, r->line, section[0] ? "unknown section [" : "'",
+                     section[0] ? section : key, section[0] ? "]" : "' is outside any section");
+            return 0;
         }
     }
-    if (strcmp(section, "system") == 0) {
-        if (strcmp(key, "name") == 0) snprintf(s->name, sizeof s->name, "%s", value);
-        else if (strcmp(key, "gpu") == 0) snprintf(s->gpu, sizeof s->gpu, "%s", value);
-        else if (strcmp(key, "interconnect") == 0) snprintf(s->interconnect, sizeof s->interconnect, "%s", value);
-        else if (strcmp(key, "gpus_per_node") == 0) s->gpus_per_node = atoi(value);
-        else if (strcmp(key, "peak_tflops_bf16") == 0) s->peak_tflops_bf16 = atof(value);
-        else if (strcmp(key, "peak_tflops_fp32") == 0) s->peak_tflops_fp32 = atof(value);
-        return 1;
+    const int in_curve = r->cur >= 0;
+    const struct catalog_key *k = NULL;
+    for (size_t i = 0; i < NKEYS && k == NULL; i++)
+        if (catalog_keys[i].in_curve == in_curve && strcmp(catalog_keys[i].name, key) == 0) k = &catalog_keys[i];
+    if (k == NULL) {
+        accepted_keys(in_curve, accepted, sizeof accepted);
+        snprintf(r->err, sizeof r->err, "%s:%d: unknown key '%.60s' in [%s]; accepted keys: %s", r->path, r->line, key,
+                 section, accepted);
+        return 0;
     }
-    if (r->cur < 0) return 1; /* other sections: not ours */
-    struct system_curve *c = &s->curves[r->cur];
-    if (strcmp(key, "gpus") == 0) c->curve.gpus = atoi(value);
-    else if (strcmp(key, "nodes") == 0) c->curve.nodes = atoi(value);
-    else if (strcmp(key, "sizes_mib") == 0) {
-        c->curve.npoints = parse_list(value, c->curve.size_bytes, PROJECT_MAX_POINTS);
-        for (int i = 0; i < c->curve.npoints; i++) c->curve.size_bytes[i] *= 1024.0 * 1024.0;
-    } else if (strcmp(key, "busbw_gbps") == 0) r->nbusbw[r->cur] = parse_list(value, r->busbw[r->cur], PROJECT_MAX_POINTS);
-    else if (strcmp(key, "source") == 0) snprintf(c->source, sizeof c->source, "%s", value);
-    else if (strcmp(key, "derived") == 0) snprintf(c->derived, sizeof c->derived, "%s", value);
+    const unsigned bit = 1u << (k - catalog_keys);
+    unsigned *seen = &r->seen[in_curve ? r->cur : SYSTEM_MAX_CURVES];
+    if (*seen & bit) {
+        snprintf(r->err, sizeof r->err, "%s:%d: duplicate key [%s] %s; keep one", r->path, r->line, section, key);
+        return 0;
+    }
+    *seen |= bit;
+    double v = 0;
+    int ok;
+    struct system_curve *c = in_curve ? &s->curves[r->cur] : NULL;
+    switch (k->kind) {
+    case CAT_TEXT: {
+        const size_t len = strlen(value);
+        ok = len >= (size_t)k->least && len <= (size_t)k->most;
+        if (!ok) break;
+        char *to = NULL;
+        if (strcmp(key, "name") == 0) to = s->name;
+        else if (strcmp(key, "gpu") == 0) to = s->gpu;
+        else if (strcmp(key, "interconnect") == 0) to = s->interconnect;
+        else if (strcmp(key, "source") == 0) to = c->source;
+        else if (strcmp(key, "derived") == 0) to = c->derived;
+        if (to != NULL) memcpy(to, value, len + 1); /* the lengths are the fields' */
+        break;
+    }
+    case CAT_INT:
+    case CAT_NUMBER:
+        ok = parse_number(value, k, &v) == 0;
+        if (!ok) break;
+        if (strcmp(key, "gpus_per_node") == 0) s->gpus_per_node = (int)v;
+        else if (strcmp(key, "peak_tflops_bf16") == 0) s->peak_tflops_bf16 = v;
+        else if (strcmp(key, "peak_tflops_fp32") == 0) s->peak_tflops_fp32 = v;
+        else if (strcmp(key, "gpus") == 0) c->curve.gpus = (int)v;
+        else if (strcmp(key, "nodes") == 0) c->curve.nodes = (int)v;
+        break;
+    case CAT_LIST:
+    default:
+        if (strcmp(key, "sizes_mib") == 0) {
+            c->curve.npoints = parse_list(value, k, c->curve.size_bytes, PROJECT_MAX_POINTS);
+            ok = c->curve.npoints > 0;
+            for (int i = 0; i < c->curve.npoints; i++) c->curve.size_bytes[i] *= 1024.0 * 1024.0;
+        } else {
+            r->nbusbw[r->cur] = parse_list(value, k, r->busbw[r->cur], PROJECT_MAX_POINTS);
+            ok = r->nbusbw[r->cur] > 0;
+        }
+        break;
+    }
+    if (!ok) {
+        char shown[64];
+        describe_accepted(k, accepted, sizeof accepted);
+        snprintf(shown, sizeof shown, "%.40s%s", value, strlen(value) > 40 ? "..." : "");
+        snprintf(r->err, sizeof r->err, "%s:%d: [%s] %s = %s is not accepted; expected %s%s", r->path, r->line, section,
+                 key, shown, accepted, k->kind == CAT_LIST ? " (at most 64)" : "");
+        return 0;
+    }
+    r->failed_line = 0;
     return 1;
 }
 
@@ -85,46 +325,53 @@ int system_read(const char *path, struct system_desc *s, char *err, size_t errle
         snprintf(err, errlen, "out of memory reading %s", path);
         return -1;
     }
+    r->path = path;
     r->s = s;
     r->cur = -1;
-    char *text = NULL, why[512] = "out of memory";
+    char *text = NULL, why[512];
     size_t len;
-    int rc = -1;
-    if (safe_file_read_text(path, "system description", 1 << 20, &text, &len, why, sizeof why) == 0) {
-        config_ini_set_line_limit();
-        rc = ini_parse_string(text, on_entry, r);
-    }
-    free(text);
-    int bad = 0;
-    if (rc < 0) {
+    int bad = 1;
+    if (safe_file_read_text(path, "system description", SYSTEM_MAX_FILE_BYTES, &text, &len, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s cannot be read (%s); give a file of configs/systems/", path, why);
-        bad = 1;
-    } else if (rc > 0 || r->err[0] != '\0') {
-        snprintf(err, errlen, "%s: line %d: %s", path, rc, r->err[0] ? r->err : "not INI");
-        bad = 1;
-    } else if (s->ncurves == 0 || s->gpu[0] == '\0') {
-        snprintf(err, errlen, "%s has no [system] gpu or no [curve.*] section; see configs/systems/README.md", path);
-        bad = 1;
+        goto done;
     }
-    for (int i = 0; i < s->ncurves && !bad; i++) {
+    r->next = text;
+    r->end = text + len;
+    config_ini_set_line_limit();
+    const int rc = ini_parse_stream(line_reader, r, on_entry, r);
+    /* the first error of the file: the reader's or the handler's, or a line libinih could not read */
+    if (rc > 0 && (r->failed_line == 0 || rc < r->failed_line)) {
+        snprintf(err, errlen, "%s:%d: syntax error; expected '[section]' or 'key = value'", path, rc);
+        goto done;
+    }
+    if (r->failed_line != 0 || rc != 0) {
+        snprintf(err, errlen, "%s", r->err[0] ? r->err : "libinih failed");
+        goto done;
+    }
+    if (s->ncurves == 0 || s->gpu[0] == '\0') {
+        snprintf(err, errlen, "%s has no [system] gpu or no [curve.*] section; see configs/systems/README.md", path);
+        goto done;
+    }
+    for (int i = 0; i < s->ncurves; i++) {
         struct allreduce_curve *c = &s->curves[i].curve;
-        if (c->gpus < 2 || c->npoints < 1 || r->nbusbw[i] != c->npoints) {
-            snprintf(err, errlen, "%s: curve %d: needs gpus >= 2 and as many busbw_gbps as sizes_mib (%d and %d)", path,
-                     i + 1, r->nbusbw[i], c->npoints);
-            bad = 1;
-            break;
+        if (c->gpus < 2 || c->npoints < 1 || r->nbusbw[i] != c->npoints || s->curves[i].source[0] == '\0') {
+            snprintf(err, errlen, "%s: [curve.%s] needs gpus (2 or more), a source, and as many busbw_gbps as sizes_mib "
+                     "(%d and %d)", path, s->curves[i].label, r->nbusbw[i], c->npoints);
+            goto done;
         }
         if (c->nodes < 1) c->nodes = 1;
         for (int k = 0; k < c->npoints; k++) {
-            if (r->busbw[i][k] <= 0 || (k > 0 && c->size_bytes[k] <= c->size_bytes[k - 1])) {
-                snprintf(err, errlen, "%s: curve of %d GPUs: sizes must ascend and busbw be positive", path, c->gpus);
-                bad = 1;
-                break;
+            if (k > 0 && c->size_bytes[k] <= c->size_bytes[k - 1]) {
+                snprintf(err, errlen, "%s: [curve.%s] sizes_mib must ascend", path, s->curves[i].label);
+                goto done;
             }
             c->time_s[k] = allreduce_time_from_busbw(c->gpus, c->size_bytes[k], r->busbw[i][k], 0.0);
         }
     }
-    if (!bad) qsort(s->curves, (size_t)s->ncurves, sizeof s->curves[0], by_gpus);
+    qsort(s->curves, (size_t)s->ncurves, sizeof s->curves[0], by_gpus);
+    bad = 0;
+done:
+    free(text);
     free(r);
     return bad ? -1 : 0;
 }

@@ -15,6 +15,7 @@ struct system_curve {
     struct allreduce_curve curve; /* time = 2 (N-1)/N S / busbw(S): busbw already holds the per-call cost */
     char source[SYSTEM_TEXT];
     char derived[SYSTEM_TEXT];    /* "" when the curve was measured */
+    char label[32];               /* <label> of its [curve.<label>] section */
 };
 
 struct system_desc {
@@ -25,7 +26,10 @@ struct system_desc {
     struct system_curve curves[SYSTEM_MAX_CURVES];
 };
 
-/* Returns 0, or -1 with a one-line reason (the file, the section and the key) in err. */
+/* Returns 0, or -1 with a one-line reason in err: "FILE:LINE: ..." naming the key and
+ * what it accepts. Unknown sections and keys, numbers that are not wholly numbers or
+ * out of their key's range, and text with control characters or not UTF-8 are refused:
+ * every text of the entry may be printed as read. */
 int system_read(const char *path, struct system_desc *s, char *err, size_t errlen);
 
 #endif
