@@ -16,11 +16,12 @@
  * A result file is data from whoever could write it: its strings are escaped for
  * each output (report_format.c, csv.c), and its figures checked as they are read
  * (report_read*.c). The names the report writes (--plot, --doc and its OUT-figs) are
- * checked before any file is read (safe_file_check_target: no link, FIFO or device
- * there, no control character in the name) and written through exclusive temporaries
- * beside them (safe_file.h), so that a link planted in a shared folder is never
- * followed. */
+ * checked before any file is read (their folder there, safe_dir_check_target: no
+ * link, FIFO or device there, no control character in the name, room for the
+ * temporary, more than an extension) and written through exclusive temporaries beside
+ * them (safe_file.h), so that a link planted in a shared folder is never followed. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -160,26 +161,41 @@ static int parse_prices(const char *list, double *price)
     return n;
 }
 
-/* 0 when `out` can be written (safe_file_check_target, and for --doc its OUT-figs):
- * checked before any file is read; -1 said on stderr. *existed: a file is there. */
+/* 0 when `out` can be written, checked before any file is read: its folder is there
+ * and is a folder (safe_dir_open), its name one a file can take (safe_dir_check_target:
+ * no link, FIFO or device there, no control character, room for the temporary beside
+ * it), more than an extension (".svg" alone would be a hidden file), and for --doc
+ * its OUT-figs nothing or a folder of this user's. -1 said on stderr. *existed: a file is there. */
 static int check_output(const char *option, const char *out, int *existed)
 {
+    static const char *const bare[] = {".svg", ".png", ".md", ".csv"};
     char err[1024];
-    struct stat st;
+    struct safe_dir d;
+    size_t at;
+    const int doc = strcmp(option, "--doc") == 0;
     const char *dot = strrchr(out, '.');
-    int rc;
-    if (strcmp(option, "--plot") == 0 && (dot == NULL || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0))) {
+    int rc = -1;
+    if (!doc && (dot == NULL || (strcmp(dot, ".png") != 0 && strcmp(dot, ".svg") != 0))) {
         snprintf(err, sizeof err, "the name must end in .png or .svg");
-        rc = -1;
-    } else {
-        rc = strcmp(option, "--doc") == 0 ? report_doc_check_targets(out, err, sizeof err)
-                                          : safe_file_check_target(out, "plot", 1, err, sizeof err);
+    } else if (safe_dir_open_parent(&d, out, &at, err, sizeof err) == 0) {
+        int only_extension = 0;
+        for (size_t i = 0; i < sizeof bare / sizeof bare[0] && !only_extension; i++)
+            if (strcmp(out + at, bare[i]) == 0) {
+                snprintf(err, sizeof err, "%s is an extension alone, which would make a hidden file; give a name "
+                         "before it (out%s)", bare[i], bare[i]);
+                only_extension = 1;
+            }
+        if (!only_extension)
+            rc = doc ? report_doc_check_targets(out, err, sizeof err)
+                     : safe_dir_check_target(&d, out + at, "plot", 1, err, sizeof err);
+        struct stat st;
+        *existed = rc == 0 && fstatat(d.fd, out + at, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        safe_dir_close(&d);
     }
     if (rc != 0) {
         report_message(stderr, "dpscale: error: %s %s: %s", option, out, err);
         return -1;
     }
-    *existed = lstat(out, &st) == 0;
     return 0;
 }
 
@@ -319,7 +335,11 @@ int cmd_report(int argc, char **argv)
     req.nbad = nbad;
     if (doc != NULL) bad |= write_doc(doc, doc_existed, argc, argv, files, ngood, &req) != 0;
     else report_write(stdout, stderr, files, ngood, &req);
-    fflush(stdout);
+    if ((fflush(stdout) != 0) | ferror(stdout)) { /* stdout a file on a full disk */
+        report_message(stderr, "dpscale: error: the tables could not be written completely to standard output "
+                               "(disk full?)");
+        bad = 1;
+    }
     if (plot != NULL) {
         char err[1024];
         struct report_file *runs = calloc(nruns > 0 ? (size_t)nruns : 1, sizeof *runs);

@@ -228,9 +228,11 @@ struct report_doc_request {
 };
 int report_doc_write(const char *out_path, FILE *warn, const struct report_file *files, int n,
                      const struct report_doc_request *req, char *err, size_t errlen);
-/* 0 when --doc OUT can be written: OUT is nothing or a regular file, its name without
- * control characters (safe_file_check_target), and OUT-figs nothing or a folder of this
- * user's, not a link; -1 with the reason in err. report_doc_write checks it too. */
+/* 0 when --doc OUT can be written: its folder is there, OUT is nothing or a regular
+ * file, its name without control characters and short enough for its temporary
+ * (safe_dir_check_target), and OUT-figs nothing or a folder of this user's, not a
+ * link; -1 with the reason in err. report_doc_write checks it too, inside the folder's
+ * descriptor that it then writes through. */
 int report_doc_check_targets(const char *out_path, char *err, size_t errlen);
 
 #endif

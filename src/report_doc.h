@@ -103,8 +103,13 @@ struct report_series {
 };
 /* Speedup and efficiency against GPU count, each with its ideal, one legend for
  * both, written to out_path (.png or .svg) through a temporary file, so that an
- * existing plot is replaced whole or not at all. Returns 0 or -1 with a message. */
+ * existing plot is replaced whole or not at all: a temporary that gnuplot did not end
+ * (a full disk) is removed, never renamed. Returns 0 or -1 with a message. */
 int report_plot_series(const char *out_path, const char *title, const struct report_series *s, int n, char *err,
                        size_t errlen);
+/* The same as `name` (one component) inside a folder held open (safe_file.h). */
+struct safe_dir;
+int report_plot_series_at(const struct safe_dir *d, const char *name, const char *title, const struct report_series *s,
+                          int n, char *err, size_t errlen);
 
 #endif

@@ -12,14 +12,19 @@
  * the document and each figure are written to a temporary file and renamed, so the
  * same command can run again and a failure leaves the previous document whole.
  *
- * Where nobody else can put a link in the way (safe_file.h): the document's
- * temporary is created exclusively beside it (never through a link, never a name
- * that was there), and OUT itself may be a regular file or nothing, never a link, a
- * FIFO or a device. OUT-figs is made with mkdir, or, when it is there, must be a
- * folder of this user's, not a link: figures are renamed into it, and a folder of
- * someone else's could be swapped for a link to any other between the check and the
- * rename. Every string from a file goes through report_md_text (report_format.c). */
+ * Where nobody else can put a link in the way (safe_file.h): OUT's folder is opened
+ * once, and everything below happens inside its descriptor. The document's temporary
+ * is created exclusively in it (never through a link, never a name that was there),
+ * and OUT itself may be a regular file or nothing, never a link, a FIFO or a device.
+ * OUT-figs is made with mkdirat, or, when it is there, must be a folder of this
+ * user's, not a link; it is then opened once (O_NOFOLLOW, checked again with fstat)
+ * and every figure is created and renamed inside that descriptor: a folder renamed
+ * and replaced by a link to another afterwards changes nothing written. A document
+ * or figure that could not be written whole (a full disk) is removed, and the one
+ * there is left as it was. Every string from a file goes through report_md_text
+ * (report_format.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,37 +233,62 @@ static void slug_of(const char *name, char *out, size_t len)
 struct figures {
     char dir[4096];  /* OUT-figs, as it is written */
     char link[4096]; /* the same, relative to the document */
+    char name[300];  /* the same, inside OUT's folder */
+    const struct safe_dir *parent; /* OUT's folder */
+    struct safe_dir held;          /* OUT-figs once made and opened (fd -1 before) */
+    int tried;                     /* opened, or failed with why */
+    char why[1024];
     int failures;
     char names[MAX_GROUPS][160];
     int nnames;
 };
 
-/* 0 when `dir` is a folder of this user's (made now, when `make` and it is not there)
- * or is not there yet; -1 with the reason in err when it is a link, not a folder, or
- * someone else's. */
-static int figures_folder(const char *dir, int make, char *err, size_t errlen)
+/* 0 when `name` in d is a folder of this user's or is not there yet; -1 with the
+ * reason in err when it is a link, not a folder, or someone else's. `shown`: its path. */
+static int figures_folder_check(const struct safe_dir *d, const char *name, const char *shown, char *err, size_t errlen)
 {
     struct stat st;
-    if (make && mkdir(dir, 0777) == 0) return 0;
-    if (make && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create %.300s: %s", dir, strerror(errno));
-        return -1;
-    }
-    if (lstat(dir, &st) != 0) {
-        if (!make && errno == ENOENT) return 0;
-        snprintf(err, errlen, "cannot look at %.300s: %s", dir, strerror(errno));
+    if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, errlen, "cannot look at %.300s: %s", shown, strerror(errno));
         return -1;
     }
     if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%.300s is %s, not the figures' folder; remove it or choose another --doc name", dir,
+        snprintf(err, errlen, "%.300s is %s, not the figures' folder; remove it or choose another --doc name", shown,
                  S_ISLNK(st.st_mode) ? "a symbolic link" : "not a folder");
         return -1;
     }
     if (st.st_uid != geteuid()) {
         snprintf(err, errlen, "%.300s belongs to another user (uid %ld), and figures are written only into a folder of "
-                 "one's own; remove it or choose another --doc name", dir, (long)st.st_uid);
+                 "one's own; remove it or choose another --doc name", shown, (long)st.st_uid);
         return -1;
     }
+    return 0;
+}
+
+/* OUT-figs made (when it is not there) and opened once, inside OUT's folder: 0, or -1
+ * with the reason in figs->why (kept: every figure says it). */
+static int figures_folder_open(struct figures *figs)
+{
+    if (figs->tried) return figs->held.fd >= 0 ? 0 : -1;
+    figs->tried = 1;
+    const struct safe_dir *d = figs->parent;
+    if (mkdirat(d->fd, figs->name, 0777) != 0 && errno != EEXIST) {
+        snprintf(figs->why, sizeof figs->why, "cannot create %.300s: %s", figs->dir, strerror(errno));
+        return -1;
+    }
+    if (figures_folder_check(d, figs->name, figs->dir, figs->why, sizeof figs->why) != 0) return -1;
+    /* O_NOFOLLOW, then fstat: what is opened is the folder just checked, or is refused */
+    struct stat st;
+    const int fd = openat(d->fd, figs->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+        snprintf(figs->why, sizeof figs->why, "%.300s changed while it was opened (%s); run the command again",
+                 figs->dir, fd < 0 ? strerror(errno) : "no longer a folder of this user's");
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    figs->held.fd = fd;
+    snprintf(figs->held.path, sizeof figs->held.path, "%s", figs->dir);
     return 0;
 }
 
@@ -270,12 +300,24 @@ static void figures_folder_of(const char *out_path, char *dir, size_t len)
     snprintf(dir, len, "%.*s-figs", (int)stem, out_path);
 }
 
+/* The document's name (one component of d) and its OUT-figs, as report_doc_check_targets says. */
+static int check_targets_in(const struct safe_dir *d, const char *name, const char *out_path, char *err, size_t errlen)
+{
+    char figs_name[300], figs_dir[4400];
+    if (safe_dir_check_target(d, name, "document", 1, err, errlen) != 0) return -1;
+    figures_folder_of(name, figs_name, sizeof figs_name);
+    figures_folder_of(out_path, figs_dir, sizeof figs_dir);
+    return figures_folder_check(d, figs_name, figs_dir, err, errlen);
+}
+
 int report_doc_check_targets(const char *out_path, char *err, size_t errlen)
 {
-    char dir[4096];
-    if (safe_file_check_target(out_path, "document", 1, err, errlen) != 0) return -1;
-    figures_folder_of(out_path, dir, sizeof dir);
-    return figures_folder(dir, 0, err, errlen);
+    struct safe_dir d;
+    size_t at;
+    if (safe_dir_open_parent(&d, out_path, &at, err, errlen) != 0) return -1;
+    const int rc = check_targets_in(&d, out_path + at, out_path, err, errlen);
+    safe_dir_close(&d);
+    return rc;
 }
 
 /* Draw the model's figure; the Markdown that shows it, or says why it is missing. */
@@ -308,9 +350,9 @@ static void figure(FILE *out, FILE *warn, struct figures *figs, const struct mod
     }
     if (figs->nnames < MAX_GROUPS) snprintf(figs->names[figs->nnames++], sizeof figs->names[0], "%s", name);
     snprintf(path, sizeof path, "%s/%s", figs->dir, name);
-    if (figures_folder(figs->dir, 1, err, sizeof err) != 0) {
-        /* said below */
-    } else if (report_plot_series(path, title, s, ns, err, sizeof err) == 0) {
+    if (figures_folder_open(figs) != 0) {
+        snprintf(err, sizeof err, "%s", figs->why);
+    } else if (report_plot_series_at(&figs->held, name, title, s, ns, err, sizeof err) == 0) {
         fputs("![speedup and efficiency against GPUs, with the ideal: ", out);
         report_md_text(out, title);
         fprintf(out, "](%s/%s)\n\n", figs->link, name);
@@ -467,21 +509,31 @@ int report_doc_write(const char *out_path, FILE *warn, const struct report_file 
     struct doc_info *infos = calloc(n > 0 ? (size_t)n : 1, sizeof *infos);
     struct model *models = calloc(MAX_GROUPS, sizeof *models);
     int group[MAX_GROUPS], ngroups = 0, rc = -1;
-    char tmp[4200];
+    char tmp[300];
     FILE *out = NULL;
-    if (infos == NULL || models == NULL) {
-        free(infos);
-        free(models);
-        snprintf(err, errlen, "out of memory for %d files", n);
-        return -1;
-    }
+    struct safe_dir parent = {.fd = -1};
+    size_t at = 0;
     memset(&figs, 0, sizeof figs);
+    figs.held.fd = -1;
     tmp[0] = '\0';
-    figures_folder_of(out_path, figs.dir, sizeof figs.dir);
-    snprintf(figs.link, sizeof figs.link, "%s", doc_base_name(figs.dir));
-    if (report_doc_check_targets(out_path, err, errlen) != 0 ||
-        (out = safe_file_create_temp_stream(out_path, tmp, sizeof tmp, err, errlen)) == NULL)
+    if (infos == NULL || models == NULL) {
+        snprintf(err, errlen, "out of memory for %d files", n);
         goto done;
+    }
+    /* OUT's folder, once: the document, OUT-figs and its figures are all inside it */
+    if (safe_dir_open_parent(&parent, out_path, &at, err, errlen) != 0) goto done;
+    figs.parent = &parent;
+    figures_folder_of(out_path, figs.dir, sizeof figs.dir);
+    figures_folder_of(out_path + at, figs.name, sizeof figs.name);
+    snprintf(figs.link, sizeof figs.link, "%s", doc_base_name(figs.dir));
+    if (check_targets_in(&parent, out_path + at, out_path, err, errlen) != 0) goto done;
+    const int fd = safe_dir_create_temp(&parent, out_path + at, tmp, sizeof tmp, err, errlen);
+    if (fd < 0) goto done;
+    if ((out = fdopen(fd, "w")) == NULL) {
+        snprintf(err, errlen, "cannot open the document's temporary: %s", strerror(errno));
+        close(fd);
+        goto done;
+    }
     for (int i = 0; i < n; i++) doc_info_of(&files[i], &infos[i]);
     /* the models: each run file joins the first group it is comparable to */
     for (int i = 0; i < n; i++) {
@@ -528,21 +580,26 @@ int report_doc_write(const char *out_path, FILE *warn, const struct report_file 
         }
         fputc('\n', out);
     }
-    if (ferror(out) | fclose(out)) {
-        out = NULL;
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+    /* a full disk shows in a write, the flush or the close: never a short document renamed over a whole one */
+    const int werr = ferror(out) | (fflush(out) != 0);
+    const int cerr = fclose(out) != 0;
+    out = NULL;
+    if (werr | cerr) {
+        snprintf(err, errlen, "the document could not be written completely (disk full?); %s is left as it was", out_path);
         goto done;
     }
-    out = NULL;
-    if (safe_file_commit(tmp, out_path, SAFE_FILE_REPLACE, 0, err, errlen) != 0) {
+    if (safe_dir_commit(&parent, tmp, out_path + at, SAFE_FILE_REPLACE, 0, err, errlen) != 0) {
         tmp[0] = '\0'; /* removed by the commit */
         goto done;
     }
+    tmp[0] = '\0';
     rc = figs.failures > 0 ? 1 : 0;
 done:
     if (out != NULL) fclose(out);
-    if (rc < 0 && tmp[0] != '\0') unlink(tmp);
-    for (int i = 0; i < n; i++) doc_free_info(&infos[i]);
+    if (tmp[0] != '\0') safe_dir_discard(&parent, tmp);
+    safe_dir_close(&figs.held);
+    safe_dir_close(&parent);
+    for (int i = 0; infos != NULL && i < n; i++) doc_free_info(&infos[i]);
     free(infos);
     free(models);
     return rc;

@@ -81,6 +81,9 @@ void report_message(FILE *out, const char *format, ...)
     if (text != line) free(text);
 }
 
+/* gnuplot's SVG terminal writes < and & of the string as entities, > as it is; the one
+ * place XML needs &gt; ("]]>") is rewritten in the SVG itself (report_plot.c), since no
+ * entity written here would reach it: gnuplot would write its & as &amp;. */
 void report_gp_text(FILE *gp, const char *v)
 {
     unsigned cp;

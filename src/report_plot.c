@@ -18,7 +18,14 @@
  * through a shell. The data go to it inline; names from the files go in quoted and
  * escaped (report_gp_text: a quote doubled, a control character as \xNN), in single
  * quotes, inside which gnuplot expands no `command` and no @macro; gnuplot's SVG
- * terminal writes < and & in them as entities itself. */
+ * terminal writes < and & in them as entities itself, but not >, and "]]>" is the one
+ * place where XML needs it: the SVG is read back and "]]>" written "]]&gt;" (gnuplot's
+ * own markup has no CDATA section that would end there), the same text to a viewer.
+ *
+ * gnuplot exits 0 after writes that failed (a full disk), so its exit status does not
+ * say that the plot is whole: the temporary is read back before it is renamed, and
+ * must end as its format ends (SVG "</svg>", PNG its IEND chunk); otherwise it is
+ * removed and the plot there is left as it was. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -27,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,16 +124,85 @@ static FILE *start_gnuplot(int out_fd, pid_t *pid, char *err, size_t errlen)
     return gp;
 }
 
-int report_plot_series(const char *out_path, const char *title, const struct report_series *s, int n, char *err, size_t errlen)
+/* "folder/name" for messages. */
+static void shown_name(const struct safe_dir *d, const char *name, char *buf, size_t len)
 {
-    const char *dot = strrchr(out_path, '.');
+    const size_t n = strlen(d->path);
+    if (strcmp(d->path, ".") == 0) snprintf(buf, len, "%s", name);
+    else snprintf(buf, len, "%s%s%s", d->path, n > 0 && d->path[n - 1] == '/' ? "" : "/", name);
+}
+
+#define MAX_PLOT_BYTES (256u << 20) /* a plot of 64 lines is some 100 KB */
+
+/* Whether the byte range ends as a whole plot of its format: an SVG with "</svg>" and
+ * whitespace after it; a PNG with its IEND chunk (length 0, "IEND", its CRC). */
+static int plot_ends_whole(const unsigned char *b, size_t len, int svg)
+{
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+    if (!svg) return len >= sizeof iend && memcmp(b + len - sizeof iend, iend, sizeof iend) == 0;
+    while (len > 0 && (b[len - 1] == '\n' || b[len - 1] == '\r' || b[len - 1] == ' ' || b[len - 1] == '\t')) len--;
+    return len >= 6 && memcmp(b + len - 6, "</svg>", 6) == 0;
+}
+
+/* The temporary `tmpname` of d (fd: gnuplot's stdout, ours to write) read back: 0 when
+ * it is a whole plot, its SVG's "]]>" rewritten "]]&gt;" through fd; -1 otherwise. */
+static int plot_finish(const struct safe_dir *d, const char *tmpname, int fd, int svg)
+{
+    struct stat mine, read_back;
+    unsigned char *b = NULL, *fixed = NULL;
+    int rc = -1;
+    /* the same file as fd: a name swapped for another file in between is not read */
+    const int in = openat(d->fd, tmpname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (in < 0 || fstat(fd, &mine) != 0 || fstat(in, &read_back) != 0 || mine.st_ino != read_back.st_ino ||
+        mine.st_dev != read_back.st_dev || !S_ISREG(mine.st_mode) || mine.st_size <= 0 ||
+        (unsigned long long)mine.st_size > MAX_PLOT_BYTES)
+        goto done;
+    const size_t len = (size_t)mine.st_size;
+    size_t got = 0;
+    if ((b = malloc(len)) == NULL) goto done;
+    while (got < len) {
+        const ssize_t k = pread(in, b + got, len - got, (off_t)got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) goto done;
+        got += (size_t)k;
+    }
+    if (!plot_ends_whole(b, len, svg)) goto done;
+    size_t nends = 0;
+    for (size_t i = 0; svg && i + 3 <= len; i++) nends += memcmp(b + i, "]]>", 3) == 0;
+    if (nends > 0) { /* a name held "]]>": XML's one place for &gt; in text */
+        if ((fixed = malloc(len + 3 * nends)) == NULL) goto done;
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (i + 3 <= len && memcmp(b + i, "]]>", 3) == 0) {
+                memcpy(fixed + k, "]]&gt;", 6);
+                k += 6;
+                i += 2;
+            } else {
+                fixed[k++] = b[i];
+            }
+        }
+        if (lseek(fd, 0, SEEK_SET) != 0 || ftruncate(fd, 0) != 0 || safe_file_write_all(fd, fixed, k) != 0) goto done;
+    }
+    rc = 0;
+done:
+    if (in >= 0) close(in);
+    free(b);
+    free(fixed);
+    return rc;
+}
+
+int report_plot_series_at(const struct safe_dir *d, const char *name, const char *title, const struct report_series *s,
+                          int n, char *err, size_t errlen)
+{
+    const char *dot = strrchr(name, '.');
     const int svg = dot != NULL && strcmp(dot, ".svg") == 0, png = dot != NULL && strcmp(dot, ".png") == 0;
-    char why[768], tmp[4200];
+    char why[768], tmp[300], shown[4400];
+    shown_name(d, name, shown, sizeof shown);
     if (!svg && !png) {
         snprintf(err, errlen, "the plot's name must end in .png or .svg");
         return -1;
     }
-    if (safe_file_check_target(out_path, "plot", 1, why, sizeof why) != 0) {
+    if (safe_dir_check_target(d, name, "plot", 1, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s", why);
         return -1;
     }
@@ -146,16 +223,16 @@ int report_plot_series(const char *out_path, const char *title, const struct rep
             counts[j] = counts[j - 1];
             counts[j - 1] = t;
         }
-    const int fd = safe_file_create_temp(out_path, tmp, sizeof tmp, why, sizeof why);
+    const int fd = safe_dir_create_temp(d, name, tmp, sizeof tmp, why, sizeof why);
     if (fd < 0) {
         snprintf(err, errlen, "%s", why);
         return -1;
     }
     pid_t pid;
-    FILE *gp = start_gnuplot(fd, &pid, err, errlen);
-    close(fd); /* gnuplot holds its own copy as its stdout */
+    FILE *gp = start_gnuplot(fd, &pid, err, errlen); /* gnuplot holds its own copy of fd as its stdout */
     if (gp == NULL) {
-        unlink(tmp);
+        close(fd);
+        safe_dir_discard(d, tmp);
         return -1;
     }
     /* gnuplot that stops early (a bad command) closes the pipe: a write then fails
@@ -188,20 +265,38 @@ int report_plot_series(const char *out_path, const char *title, const struct rep
     }
     sigaction(SIGPIPE, &before, NULL);
     if (!written || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        unlink(tmp);
+        close(fd);
+        safe_dir_discard(d, tmp);
         if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-            snprintf(err, errlen, "gnuplot failed (status %d) drawing %s", WEXITSTATUS(status), out_path);
+            snprintf(err, errlen, "gnuplot failed (status %d) drawing %s", WEXITSTATUS(status), shown);
         else if (WIFSIGNALED(status))
-            snprintf(err, errlen, "gnuplot was killed (signal %d) drawing %s", WTERMSIG(status), out_path);
+            snprintf(err, errlen, "gnuplot was killed (signal %d) drawing %s", WTERMSIG(status), shown);
         else
-            snprintf(err, errlen, "gnuplot stopped reading drawing %s", out_path);
+            snprintf(err, errlen, "gnuplot stopped reading drawing %s", shown);
         return -1;
     }
-    if (safe_file_commit(tmp, out_path, SAFE_FILE_REPLACE, 0, why, sizeof why) != 0) {
+    const int whole = plot_finish(d, tmp, fd, svg) == 0;
+    if ((close(fd) != 0) | !whole) {
+        safe_dir_discard(d, tmp);
+        snprintf(err, errlen, "the plot could not be written completely (disk full?); %s is left as it was", shown);
+        return -1;
+    }
+    if (safe_dir_commit(d, tmp, name, SAFE_FILE_REPLACE, 0, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s", why);
         return -1;
     }
     return 0;
+}
+
+int report_plot_series(const char *out_path, const char *title, const struct report_series *s, int n, char *err,
+                       size_t errlen)
+{
+    struct safe_dir d;
+    size_t at;
+    if (safe_dir_open_parent(&d, out_path, &at, err, errlen) != 0) return -1;
+    const int rc = report_plot_series_at(&d, out_path + at, title, s, n, err, errlen);
+    safe_dir_close(&d);
+    return rc;
 }
 
 int report_plot(const char *out_path, const struct report_file *files, int n, char *err, size_t errlen)

@@ -6,13 +6,19 @@ cluster's scratch) holds whatever its other users planted there.
   beside them and renamed (src/safe_file.h); gnuplot writes to its stdout, never to a
   name. Links planted at every name a temporary used to take (OUT.tmp-<pid>), at OUT
   itself or at OUT-figs never lead a write to another file.
-- An output name with a control character is refused in one line.
+- A plot, figure or document that a full disk cut short is never renamed over the one
+  there: it must end as its format ends (SVG's </svg>, PNG's IEND), or it is removed.
+- OUT-figs is opened once and every figure is written inside its descriptor: a folder
+  swapped for a link afterwards is never written through.
+- An output name with a control character, in a folder that is not there, too long
+  for its temporary, or only an extension (".svg") is refused in one line, exit 2,
+  before any file is read.
 - A file of schema 6 or later is always sealed by its writer: one without checksums,
   or with a list that is not one (wrong type, cut, not hex), is refused as corrupt,
   naming the file. Only older schemas are read unsealed, with a note.
 - Strings from a file never reach a terminal, a browser or an SVG viewer raw: control
   characters come out as \\xNN, Markdown and the document write < and & as entities,
-  the SVG is well-formed XML.
+  the SVG is well-formed XML, "]]>" in a name too.
 - Figures that no measurement gives (negative, infinite, NaN where the schema has no
   unknown, 301 digits) are refused as damage, naming the file and the field; prices
   outside 1e-06 to 1e+09 are refused with the range.
@@ -478,3 +484,135 @@ def test_a_schema_6_file_given_the_attribute_without_a_new_seal_is_refused(tmp_p
     p = report(path)
     assert p.returncode == 1 and errors(p) == [f"dpscale: error: {path}: corrupt: the checksum of / does not match its "
                                                "contents; the file was changed after it was written"], errors(p)
+
+
+# ---- a full disk ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 200 KiB tmpfs at tmp_path/small (skipped where mount is not allowed), unmounted after."""
+    small = tmp_path / "small"
+    small.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(small)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"needs mount -t tmpfs: {p.stderr.strip()}")
+    yield small
+    subprocess.run(["umount", "-l", str(small)], capture_output=True)
+
+
+def fill(folder):
+    """Every free byte of folder's file system taken by folder/fill."""
+    with open(folder / "fill", "wb", buffering=0) as f:
+        try:
+            while f.write(b"\0" * 4096):
+                pass
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("ext", [".svg", ".png"])
+def test_a_full_disk_leaves_the_previous_plot_whole(small_disk, ext):
+    plot = small_disk / f"p{ext}"
+    p = report("--plot", plot, RUN6)
+    assert p.returncode == 0, p.stderr.decode()
+    before = plot.read_bytes()
+    fill(small_disk)
+    p = report("--plot", plot, RUN6)
+    assert p.returncode == 1 and len(errors(p)) == 1 and "could not be written completely" in errors(p)[0], \
+        f"expected exit status 1 and one error line about the plot, got {p.returncode}: {p.stderr.decode()!r}"
+    assert "wrote" not in p.stderr.decode(), p.stderr.decode()
+    assert plot.read_bytes() == before, f"expected the previous plot whole, got {len(plot.read_bytes())} bytes"
+    assert sorted(os.listdir(small_disk)) == ["fill", plot.name], f"expected no temporary, got {os.listdir(small_disk)}"
+
+
+def test_a_full_disk_leaves_the_previous_document_and_figures_whole(small_disk):
+    doc = small_disk / "d.md"
+    p = report("--doc", doc, RUN6)
+    assert p.returncode == 0, p.stderr.decode()
+    figures = sorted((small_disk / "d-figs").iterdir())
+    before = {f: f.read_bytes() for f in [doc, *figures]}
+    fill(small_disk)
+    p = report("--doc", doc, RUN6)
+    assert p.returncode == 1 and errors(p) and all("could not be written completely" in e for e in errors(p)), \
+        f"expected exit status 1 and errors about incomplete writes, got {p.returncode}: {p.stderr.decode()!r}"
+    assert "wrote" not in p.stderr.decode(), p.stderr.decode()
+    for f, data in before.items():
+        assert f.read_bytes() == data, f"expected {f.name} whole, got {len(f.read_bytes())} bytes"
+    left = [n for d in (small_disk, small_disk / "d-figs") for n in os.listdir(d) if n.startswith(".")]
+    assert not left, f"expected no temporary left behind, got {left}"
+
+
+def test_tables_to_a_full_disk_exit_1(small_disk):
+    fill(small_disk)
+    with open(small_disk / "fill", "ab") as out:
+        p = subprocess.run([str(BINARY), "report", str(RUN6)], stdout=out, stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode == 1 and b"could not be written completely" in p.stderr, \
+        f"expected exit status 1 naming the short write, got {p.returncode}: {p.stderr.decode()!r}"
+
+
+# ---- "]]>" in a name ------------------------------------------------------------------------------------------
+
+
+def test_a_name_holding_the_end_of_a_cdata_section_is_still_well_formed_svg(tmp_path):
+    path = hostile_copy(RUN6, tmp_path / "r.h5", model="x]]>y", label="l]]>m")
+    plot, doc = tmp_path / "p.svg", tmp_path / "d.md"
+    p = report("--plot", plot, "--doc", doc, path)
+    assert p.returncode == 0, p.stderr.decode()
+    figures = sorted((tmp_path / "d-figs").glob("*.svg"))
+    assert figures, "expected the document's figure"
+    for svg in [plot, *figures]:
+        try:
+            root = ElementTree.parse(svg).getroot()
+        except ElementTree.ParseError as e:
+            pytest.fail(f"expected {svg.name} to be well-formed XML, got: {e}")
+        assert "x]]>y" in " ".join(root.itertext()), f"expected the model named as it is in {svg.name}"
+        if shutil.which("xmllint"):
+            lint = subprocess.run(["xmllint", "--noout", str(svg)], capture_output=True, text=True)
+            assert lint.returncode == 0, f"expected xmllint to accept {svg.name}, got: {lint.stderr}"
+
+
+# ---- the figures' folder held open ----------------------------------------------------------------------------
+
+
+def test_figures_are_written_into_the_folder_made_not_one_swapped_in_later(tmp_path):
+    """OUT-figs renamed away and replaced by a link once the report has opened it: the
+    figure lands in the folder dpscale made (now under its new name), never through the link."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    doc, figs, moved = tmp_path / "d.md", tmp_path / "d-figs", tmp_path / "moved"
+    # a gnuplot on PATH that swaps the folder while it draws, between the open and the figure's rename
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real = shutil.which("gnuplot")
+    (shim / "gnuplot").write_text(f"#!/bin/sh\n[ -L '{figs}' ] || {{ mv '{figs}' '{moved}' && ln -s '{victim}' '{figs}'; }}\n"
+                                  f"exec '{real}' \"$@\"\n")
+    (shim / "gnuplot").chmod(0o755)
+    p = report("--doc", doc, RUN6, env={"PATH": f"{shim}:{os.environ['PATH']}"})
+    assert p.returncode == 0, p.stderr.decode()
+    assert os.listdir(victim) == [], f"expected nothing written through the link, got {os.listdir(victim)}"
+    assert [f.suffix for f in moved.iterdir()] == [".svg"], f"expected the figure in the folder made, got {os.listdir(moved)}"
+
+
+# ---- output names checked at start-up ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("option,name,words", [
+    ("--plot", "nodir/x.svg", "No such file or directory"),
+    ("--doc", "nodir/x.md", "No such file or directory"),
+    ("--plot", "afile/x.svg", "Not a directory"),
+    ("--plot", "p" * 248 + ".svg", "too long"),
+    ("--doc", "d" * 245 + ".md", "too long"),
+    ("--plot", ".svg", "extension alone"),
+    ("--plot", ".png", "extension alone"),
+    ("--doc", ".md", "extension alone"),
+])
+def test_an_output_that_cannot_be_written_is_refused_before_any_file_is_read(tmp_path, option, name, words):
+    (tmp_path / "afile").write_text("")
+    missing = tmp_path / "not-there.h5"  # read, it would be named as unreadable first
+    p = report(option, tmp_path / name, missing, RUN6)
+    lines = p.stderr.decode().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"dpscale: error: {option} "), \
+        f"expected exit status 2 and one error line, got {p.returncode}: {lines}"
+    assert words in lines[0], f"expected {words!r} in {lines[0]!r}"
+    assert sorted(os.listdir(tmp_path)) == ["afile"], f"expected nothing written, got {os.listdir(tmp_path)}"
