@@ -314,7 +314,8 @@ static int read_source(hid_t f, struct source *src, int terms_from, char *err, s
     src->step1_s = median_of_max(st, iters, ranks1);
     double elements = 0;
     for (size_t k = 0; k < nb; k++) elements += elems[k];
-    const struct report_figure time = {0, 0, 1e6}, step = {0, 1, 1e6}, tflops = {0, 0, 1e5}, count = {0, 1, 1e15};
+    /* peak_tflops: NaN or 0 is unknown (a CPU, a GPU not in the table) */
+    const struct report_figure time = {0, 0, 1e6}, step = {0, 1, 1e6}, tflops = {1, 0, 1e5}, count = {0, 1, 1e15};
     if (H5Aexists(n1, "peak_tflops") > 0) {
         hid_t a = H5Aopen(n1, "peak_tflops", H5P_DEFAULT);
         if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &src->peak_tflops) < 0) src->peak_tflops = NAN;
