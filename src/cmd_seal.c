@@ -11,7 +11,10 @@
  * moment the file as it was or the file sealed, never half of either. A link, a FIFO
  * or a device given to seal is refused before anything reads it. Only the root
  * attributes `checksums` and `checksum_algorithm` are added; no value changes. No
- * MPI is needed. */
+ * MPI is needed. The file's folder is opened once (safe_dir): the look at NAME, the
+ * read (through /proc/self/fd where there is one), the copy and the rename are all
+ * inside it, so that a folder renamed and replaced by a link meanwhile is never
+ * followed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -131,10 +134,10 @@ enum seal_copy_rc { COPY_MADE = 0, COPY_NONE = -1, COPY_OURS = -2, COPY_OTHERS =
  * with the file's mode, never through a link; its identity in `st`. COPY_MADE, or
  * with the reason in err: COPY_NONE (nothing made), COPY_OURS (the partial copy is
  * ours to remove), COPY_OTHERS (tmp was there before: another seal's, left alone). */
-static int seal_copy(const char *path, const struct stat *seen, const char *tmp, struct stat *st, char *err,
-                     size_t errlen)
+static int seal_copy(const struct safe_dir *d, const char *name, const struct stat *seen, const char *tmpname,
+                     const char *tmp, struct stat *st, char *err, size_t errlen)
 {
-    const int in = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    const int in = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (in < 0 || fstat(in, st) != 0) {
         snprintf(err, errlen, "cannot read it: %s", strerror(errno));
         if (in >= 0) close(in);
@@ -158,7 +161,7 @@ static int seal_copy(const char *path, const struct stat *seen, const char *tmp,
     if (sealed == NULL) return COPY_NONE;
     /* O_EXCL: a copy of another seal's (or anything else planted there) is never
      * reused, truncated or followed */
-    const int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int out = openat(d->fd, tmpname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0) {
         const int exists = errno == EEXIST;
         snprintf(err, errlen, exists ? "%s exists: a seal of this file is running or was interrupted; remove it if none is"
@@ -178,17 +181,13 @@ static int seal_copy(const char *path, const struct stat *seen, const char *tmp,
     return rc == 0 ? COPY_MADE : COPY_OURS;
 }
 
-/* A link, a FIFO, a device or a name with a control character is refused before
+/* A link, a FIFO or a device is refused before
  * anything reads it (a FIFO would hang the read; a link would have the seal land on
  * its name, not on the file it names). 0, or -1 after saying why. */
-static int refuse_odd_file(const char *path, struct stat *seen, int *exists)
+static int refuse_odd_file(const struct safe_dir *d, const char *name, const char *path, struct stat *seen,
+                           int *exists)
 {
-    if (safe_file_has_control(path)) {
-        fprintf(stderr, "dpscale: error: a file name holds a control character (a newline, a tab, ESC); rename the "
-                        "file before sealing it\n");
-        return -1;
-    }
-    *exists = lstat(path, seen) == 0;
+    *exists = fstatat(d->fd, name, seen, AT_SYMLINK_NOFOLLOW) == 0;
     if (!*exists || S_ISREG(seen->st_mode) || S_ISDIR(seen->st_mode)) return 0; /* the report names the rest */
     if (S_ISLNK(seen->st_mode))
         fprintf(stderr, "dpscale: error: %s is a symbolic link, and a file is never sealed through one; seal the file "
@@ -199,20 +198,25 @@ static int refuse_odd_file(const char *path, struct stat *seen, int *exists)
     return -1;
 }
 
-/* One file: EXIT_OK (sealed, or already sealed and matching), EXIT_FAILURE_RUN (not
- * written), EXIT_BAD_INPUT (refused); said on stdout or stderr. */
-static int seal_one(const char *path)
+/* One file, `name` inside the folder d (`path` for messages): EXIT_OK (sealed, or
+ * already sealed and matching), EXIT_FAILURE_RUN (not written), EXIT_BAD_INPUT
+ * (refused); said on stdout or stderr. */
+static int seal_in(const struct safe_dir *d, const char *name, const char *path)
 {
     struct stat seen, st;
     int exists = 0;
-    if (refuse_odd_file(path, &seen, &exists) != 0) return EXIT_BAD_INPUT;
+    if (refuse_odd_file(d, name, path, &seen, &exists) != 0) return EXIT_BAD_INPUT;
     struct report_file *f = calloc(1, sizeof *f);
-    char err[5000], why[5000], tmp[4200];
+    char err[5000], why[5000], tmp[4200], tmpname[300], inside[4400];
     if (f == NULL) {
         fprintf(stderr, "dpscale: error: out of memory reading %s\n", path);
         return EXIT_FAILURE_RUN;
     }
-    const int read = report_read_isolated(path, f, 0, READ_TIMEOUT_S, err, sizeof err);
+    /* the report reads the file inside the opened folder (the child it forks keeps the
+     * descriptor), not whatever the path leads to by then */
+    snprintf(inside, sizeof inside, "/proc/self/fd/%d/%s", d->fd, name);
+    const char *read_at = exists && access(inside, F_OK) == 0 ? inside : path;
+    const int read = report_read_isolated(read_at, f, 0, READ_TIMEOUT_S, err, sizeof err);
     const int sealed = read == 0 && f->sealed;
     report_free(f);
     free(f);
@@ -234,18 +238,19 @@ static int seal_one(const char *path)
                 path);
         return EXIT_FAILURE_RUN;
     }
-    if (snprintf(tmp, sizeof tmp, "%s.seal.tmp", path) >= (int)sizeof tmp) {
+    if (snprintf(tmp, sizeof tmp, "%s.seal.tmp", path) >= (int)sizeof tmp ||
+        snprintf(tmpname, sizeof tmpname, "%s.seal.tmp", name) >= (int)sizeof tmpname) {
         fprintf(stderr, "dpscale: error: %s: the path is too long to seal beside it; seal a copy with a shorter path\n", path);
         return EXIT_BAD_INPUT;
     }
-    int rc = seal_copy(path, &seen, tmp, &st, err, sizeof err);
+    int rc = seal_copy(d, name, &seen, tmpname, tmp, &st, err, sizeof err);
     if (rc == COPY_MADE) {
         /* the copy replaces the file only while it is the one that was copied */
         struct stat now;
-        if (lstat(path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+        if (fstatat(d->fd, name, &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
             snprintf(err, sizeof err, "it was replaced while it was sealed");
             rc = COPY_OURS;
-        } else if (safe_file_commit(tmp, path, SAFE_FILE_REPLACE, 0, why, sizeof why) != 0) {
+        } else if (safe_dir_commit(d, tmpname, name, SAFE_FILE_REPLACE, 0, why, sizeof why) != 0) {
             snprintf(err, sizeof err, "%s", why); /* the copy removed unless it was not ours any more */
             rc = COPY_NONE;
         }
@@ -254,9 +259,29 @@ static int seal_one(const char *path)
         printf("sealed %s\n", path);
         return EXIT_OK;
     }
-    if (rc == COPY_OURS) unlink(tmp); /* made exclusively by this process */
+    if (rc == COPY_OURS) unlinkat(d->fd, tmpname, 0); /* made exclusively by this process */
     fprintf(stderr, "dpscale: error: %s was not sealed, and is left as it was: %s\n", path, err);
     return EXIT_FAILURE_RUN;
+}
+
+/* One file, its folder opened once for all that is done to it. */
+static int seal_one(const char *path)
+{
+    if (safe_file_has_control(path)) {
+        fprintf(stderr, "dpscale: error: a file name holds a control character (a newline, a tab, ESC); rename the "
+                        "file before sealing it\n");
+        return EXIT_BAD_INPUT;
+    }
+    struct safe_dir d;
+    size_t at = 0;
+    char err[5000];
+    if (safe_dir_open_parent(&d, path, &at, err, sizeof err) != 0) {
+        fprintf(stderr, "dpscale: error: %s: %s\n", path, err);
+        return EXIT_BAD_INPUT;
+    }
+    const int rc = seal_in(&d, path + at, path);
+    safe_dir_close(&d);
+    return rc;
 }
 
 int cmd_seal(int argc, char **argv)

@@ -11,15 +11,34 @@
  * with lstat, and a link (even a dangling one), a FIFO, a device or a folder there is
  * refused before any work; a stale claim is read without following a link or
  * blocking on a FIFO; a rewrite replaces NAME only while it is still the file this
- * launch wrote. */
+ * launch wrote.
+ *
+ * The output folder is opened once, when the name is chosen, and held for the
+ * launch's lifetime (struct h5file_target): the claim, the temporaries, the moves and
+ * every look at NAME are inside that descriptor, so that a folder renamed and replaced
+ * by a link meanwhile is never followed, and the result lands in the folder checked.
+ * The claim's descriptor is held with flock(LOCK_EX) as long as it is the claim: a
+ * later launch tells a live claim from a dead one by the lock, in every pid namespace,
+ * and not by the pid inside alone. */
 #ifndef DPSCALE_H5FILE_H
 #define DPSCALE_H5FILE_H
 
 #include <hdf5.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "h5w.h"
+#include "safe_file.h"
+
+/* Where a launch's result file goes, held from h5file_choose_path to h5file_close_target. */
+struct h5file_target {
+    struct safe_dir dir; /* the output folder, opened once; fd -1 when closed */
+    char name[256];      /* NAME, one component inside it */
+    int claim_fd;        /* NAME.tmp, held with flock(LOCK_EX) while it is the claim; -1 when none */
+    dev_t dir_dev;       /* the folder as it was opened, to tell later whether its path still leads to it */
+    ino_t dir_ino;
+};
 
 /* The path of a new result file: cfg->output or dpscale-<utc>-<job>.h5 in
  * cfg->output_dir (created if missing), claimed by creating NAME.tmp. Fails, before
@@ -29,13 +48,22 @@
  * process claimed NAME, or when the name cannot be created there (a folder that is a
  * file, a name too long for NAME.tmp or for the temporaries). A NAME.tmp of this user
  * whose claimant no longer runs on this host is removed, with a warning in note. */
+int h5file_choose_target(const struct config *cfg, const char *utc_stamp, const char *job_id, struct h5file_target *t,
+                         char *path, size_t len, char *err, size_t errlen, char *note, size_t notelen);
+/* The same, its folder and claim held by h5file.c itself (one per process). */
 int h5file_choose_path(const struct config *cfg, const char *utc_stamp, const char *job_id, char *path, size_t len,
                        char *err, size_t errlen, char *note, size_t notelen);
-/* Fails (with the figures) when the file system of `path` has fewer than `bytes` free. */
-int h5file_check_space(const char *path, double bytes, char *err, size_t errlen);
+/* Fails (with the figures) when the file system of t's folder has fewer than `bytes` free. */
+int h5file_check_space(const struct h5file_target *t, double bytes, char *err, size_t errlen);
 /* Give up the claim: NAME.tmp removed while it is still the one this launch made (a
- * launch that writes nothing). */
-void h5file_release(const char *path);
+ * launch that writes nothing), and its lock let go. */
+void h5file_release(struct h5file_target *t);
+/* The claim given up, and the folder closed: the launch writes nothing more. */
+void h5file_close_target(struct h5file_target *t);
+/* "" while t's folder path still leads to the folder opened; else one clause for a
+ * message that says the folder was moved or replaced, and where the opened one is now
+ * when that can be told. */
+void h5file_folder_note(const struct h5file_target *t, char *note, size_t len);
 /* What a dying process must not leave behind: its claim and the temporary it is
  * writing, each removed only while it is still the file this process made (not a
  * temporary kept on purpose, whose name an error gave). Async-signal-safe. */
@@ -48,9 +76,11 @@ void h5file_cleanup_now(void);
  * new one. */
 enum h5file_mode { H5FILE_NEW = 0, H5FILE_CLAIMED = 1, H5FILE_REWRITE = 2 };
 
-/* A new file built in memory; h5file_close_and_write writes it out (0, or -1 with a
- * message in err that says truly what is left: nothing, NAME as last written, or the
- * complete image in a temporary it names, when only the move to NAME failed). */
+/* A new file built in memory; h5file_close_and_write writes it out (inside the held
+ * folder when `path` is the launch's result file, else inside the folder of `path`,
+ * opened once for the call): 0, or -1 with a message in err that says truly what is
+ * left: nothing, NAME as last written, or the complete image in a temporary it names,
+ * when only the move to NAME failed. */
 hid_t h5file_open_image(struct h5w *w, const char *path, hid_t *fapl);
 int h5file_close_and_write(struct h5w *w, const char *path, hid_t file, hid_t fapl, int mode, char *err,
                            size_t errlen);

@@ -112,11 +112,15 @@ int result_file_prepare(struct session *s, struct result_file *f)
     f->path[0] = '\0';
     f->peers = NULL;
     f->written = 0;
+    f->target.dir.fd = -1;
+    f->target.claim_fd = -1;
     if (s->launch.rank == 0) {
-        bad = h5file_choose_path(&s->cfg, stamp, job, f->path, sizeof f->path, err, sizeof err, note, sizeof note) != 0;
+        bad = h5file_choose_target(&s->cfg, stamp, job, &f->target, f->path, sizeof f->path, err, sizeof err, note,
+                                   sizeof note) != 0;
         /* the file and a replacement beside it, while a sweep rewrites it */
-        if (!bad && h5file_check_space(f->path, 2.0 * result_file_planned_bytes(&s->cfg, s->model), err, sizeof err) != 0) {
-            h5file_release(f->path);
+        if (!bad &&
+            h5file_check_space(&f->target, 2.0 * result_file_planned_bytes(&s->cfg, s->model), err, sizeof err) != 0) {
+            h5file_close_target(&f->target);
             bad = 1;
         }
         if (bad) fprintf(stderr, "dpscale: error: %s\n", err);
@@ -137,9 +141,9 @@ int result_file_prepare(struct session *s, struct result_file *f)
     return EXIT_OK;
 }
 
-void result_file_abandon(struct session *s, const struct result_file *f)
+void result_file_abandon(struct session *s, struct result_file *f)
 {
-    if (s->launch.rank == 0 && f->path[0]) h5file_release(f->path);
+    if (s->launch.rank == 0 && f->path[0]) h5file_close_target(&f->target);
 }
 
 /* Collective: every rank describes itself; rank 0 gathers the descriptions into the
@@ -183,19 +187,25 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
             .peers = f->peers, .memory = memory,
         };
         if (session_fault_fails_write(s->launch.rank, contents->nruns)) h5file_fill_disk(); /* tests only */
-        if (h5out_write(f->path, &s->cfg, &sys, contents, err, sizeof err) != 0) {
+        const int wrote = h5out_write(f->path, &s->cfg, &sys, contents, err, sizeof err) == 0;
+        char moved[4600]; /* the folder's path may no longer lead to the folder written in */
+        h5file_folder_note(&f->target, moved, sizeof moved);
+        if (!wrote) {
             /* a full disk, or a name taken meanwhile: the image then kept whole beside it */
             DP_ERROR(h5file_kept() != NULL ? "the file kept is the complete result: move it to a name of your choice; "
                                              "what took the result's name is not this launch's and was left alone"
                                            : "free space in run.output_dir or set run.output_dir to another folder",
-                     "%s%s", err, strstr(err, H5FILE_AS_LAST_WRITTEN) != NULL ? " (the sweep points written before, "
-                                                                                 "marked incomplete)" : "");
+                     "%s%s%s%s", err, strstr(err, H5FILE_AS_LAST_WRITTEN) != NULL ? " (the sweep points written before, "
+                                                                                     "marked incomplete)" : "",
+                     moved[0] ? "; " : "", moved);
             failed = 1;
         } else {
             f->written = 1;
-            if (partial) progress_note("kept %d of %d sweep points in %s", contents->nruns, contents->points_total,
-                                       f->path);
-            else say("\nwrote %s\n", f->path);
+            if (partial) progress_note("kept %d of %d sweep points in %s%s%s%s", contents->nruns,
+                                       contents->points_total, f->path, moved[0] ? " (" : "", moved,
+                                       moved[0] ? ")" : "");
+            else say("\nwrote %s%s%s%s\n", f->path, moved[0] ? " (" : "", moved, moved[0] ? ")" : "");
+            if (!partial) h5file_close_target(&f->target); /* the launch's last write */
         }
     }
     free(hosts);

@@ -5,11 +5,14 @@
  * was measured. SIGTERM and SIGINT end the launch at once outside a write, leaving
  * no claim behind; one that comes during a write waits for it (on every rank), so
  * that the point being written is kept too. Each write carries the launch's
- * provenance (every rank describes itself; rank 0 gathers and writes). */
+ * provenance (every rank describes itself; rank 0 gathers and writes). The output
+ * folder is opened once, at prepare, and every later step is inside it: a folder
+ * moved and replaced by a link during the launch changes nothing that is written. */
 #ifndef DPSCALE_RESULT_FILE_H
 #define DPSCALE_RESULT_FILE_H
 
 #include "collectives.h"
+#include "h5file.h"
 #include "h5out.h"
 #include "session.h"
 #include "stats.h"
@@ -17,6 +20,7 @@
 
 struct result_file {
     char path[4096];
+    struct h5file_target target;     /* rank 0: the output folder, opened once, and the claim's lock */
     const struct peer_matrix *peers; /* set by dpscale topo when it measured them */
     int written;                     /* NAME holds this launch's points so far: later writes replace it */
 };
@@ -45,8 +49,8 @@ int result_file_write_partial(struct session *s, struct result_file *f, const st
 int result_file_write_diverged(struct session *s, struct result_file *f, const struct run_result *runs,
                                const struct run_summary *sums, int done, int planned, const char *why);
 /* A launch that ends without a result: the claim (NAME.tmp) is given up; a file of the
- * points done so far stays, marked incomplete. */
-void result_file_abandon(struct session *s, const struct result_file *f);
+ * points done so far stays, marked incomplete. The folder is closed. */
+void result_file_abandon(struct session *s, struct result_file *f);
 
 /* The same, for `dpscale dump`: the model and one step laid open (rank 0's). */
 int result_file_write_dump(struct session *s, struct result_file *f, int argc, char **argv,

@@ -205,6 +205,80 @@ def test_a_result_replaced_by_a_link_between_points_is_left_alone(open_shared, v
     assert sorted(os.listdir(folder)) == sorted(["r.h5", kept[0].name])
 
 
+def swap_folder_for_a_link(folder, to):
+    """nobody renames the launch's output folder aside and puts a link to `to` at its name."""
+    as_nobody("sh", "-c", f"mv {folder} {folder}.real && ln -s {to} {folder}")
+    return Path(f"{folder}.real")
+
+
+@pytest.fixture
+def root_only_folder(tmp_path):
+    """A folder of root's alone: what a link swapped in for the output folder names."""
+    v = tmp_path / "victim-folder"
+    v.mkdir(mode=0o700)
+    yield v
+    assert os.listdir(v) == [], "a file was written into a folder the launch never named"
+
+
+@pytest.mark.parametrize("when", ["between two writes", "during a write"])
+def test_an_output_folder_swapped_for_a_link_is_never_followed(open_shared, root_only_folder, when):
+    """The output folder is opened once: nobody moving it aside and linking its name to a
+    root-only folder, between two sweep points or while a write is held, changes
+    nothing written; the result lands in the folder opened, and the line that names it
+    says where that folder is now."""
+    out = open_shared / "out"
+    p = launch(out, env={"DPSCALE_WRITE_FAULT": "pause:1"})
+    if when == "between two writes":
+        wait_for(lambda: (out / "r.h5").exists(), "the first point's file", p)
+    else:
+        wait_for(lambda: out.is_dir() and temporaries(out), "the first point's temporary", p)
+    real = swap_folder_for_a_link(out, root_only_folder)
+    rc, stdout, err = finish(p)
+    assert rc == 0 and errors(err) == [], err
+    assert points(real / "r.h5") == (1, 2) and sorted(os.listdir(real)) == ["r.h5"]
+    assert os.readlink(out) == str(root_only_folder)
+    assert f"wrote {out}/r.h5 (the folder {out} was moved or replaced during the launch; the result is in the " \
+           f"folder that was opened, now {real})" in stdout, stdout
+
+
+def claim_held(folder):
+    """A launch that holds the claim of folder/r.h5 (training for minutes: ended by the test)."""
+    cmd = ["mpirun", "-np", "1", str(BINARY), "run", "--config", str(TINY), f"--run.output_dir={folder}",
+           "--run.output=r.h5", NOT_TRAINED, "--model.hidden_dim=1024", "--train.batch_per_gpu=256"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env())
+    wait_for(lambda: (folder / "r.h5.tmp").exists(), "the first launch's claim", p)
+    return p
+
+
+def end_holder(p, folder):
+    p.send_signal(signal.SIGTERM)  # outside a write: the launch ends at once, its claim removed
+    finish(p)
+    assert not (folder / "r.h5.tmp").exists()
+
+
+@pytest.mark.parametrize("where", ["beside it", "in another pid namespace"])
+def test_a_claim_held_by_a_running_launch_is_never_taken(outdir, where):
+    """The claimant holds flock(LOCK_EX) on NAME.tmp: a second launch is refused whether
+    or not it can see the claimant's pid (a pid namespace of its own sees none)."""
+    if where != "beside it" and subprocess.run(["unshare", "-pf", "--mount-proc", "true"]).returncode != 0:
+        pytest.skip("unshare -pf --mount-proc is not possible here")
+    first = claim_held(outdir)
+    try:
+        claim = (outdir / "r.h5.tmp").read_text()
+        prefix = [] if where == "beside it" else ["unshare", "-pf", "--mount-proc"]
+        cmd = [*prefix, "mpirun", "-np", "1", str(BINARY), "run", "--config", str(TINY), f"--run.output_dir={outdir}",
+               "--run.output=r.h5", NOT_TRAINED]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(), timeout=60)
+        assert p.returncode == 2 and len(errors(p.stderr)) == 1, p.stderr
+        assert "another launch (its pid and host inside) is writing this result" in p.stderr, p.stderr
+        if where != "beside it":  # its pid looked dead from there: the lock alone told
+            assert "its pid is of another pid namespace" in p.stderr, p.stderr
+        assert "removed" not in p.stderr and (outdir / "r.h5.tmp").read_text() == claim
+        assert first.poll() is None, "the first launch failed"
+    finally:
+        end_holder(first, outdir)
+
+
 # A SIGTERM that lands inside the first point's write (held there by DPSCALE_WRITE_FAULT
 # once its temporary is complete). mpirun passes a SIGTERM on to the ranks after
 # odls_base_sigkill_timeout and sends SIGKILL as long again after that (1 s each by
