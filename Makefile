@@ -147,6 +147,7 @@ SAN_INTEGRATION := tests/integration/test_result_file.py \
 	tests/integration/test_seal.py \
 	tests/integration/test_partial_results.py::test_a_write_that_fails_is_named_and_the_file_is_as_last_written \
 	tests/integration/test_divergence.py \
+	tests/integration/test_project_hostile.py \
 	tests/integration/test_report_hostile.py \
 	tests/integration/test_heartbeat_attacks.py::test_entries_that_are_not_heartbeats_are_skipped \
 	tests/integration/test_heartbeat_attacks.py::test_truncating_a_live_heartbeat_does_not_crash \
