@@ -190,7 +190,7 @@ FUZZ_CC ?= clang
 FUZZ_FALLBACK_CC ?= gcc
 FUZZ_SECONDS ?= 120
 FUZZ_HARNESSES := config report_read
-FUZZ_SRC_config := src/config.c src/config_ini.c src/config_keys.c src/safe_file.c src/utf8.c
+FUZZ_SRC_config := src/config.c src/config_ini.c src/config_keys.c src/ini_lines.c src/safe_file.c src/utf8.c
 FUZZ_SRC_report_read := src/report_read.c src/report_read_runs.c src/report_read_comm.c src/report_read_topo.c \
 	src/h5read.c src/schema.c src/utf8.c src/checksum.c
 # recursive (=): pkg-config and the probe run only when a fuzz target is made

@@ -13,15 +13,13 @@
 #include <string.h>
 
 #include "config.h"
+#include "ini_lines.h"
 #include "safe_file.h"
 
 #define SYSTEM_MAX_FILE_BYTES (1 << 20) /* a catalog entry is a page of text */
 
 struct reading {
-    const char *path;
-    const char *next, *end; /* the file, read whole; the line handed out next */
-    int line;               /* the line libinih's handler sees */
-    int failed_line;        /* the first refused line (0: none) */
+    struct ini_lines lines; /* the reader's: path, line, the first refused line (into err) */
     struct system_desc *s;
     double busbw[SYSTEM_MAX_CURVES][PROJECT_MAX_POINTS];
     int nbusbw[SYSTEM_MAX_CURVES];
@@ -31,99 +29,10 @@ struct reading {
     char err[512];
 };
 
-/* 1 when s is well-formed UTF-8 without C1 controls (U+0080..U+009F: CSI is one) */
-static int utf8_printable(const unsigned char *s, size_t len)
+/* The sections a catalog entry has: [system] and [curve.<label>]. */
+static int section_known(const char *name, size_t n)
 {
-    for (size_t i = 0; i < len;) {
-        const unsigned c = s[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        if (n == 0 || i + n > len) return 0;
-        unsigned cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
-        for (size_t k = 1; k < n; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return 0;
-            cp = cp << 6 | (s[i + k] & 0x3f);
-        }
-        static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* overlong forms are not UTF-8 */
-        if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f)) return 0;
-        i += n;
-    }
-    return 1;
-}
-
-/* A "[section] more" line: libinih takes the section and drops the rest unseen. */
-static int section_has_trailing_text(const char *line, size_t len)
-{
-    const char *close = memchr(line, ']', len);
-    if (close == NULL) return 0; /* no header at all: libinih's syntax error says so */
-    for (const char *p = close + 1; p < line + len; p++) {
-        if (*p == ';' || *p == '#') return 0;
-        if (*p != ' ' && *p != '\t') return 1;
-    }
-    return 0;
-}
-
-/* libinih's reader hook: one line per call (config_ini.c's, for a catalog entry), its
- * control characters and encoding checked first, comments included: an editor shows
- * neither an ESC nor a stray Latin-1 byte. */
-static char *line_reader(char *str, int num, void *stream)
-{
-    struct reading *r = stream;
-    if (r->next >= r->end || r->failed_line != 0) return NULL;
-    const char *line = r->next, *eol = line;
-    while (eol < r->end && *eol != '\n' && *eol != '\r') eol++;
-    const size_t text_len = (size_t)(eol - line);
-    if (eol < r->end) eol += eol[0] == '\r' && eol + 1 < r->end && eol[1] == '\n' ? 2 : 1;
-    r->next = eol;
-    r->line++;
-    for (size_t i = 0; i < text_len; i++) {
-        const unsigned char c = (unsigned char)line[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            snprintf(r->err, sizeof r->err, "%s:%d: a control character (byte 0x%02x) at column %zu; a catalog entry is "
-                     "plain text", r->path, r->line, c, i + 1);
-            r->failed_line = r->line;
-            return NULL;
-        }
-    }
-    if (!utf8_printable((const unsigned char *)line, text_len)) {
-        snprintf(r->err, sizeof r->err, "%s:%d: bytes that are not UTF-8 text (or a C1 control); save the file as UTF-8",
-                 r->path, r->line);
-        r->failed_line = r->line;
-        return NULL;
-    }
-    const char *start = line;
-    while (start < line + text_len && (*start == ' ' || *start == '\t')) start++;
-    if (start < line + text_len && (*start == ';' || *start == '#')) { /* a comment: of any length */
-        snprintf(str, (size_t)num, "\n");
-        return str;
-    }
-    const size_t keep = (size_t)(line + text_len - start);
-    if (num < 3 || keep > (size_t)num - 3) {
-        snprintf(r->err, sizeof r->err, "%s:%d: a line of %zu characters; at most %d are read per line (comments may be "
-                 "longer)", r->path, r->line, text_len, num - 3);
-        r->failed_line = r->line;
-        return NULL;
-    }
-    if (*start == '[' && section_has_trailing_text(start, keep)) {
-        snprintf(r->err, sizeof r->err, "%s:%d: text after the section header '%.*s'; a header line holds only "
-                 "[section] (and a comment after ';' or '#')", r->path, r->line, (int)(keep < 80 ? keep : 80), start);
-        r->failed_line = r->line;
-        return NULL;
-    }
-    const char *close = *start == '[' ? memchr(start, ']', keep) : NULL;
-    if (close != NULL) { /* libinih calls no handler for a header: an unknown one is named at its own line */
-        const size_t n = (size_t)(close - start - 1);
-        const int known = (n == 6 && memcmp(start + 1, "system", 6) == 0) || (n > 6 && memcmp(start + 1, "curve.", 6) == 0);
-        if (!known) {
-            snprintf(r->err, sizeof r->err, "%s:%d: unknown section [%.*s]; accepted sections: [system] and "
-                     "[curve.<label>] (configs/systems/README.md)", r->path, r->line, (int)(n < 60 ? n : 60), start + 1);
-            r->failed_line = r->line;
-            return NULL;
-        }
-    }
-    memcpy(str, start, keep);
-    str[keep] = '\n';
-    str[keep + 1] = '\0';
-    return str;
+    return (n == 6 && memcmp(name, "system", 6) == 0) || (n > 6 && memcmp(name, "curve.", 6) == 0);
 }
 
 /* What each key takes. Ranges: what a catalog figure can be, with room (a GPU's peak
@@ -217,8 +126,8 @@ static int on_entry(void *user, const char *section, const char *key, const char
     struct reading *r = user;
     struct system_desc *s = r->s;
     char accepted[400];
-    if (r->failed_line != 0) return 0;
-    r->failed_line = r->line; /* cleared on success */
+    if (r->lines.failed_line != 0) return 0;
+    r->lines.failed_line = r->lines.line; /* cleared on success */
     if (strcmp(section, r->section) != 0 || section[0] == '\0') { /* a new section */
         snprintf(r->section, sizeof r->section, "%s", section);
         if (strcmp(section, "system") == 0) {
@@ -226,20 +135,20 @@ static int on_entry(void *user, const char *section, const char *key, const char
         } else if (strncmp(section, "curve.", 6) == 0 && section[6] != '\0') {
             for (int i = 0; i < s->ncurves; i++) /* libinih gives no event for a header: a label met again */
                 if (strcmp(r->s->curves[i].label, section + 6) == 0) {
-                    snprintf(r->err, sizeof r->err, "%s:%d: [%s] appears twice; give each curve one section", r->path,
-                             r->line, section);
+                    snprintf(r->err, sizeof r->err, "%s:%d: [%s] appears twice; give each curve one section", r->lines.path,
+                             r->lines.line, section);
                     return 0;
                 }
             if (s->ncurves == SYSTEM_MAX_CURVES) {
-                snprintf(r->err, sizeof r->err, "%s:%d: more than %d [curve.*] sections; keep at most %d", r->path,
-                         r->line, SYSTEM_MAX_CURVES, SYSTEM_MAX_CURVES);
+                snprintf(r->err, sizeof r->err, "%s:%d: more than %d [curve.*] sections; keep at most %d", r->lines.path,
+                         r->lines.line, SYSTEM_MAX_CURVES, SYSTEM_MAX_CURVES);
                 return 0;
             }
             r->cur = s->ncurves++;
             snprintf(s->curves[r->cur].label, sizeof s->curves[r->cur].label, "%.31s", section + 6);
         } else {
             snprintf(r->err, sizeof r->err, "%s:%d: %s%s%s; accepted sections: [system] and [curve.<label>] "
-                     "(configs/systems/README.md)", r->path, r->line, section[0] ? "unknown section [" : "'",
+                     "(configs/systems/README.md)", r->lines.path, r->lines.line, section[0] ? "unknown section [" : "'",
                      section[0] ? section : key, section[0] ? "]" : "' is outside any section");
             return 0;
         }
@@ -250,14 +159,14 @@ static int on_entry(void *user, const char *section, const char *key, const char
         if (catalog_keys[i].in_curve == in_curve && strcmp(catalog_keys[i].name, key) == 0) k = &catalog_keys[i];
     if (k == NULL) {
         accepted_keys(in_curve, accepted, sizeof accepted);
-        snprintf(r->err, sizeof r->err, "%s:%d: unknown key '%.60s' in [%s]; accepted keys: %s", r->path, r->line, key,
+        snprintf(r->err, sizeof r->err, "%s:%d: unknown key '%.60s' in [%s]; accepted keys: %s", r->lines.path, r->lines.line, key,
                  section, accepted);
         return 0;
     }
     const unsigned bit = 1u << (k - catalog_keys);
     unsigned *seen = &r->seen[in_curve ? r->cur : SYSTEM_MAX_CURVES];
     if (*seen & bit) {
-        snprintf(r->err, sizeof r->err, "%s:%d: duplicate key [%s] %s; keep one", r->path, r->line, section, key);
+        snprintf(r->err, sizeof r->err, "%s:%d: duplicate key [%s] %s; keep one", r->lines.path, r->lines.line, section, key);
         return 0;
     }
     *seen |= bit;
@@ -304,11 +213,11 @@ static int on_entry(void *user, const char *section, const char *key, const char
         char shown[64];
         describe_accepted(k, accepted, sizeof accepted);
         snprintf(shown, sizeof shown, "%.40s%s", value, strlen(value) > 40 ? "..." : "");
-        snprintf(r->err, sizeof r->err, "%s:%d: [%s] %s = %s is not accepted; expected %s%s", r->path, r->line, section,
+        snprintf(r->err, sizeof r->err, "%s:%d: [%s] %s = %s is not accepted; expected %s%s", r->lines.path, r->lines.line, section,
                  key, shown, accepted, k->kind == CAT_LIST ? " (at most 64)" : "");
         return 0;
     }
-    r->failed_line = 0;
+    r->lines.failed_line = 0;
     return 1;
 }
 
@@ -325,7 +234,6 @@ int system_read(const char *path, struct system_desc *s, char *err, size_t errle
         snprintf(err, errlen, "out of memory reading %s", path);
         return -1;
     }
-    r->path = path;
     r->s = s;
     r->cur = -1;
     char *text = NULL, why[512];
@@ -335,17 +243,12 @@ int system_read(const char *path, struct system_desc *s, char *err, size_t errle
         snprintf(err, errlen, "%s cannot be read (%s); give a file of configs/systems/", path, why);
         goto done;
     }
-    r->next = text;
-    r->end = text + len;
+    ini_lines_init(&r->lines, path, "catalog entry", text, len, r->err, sizeof r->err);
+    r->lines.section_known = section_known;
+    r->lines.accepted = "[system] and [curve.<label>] (configs/systems/README.md)";
     config_ini_set_line_limit();
-    const int rc = ini_parse_stream(line_reader, r, on_entry, r);
-    /* the first error of the file: the reader's or the handler's, or a line libinih could not read */
-    if (rc > 0 && (r->failed_line == 0 || rc < r->failed_line)) {
-        snprintf(err, errlen, "%s:%d: syntax error; expected '[section]' or 'key = value'", path, rc);
-        goto done;
-    }
-    if (r->failed_line != 0 || rc != 0) {
-        snprintf(err, errlen, "%s", r->err[0] ? r->err : "libinih failed");
+    if (ini_lines_finish(&r->lines, ini_parse_stream(ini_lines_read, &r->lines, on_entry, r)) != 0) {
+        snprintf(err, errlen, "%s", r->err);
         goto done;
     }
     if (s->ncurves == 0 || s->gpu[0] == '\0') {

@@ -64,9 +64,13 @@ TEST(unknown_key_names_file_line_and_accepted_keys)
 TEST(unknown_section_is_an_error)
 {
     struct config c;
+    /* named at its own header line, even with no key under it */
     char *argv[] = {"run", "--config", (char *)ini("[modle]\nlayers = 2\n"), NULL};
     CHECK(load(&c, 3, argv) != 0);
-    CHECK_CONTAINS(g_err, ":2: unknown section [modle]");
+    CHECK_CONTAINS(g_err, ":1: unknown section [modle]; accepted sections: model, train");
+    char *empty[] = {"run", "--config", (char *)ini("[train]\niters = 3\n[bogus]\n"), NULL};
+    CHECK(load(&c, 3, empty) != 0);
+    CHECK_CONTAINS(g_err, ":3: unknown section [bogus]");
 }
 
 TEST(duplicate_key_names_both_lines)
