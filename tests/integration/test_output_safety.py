@@ -163,7 +163,9 @@ def test_a_link_planted_at_the_claim_between_points_is_never_written_through(sha
     """Once the first point is written, NAME.tmp is no longer the launch's: nobody links
     it to a root-only file, and the rewrites (fresh temporaries) never open it."""
     p = launch(shared, env={"DPSCALE_WRITE_FAULT": "pause:1"})
-    wait_for(lambda: (shared / "r.h5").exists(), "the first point's file", p)
+    # the claim is given up just after the first file is linked into place
+    wait_for(lambda: (shared / "r.h5").exists() and not os.path.lexists(shared / "r.h5.tmp"),
+             "the first point's file, and the claim given up", p)
     as_nobody("ln", "-s", victim, shared / "r.h5.tmp")
     rc, _, err = finish(p)
     assert rc == 0 and errors(err) == [], err
