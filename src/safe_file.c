@@ -226,41 +226,6 @@ int safe_dir_commit(const struct safe_dir *d, const char *tmpname, const char *n
     return 0;
 }
 
-/* ---- the path functions, through a folder opened for the one call ------------- */
-
-int safe_file_create_temp(const char *target, char *tmp, size_t tmplen, char *err, size_t errlen)
-{
-    struct safe_dir d;
-    size_t at;
-    tmp[0] = '\0';
-    if (safe_dir_open_parent(&d, target, &at, err, errlen) != 0) return -1;
-    char name[300];
-    const int fd = safe_dir_create_temp(&d, target + at, name, sizeof name, err, errlen);
-    safe_dir_close(&d);
-    if (fd < 0) return -1;
-    if (snprintf(tmp, tmplen, "%.*s%s", (int)at, target, name) >= (int)tmplen) {
-        snprintf(err, errlen, "the path %s is too long for a temporary beside it; choose a shorter one", target);
-        close(fd);
-        tmp[0] = '\0';
-        return -1;
-    }
-    return fd;
-}
-
-FILE *safe_file_create_temp_stream(const char *target, char *tmp, size_t tmplen, char *err, size_t errlen)
-{
-    const int fd = safe_file_create_temp(target, tmp, tmplen, err, errlen);
-    if (fd < 0) return NULL;
-    FILE *f = fdopen(fd, "w");
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot open %s: %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        tmp[0] = '\0';
-    }
-    return f;
-}
-
 int safe_file_write_all(int fd, const void *data, size_t bytes)
 {
     const char *p = data;
@@ -274,29 +239,6 @@ int safe_file_write_all(int fd, const void *data, size_t bytes)
         done += (size_t)n;
     }
     return 0;
-}
-
-void safe_file_sync_folder(const char *path)
-{
-    char dir[4096];
-    split_folder(path, dir, sizeof dir);
-    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-}
-
-int safe_file_commit(const char *tmp, const char *target, enum safe_file_move move, int keep_on_failure, char *err,
-                     size_t errlen)
-{
-    struct safe_dir d;
-    size_t at;
-    if (safe_dir_open_parent(&d, target, &at, err, errlen) != 0) return -1;
-    const char *slash = strrchr(tmp, '/');
-    const int rc = safe_dir_commit(&d, slash != NULL ? slash + 1 : tmp, target + at, move, keep_on_failure, err, errlen);
-    safe_dir_close(&d);
-    return rc;
 }
 
 static const char *file_kind(mode_t mode)

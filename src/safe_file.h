@@ -7,7 +7,8 @@
  * through a link), is fsync'ed, then moved to the target in one step: renamed over it
  * (replace) or linked to a name that must not exist (never overwrite). A reader thus
  * sees the old file or the whole new one, never half of either, and a crash leaves at
- * worst a hidden temporary. The target itself is checked with lstat before any work:
+ * worst a hidden temporary. Every step happens inside a folder held open (safe_dir
+ * below). The target itself is checked without following a link before any work:
  * a symbolic link (even a dangling one), a FIFO, a device or a folder there is refused
  * in one line. Names with control characters (a newline, ESC) are refused too: they
  * would reach terminals and job logs raw. */
@@ -15,34 +16,16 @@
 #define DPSCALE_SAFE_FILE_H
 
 #include <stddef.h>
-#include <stdio.h>
 
 /* 0 when `path` can become a file dpscale writes: its name has no control character,
  * and there is nothing at it, or (may_exist) a regular file. -1 with the reason and
  * the fix in err otherwise. `what` names the file in the message ("plot", "result file"). */
 int safe_file_check_target(const char *path, const char *what, int may_exist, char *err, size_t errlen);
 
-/* A temporary beside `target`: "<folder>/.<name>.XXXXXX", created exclusively with mode
- * 0666 & ~umask. Returns its descriptor (its name in tmp), or -1 with the reason in err. */
-int safe_file_create_temp(const char *target, char *tmp, size_t tmplen, char *err, size_t errlen);
-
-/* The same as a stdio stream opened for writing (NULL on failure). */
-FILE *safe_file_create_temp_stream(const char *target, char *tmp, size_t tmplen, char *err, size_t errlen);
-
 /* Writes all of `bytes` to fd (retrying short writes and EINTR): 0, or -1 with errno. */
 int safe_file_write_all(int fd, const void *data, size_t bytes);
 
 enum safe_file_move { SAFE_FILE_REPLACE = 0, SAFE_FILE_NEVER_OVERWRITE = 1 };
-
-/* The temporary `tmp`, already closed, fsync'ed and moved to `target` (rename, or link
- * then unlink when `move` is SAFE_FILE_NEVER_OVERWRITE), then its folder fsync'ed.
- * On failure -1 with the reason in err; the temporary is removed unless keep_on_failure
- * (a complete result that only could not be named: err then says where it is). */
-int safe_file_commit(const char *tmp, const char *target, enum safe_file_move move, int keep_on_failure, char *err,
-                     size_t errlen);
-
-/* fsync of the folder that holds `path`, so that a rename or link in it is durable. */
-void safe_file_sync_folder(const char *path);
 
 /* Inputs a user names (a config, a topology fixture, a catalog entry, a result file):
  * 0 when `path` is a regular file (links followed: an input may be one), else -1 with
@@ -56,9 +39,8 @@ int safe_file_read_text(const char *path, const char *what, size_t max_bytes, ch
                         size_t errlen);
 
 /* ---- a folder held open: what a launch writes more than once, or in steps ---------
- * The path functions above look the folder up by name at each call, so a folder that
- * another user renames and replaces by a link between two calls would be followed.
- * A safe_dir holds the folder's descriptor from the moment it is checked: every name
+ * A folder looked up by name at each step of a write could be renamed and replaced by
+ * a link between two steps by another user, and followed. A safe_dir holds the folder's descriptor from the moment it is checked: every name
  * below is one component inside it (fstatat, openat, renameat, linkat, unlinkat), and
  * a swap of the folder afterwards changes nothing dpscale writes or says. */
 struct safe_dir {
@@ -80,8 +62,10 @@ int safe_dir_check_target(const struct safe_dir *d, const char *name, const char
 int safe_dir_create_temp(const struct safe_dir *d, const char *name, char *tmpname, size_t len, char *err,
                          size_t errlen);
 /* The temporary `tmpname` (closed by the caller after writing), fsync'ed and moved to
- * `name` inside d, then d fsync'ed; failures as safe_file_commit says (a kept
- * temporary is named by its full path in err). */
+ * `name` inside d (renamed over it, or linked to a name that must not exist when `move`
+ * is SAFE_FILE_NEVER_OVERWRITE), then d fsync'ed. On failure -1 with the reason in
+ * err; the temporary is removed unless keep_on_failure (a complete result that only
+ * could not be named: err then says where it is, by its full path). */
 int safe_dir_commit(const struct safe_dir *d, const char *tmpname, const char *name, enum safe_file_move move,
                     int keep_on_failure, char *err, size_t errlen);
 /* Removes the temporary `tmpname` of d (a write given up). */
