@@ -6,7 +6,7 @@
  * where the slice is aligned); and the casts between fp32 and the compute dtype. */
 #include <stdint.h>
 
-#include "../src/backend.h"
+#include "backend/backend.h"
 #include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
 

@@ -4,7 +4,7 @@
  * adds (and the ResNet's add with ReLU) and row gathers (LayerNorm: layernorm.cu; fused
  * attention: flash_attention.cu).
  * The unfused attention's GEMMs are cuBLAS strided-batched calls
- * (src/transformer_cuda.c). T: the compute dtype of activations and weights; G: the
+ * (src/backend/cuda/transformer_cuda.c). T: the compute dtype of activations and weights; G: the
  * gradients' (fp32 or T). Every reduction has a fixed order: no atomics.
  *
  * These kernels are memory-bound, so each moves 16 bytes a load (V = 16 / sizeof(T)

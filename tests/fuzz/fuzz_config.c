@@ -1,4 +1,4 @@
-/* fuzz_config.c — libFuzzer harness of the configuration parser (src/config.c):
+/* fuzz_config.c — libFuzzer harness of the configuration parser (src/config/config.c):
  * the INI file through libinih, the command line through getopt_long, and the
  * checks between keys. An input is the text of a config file, optionally followed
  * by a line "#--" and command-line flags, one per line:
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 
 #define MAX_FLAGS 64
 

@@ -1,5 +1,5 @@
 /* fuzz_report_read.c — libFuzzer harness of the result-file reader of `dpscale
- * report` (report_read() in src/report_read.c, and through it the readers of run,
+ * report` (report_read() in src/report/report_read.c, and through it the readers of run,
  * comm and topo files): the input is written to a file of its own and opened as a
  * result file, the way the report meets a damaged or hostile file. A refusal is
  * expected; a crash, an out-of-bounds access, a leak or an HDF5 identifier left
@@ -13,7 +13,7 @@
 
 #include <hdf5.h>
 
-#include "report.h"
+#include "report/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,11 +3,11 @@
   check.py loss-close A.h5 B.h5 RTOL        loss curves of two runs agree within RTOL (relative, every step)
   check.py inputs-equal A.h5 B.h5           two `dpscale dump` files hold the same step inputs (CPU vs CUDA)
   check.py params-close F.h5 RTOL           the saved parameters of every run in F agree with those of n1
-  check.py summary F.h5                     print the summary table of F (columns named as src/schema.h names them)
+  check.py summary F.h5                     print the summary table of F (columns named as src/result/schema.h names them)
 Prints one line, and exits 1 when the check fails. Reads schema 2 and later: runs in
 /runs/<library>/<path>/n<N>.
 
-The names of columns and datasets are not written here but read from src/schema.h,
+The names of columns and datasets are not written here but read from src/result/schema.h,
 the header the writer and the report use: schema() parses it, so that a column asked
 for that the writer does not write fails at once, by name (tests/integration runs
 `check.py summary` on a CPU file)."""
@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-SCHEMA_H = Path(__file__).resolve().parents[2] / "src" / "schema.h"
+SCHEMA_H = Path(__file__).resolve().parents[2] / "src" / "result" / "schema.h"
 
 # the columns `summary` prints: each must be a /summary column of schema.h
 SUMMARY_COLUMNS = ["nranks", "samples_per_s", "efficiency", "step_median_s", "backward_median_s",
@@ -27,7 +27,7 @@ SUMMARY_COLUMNS = ["nranks", "samples_per_s", "efficiency", "step_median_s", "ba
 
 
 def schema(path=SCHEMA_H):
-    """src/schema.h as {list name: {entry: (units or bytes, meaning)}}, e.g.
+    """src/result/schema.h as {list name: {entry: (units or bytes, meaning)}}, e.g.
     schema()["SCHEMA_SUMMARY_REALS"]["step_median_s"] == ("s", "median over ..."); entries in
     the header's order. SCHEMA_FORMER_NAMES maps each former name to the current one."""
     lists, current = {}, None

@@ -82,7 +82,7 @@ finish() {
 }
 
 nvidia-smi -L | tee "$LOG/gpus.txt"
-# the model must be accepted on cuda at all (src/models/resnet.c refused it before its kernels existed)
+# the model must be accepted on cuda at all (src/model/families/resnet.c refused it before its kernels existed)
 if ! check preflight_resnet_on_cuda "$SHORT" bin/dpscale run --config $TINY --backend=cuda --train.warmup=0 \
     --train.iters=1 "$O" --run.output=preflight.h5; then
     finish

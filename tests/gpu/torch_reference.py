@@ -18,7 +18,7 @@ first) and a last line `TORCH_REFERENCE ... PASS|FAIL`; exit status 0 on PASS.
 It needs torch, numpy and h5py (the GPU machine has them; `make test` never runs it).
 Models: mlp, gpt (pre-LN decoder, causal, final LN, tied head, next-token loss on every
 position) and bert (post-LN encoder, token + position + segment embeddings with a
-LayerNorm, tied head on the gathered masked rows), as src/models/ writes them."""
+LayerNorm, tied head on the gathered masked rows), as src/model/families/ writes them."""
 import argparse
 import math
 import sys

@@ -82,7 +82,7 @@ def load(path, dtype):
 
 
 class Net:
-    """The shape of the dumped ResNet (src/models/resnet.h): its stages and their blocks."""
+    """The shape of the dumped ResNet (src/model/families/resnet.h): its stages and their blocks."""
 
     def __init__(self, cfg):
         self.image = int(cfg["model.image_size"])

@@ -70,7 +70,7 @@ def run_tiny(np, outdir, *args, name="r.h5", env=None):
 @contextlib.contextmanager
 def edit_h5(path):
     """A result file opened to be changed by hand, as tests do to stand for files of
-    other machines and older versions. Its checksums (src/checksum.h) are dropped, so
+    other machines and older versions. Its checksums (src/result/checksum.h) are dropped, so
     that it reads as a file written before dpscale sealed its files, not as a corrupt
     one; a file of schema 6 or later, which dpscale has always sealed as it wrote it
     (and refuses without checksums), is sealed again after the edit with dpscale seal,

@@ -1,4 +1,4 @@
-"""The watchdog's heartbeat folder (src/watchdog.h) against another user of the node:
+"""The watchdog's heartbeat folder (src/base/watchdog.h) against another user of the node:
 nothing outside the job's own folder is ever deleted or written, no planted entry hangs,
 crashes or aborts a healthy job, and no launch removes a live job's folder, whatever
 pid namespace it runs in. Real ranks under mpirun, the CPU backend, the tiny model.
@@ -23,10 +23,10 @@ import pytest
 from conftest import BINARY, TINY, dpscale, mpi_env
 
 NOBODY = 65534
-PREFIX = "dpscale-heartbeat."  # mkdtemp's template in src/watchdog.c
+PREFIX = "dpscale-heartbeat."  # mkdtemp's template in src/base/watchdog.c
 OLD_PREFIX = "dpscale-heartbeat-"  # dpscale-heartbeat-PID-TIME, the predictable name of before
 WARNING_TAIL = "no node-local heartbeats; a stopped rank is found by each rank's own deadline only"
-# struct heartbeat of src/watchdog.c: magic, token, rank, armed, step, bucket, pid, seq, beat, note, pass
+# struct heartbeat of src/base/watchdog.c: magic, token, rank, armed, step, bucket, pid, seq, beat, note, pass
 HEARTBEAT = struct.Struct("<QQiiiiqqdd48s")
 # A few seconds of steps (three passes of 2 ranks): long enough to tamper with the live folder
 LONG = ["--run.sweep=2", "--train.iters=2000", "--model.hidden_dim=256", "--train.batch_per_gpu=128"]

@@ -1,4 +1,4 @@
-"""Every result file says where it came from, in the names of src/schema.h (read by
+"""Every result file says where it came from, in the names of src/result/schema.h (read by
 tests/gpu/check.py, as the GPU script reads them): the dpscale version and git commit,
 the libraries built with and loaded, the launcher and the exact command line, start
 and end, the Slurm allocation, the user's system label, the NCCL_* and CUDA_*

@@ -3,7 +3,7 @@ result file is data from whoever could write it, and a shared output folder (/tm
 cluster's scratch) holds whatever its other users planted there.
 
 - The plot, the document and its figures are written through exclusive temporaries
-  beside them and renamed (src/safe_file.h); gnuplot writes to its stdout, never to a
+  beside them and renamed (src/base/safe_file.h); gnuplot writes to its stdout, never to a
   name. Links planted at every name a temporary used to take (OUT.tmp-<pid>), at OUT
   itself or at OUT-figs never lead a write to another file.
 - A plot, figure or document that a full disk cut short is never renamed over the one

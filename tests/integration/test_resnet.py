@@ -44,7 +44,7 @@ def test_gradients_match_float64_differences_of_a_numpy_resnet(outdir):
     """The backward pass of a 4-stage ResNet, dumped, against central differences (step
     1e-6) of resnet_reference.py's float64 loss on the same parameters and images: the
     precise check, where float32 differences resolve the ReLU network only coarsely
-    (src/models/resnet.c). Relative 1e-3, or 1e-5 absolute below gradients of 1e-2
+    (src/model/families/resnet.c). Relative 1e-3, or 1e-5 absolute below gradients of 1e-2
     (float32's own rounding in backward). Frozen batch norm's backward is the kernel
     test's (tests/unit/test_resnet_kernels.c)."""
     p = dpscale(1, "dump", "--config", TINY, "--model.blocks=1,2,1,1", f"--run.output_dir={outdir}",

@@ -1,4 +1,4 @@
-"""The watchdog (src/watchdog.h): a stopped or hung rank ends the whole job within
+"""The watchdog (src/base/watchdog.h): a stopped or hung rank ends the whole job within
 run.timeout_s plus a few seconds, with one line naming the rank, pass, step and bucket
 that did not complete; and a healthy run is never touched. Real ranks under mpirun, the
 CPU backend, the tiny model with many steps (each a few microseconds)."""

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../src/train.h"
+#include "train/train.h"
 
 static double *filled(size_t n, double v)
 {

@@ -1,8 +1,8 @@
 /* test_buckets.c — the gradient arena cut into allreduce buckets. */
 #include <stdlib.h>
 
-#include "../../src/buckets.h"
-#include "../../src/config.h"
+#include "train/buckets.h"
+#include "config/config.h"
 #include "check.h"
 #include "test_model_of.h"
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../src/checksum.h"
-#include "../../src/h5read.h"
+#include "result/checksum.h"
+#include "result/h5read.h"
 #include "check.h"
 
 static char g_path[64];

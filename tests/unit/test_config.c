@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../src/config.h"
+#include "config/config.h"
 #include "check.h"
 
 static char g_err[1024];

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../../src/csv.h"
-#include "../../src/utf8.h"
+#include "base/csv.h"
+#include "base/utf8.h"
 #include "check.h"
 
 /* One row of text fields, as the CSV writer puts it out. */

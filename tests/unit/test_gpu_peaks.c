@@ -1,7 +1,7 @@
 /* test_gpu_peaks.c — the peak table behind MFU: known GPUs by name and precision,
  * the more specific name first, and nothing invented for an unknown GPU. */
-#include "../../src/config.h"
-#include "../../src/gpu_peaks.h"
+#include "config/config.h"
+#include "system/gpu_peaks.h"
 #include "check.h"
 
 TEST(h200_bf16_is_the_sxm_datasheet_figure)

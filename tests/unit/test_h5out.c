@@ -8,9 +8,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "../../src/h5out.h"
-#include "../../src/h5w.h"
-#include "../../src/report.h"
+#include "result/h5out.h"
+#include "result/h5w.h"
+#include "report/report.h"
 #include "check.h"
 #include "test_model_of.h"
 #include "fake_run.h"

@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../src/backend.h"
-#include "../../src/config.h"
-#include "../../src/memlimit.h"
-#include "../../src/model.h"
-#include "../../src/step.h"
+#include "backend/backend.h"
+#include "config/config.h"
+#include "base/memlimit.h"
+#include "model/model.h"
+#include "model/step.h"
 #include "check.h"
 
 static size_t g_allocated;

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/config.h"
-#include "../../src/error.h"
-#include "../../src/model.h"
-#include "../../src/models/mlp.h"
-#include "../../src/step.h"
+#include "config/config.h"
+#include "base/error.h"
+#include "model/model.h"
+#include "model/families/mlp.h"
+#include "model/step.h"
 #include "check.h"
 
 static struct config small_config(void)

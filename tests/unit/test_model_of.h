@@ -5,8 +5,8 @@
 
 #include <stdio.h>
 
-#include "../../src/config.h"
-#include "../../src/model.h"
+#include "config/config.h"
+#include "model/model.h"
 
 /* A static model: valid until the next call, which frees it (a leak otherwise, that
  * make test-sanitize reports). */

@@ -1,6 +1,6 @@
 /* test_project.c — the projection's allreduce curve and its step simulation, on cases
  * worked out by hand (docs/PROJECTION.md). */
-#include "../../src/project.h"
+#include "project/project.h"
 #include "check.h"
 
 /* 1 MB in 10 us, 100 MB in 1 ms (100 GB/s algbw), 2 GPUs */

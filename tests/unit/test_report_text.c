@@ -5,9 +5,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "../../src/csv.h"
-#include "../../src/report.h"
-#include "../../src/utf8.h"
+#include "base/csv.h"
+#include "report/report.h"
+#include "base/utf8.h"
 #include "check.h"
 
 /* What a writer puts out for v, as a string (freed by the next call). */

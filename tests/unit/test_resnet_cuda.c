@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../kernels/kernels_cpu.h"
-#include "../../kernels/resnet_cpu.h"
-#include "../../src/backend.h"
-#include "../../src/config.h"
-#include "../../src/halfconv.h"
+#include "kernels/kernels_cpu.h"
+#include "kernels/resnet_cpu.h"
+#include "backend/backend.h"
+#include "config/config.h"
+#include "base/halfconv.h"
 #include "check.h"
 #include "test_conv_shapes.h"
 

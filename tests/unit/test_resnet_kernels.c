@@ -10,10 +10,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../kernels/kernels_cpu.h"
-#include "../../kernels/resnet_cpu.h"
-#include "../../kernels/synthetic.h"
-#include "../../src/backend.h"
+#include "kernels/kernels_cpu.h"
+#include "kernels/resnet_cpu.h"
+#include "kernels/synthetic.h"
+#include "backend/backend.h"
 #include "check.h"
 #include "test_arrays.h"
 #include "test_conv_shapes.h"

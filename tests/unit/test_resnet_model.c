@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../src/backend.h"
-#include "../../src/config.h"
-#include "../../src/model.h"
-#include "../../src/models/resnet.h"
-#include "../../src/step.h"
+#include "backend/backend.h"
+#include "config/config.h"
+#include "model/model.h"
+#include "model/families/resnet.h"
+#include "model/step.h"
 #include "check.h"
 
 /* model_describe of `run ARGS...`: 0, or -1 with the message in err. */

@@ -3,10 +3,10 @@
  * the bucket plan that training cuts (a tensor opens at most one bucket), not from
  * the gradient's size over comm.bucket_mb, which for a tiny bucket size counted
  * thousands of buckets a plan of a few never has, and refused runs that fit. */
-#include "../../src/buckets.h"
-#include "../../src/config.h"
-#include "../../src/model.h"
-#include "../../src/result_file.h"
+#include "train/buckets.h"
+#include "config/config.h"
+#include "model/model.h"
+#include "cli/result_file.h"
 #include "check.h"
 
 static struct config g_cfg;

@@ -3,9 +3,9 @@
  * block, and the blocks of all ranks plus the tail tile the bucket. */
 #include <stdlib.h>
 
-#include "../../src/buckets.h"
-#include "../../src/config.h"
-#include "../../src/shard.h"
+#include "train/buckets.h"
+#include "config/config.h"
+#include "train/shard.h"
 #include "check.h"
 #include "test_model_of.h"
 

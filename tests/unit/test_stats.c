@@ -1,7 +1,7 @@
 /* test_stats.c — percentiles, max over ranks, and the scaling figures. */
 #include <stdlib.h>
 
-#include "../../src/stats.h"
+#include "train/stats.h"
 #include "check.h"
 #include "fake_run.h"
 

@@ -3,9 +3,9 @@
  * dual-socket node (and that node with one NVLink bridge, made from it in memory). */
 #include <stdlib.h>
 
-#include "../../src/config.h"
-#include "../../src/topo.h"
-#include "../../src/nccl_path.h"
+#include "config/config.h"
+#include "system/topo.h"
+#include "comm/nccl_path.h"
 #include "check.h"
 
 static struct topo_node g_nvswitch, g_pcie;

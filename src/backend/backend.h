@@ -1,0 +1,244 @@
+/* backend.h — the compute seam: one table of function pointers per backend.
+ *
+ * The training loop (train.c) calls only these; it never says #ifdef CUDA. Two
+ * implementations: backend_cpu.c (OpenBLAS + the C loops of kernels/) and
+ * backend_cuda.c (cuBLAS + the CUDA kernels of kernels/). All matrices are row-major; pointers are
+ * in the backend's memory (device memory on a GPU), and all calls are issued in
+ * order on the current stream, so only event_elapsed_s and synchronize wait.
+ *
+ * Streams: the compute stream runs the step; the update stream runs the optimizer
+ * of a gradient bucket while backward goes on; set_stream points the following
+ * calls at either (or at a comm library's stream), and stream_wait orders one
+ * stream after the work enqueued so far on another. The CPU backend has no
+ * streams: every call is done when it returns, and these are no-ops. */
+#ifndef DPSCALE_BACKEND_H
+#define DPSCALE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "base/dtype.h"
+
+struct optim_hparams {
+    int kind; /* enum optimizer */
+    float lr, momentum, weight_decay, beta1, beta2, eps;
+    float grad_scale; /* multiplies every gradient first: 1/N (the allreduce sum to a mean) x 1/loss_scale */
+    long long step;   /* 1-based, for AdamW's bias correction */
+};
+
+/* A layer's bias and GELU fused into its GEMM (cuBLASLt epilogues); rows of C are
+ * samples, columns features, as in gemm. */
+enum gemm_epilogue {
+    EPI_BIAS = 1,       /* C = A B + bias */
+    EPI_GELU_BIAS = 2,  /* aux = A B + bias; C = gelu(aux) */
+    EPI_DGELU_BGRAD = 3, /* C = (A B) * gelu'(aux); bias = column sums of C */
+    EPI_DGELU = 4        /* C = (A B) * gelu'(aux) (bias unused) */
+};
+struct gemm_fusion {
+    int kind;  /* enum gemm_epilogue */
+    void *bias; /* forward: the bias, in the compute dtype; DGELU_BGRAD: its gradient, written in C's dtype */
+    void *aux;  /* the pre-activation [rows x ldc]: written (GELU_BIAS) or read (DGELU_BGRAD) */
+    const void *residual; /* EPI_BIAS: C = A B + bias + residual (a residual connection; [rows x ldc], not C
+                           * itself); NULL: none */
+};
+
+/* The geometry of a convolution's or a pooling's windows over NHWC images: N images
+ * of H x W x C in, windows of R x S moved by `stride`, `pad` zeros (pooling: nothing)
+ * around, P x Q out, P = (H + 2 pad - R) / stride + 1 and Q likewise. */
+struct conv_shape {
+    int N, H, W, C;
+    int R, S, stride, pad;
+    int P, Q;
+};
+
+struct backend_info {
+    char device_name[256];
+    char library[160];  /* e.g. "OpenBLAS 0.3.21 ..." or "cuBLASLt 130100, CUDA runtime 13000" */
+    char driver[64];    /* GPU driver version, "" on the CPU */
+    char bus_id[32];    /* PCI bus id of this rank's GPU, "" on the CPU */
+    int device_index;   /* CUDA device ordinal, -1 on the CPU */
+    int threads;
+    double peak_tflops; /* in the run's precision; 0 = unknown (no MFU) */
+};
+
+struct backend;
+struct backend_event;
+
+struct backend_ops {
+    const char *name;
+    int (*init)(struct backend *b, const struct config *cfg, int local_rank, int local_size, char *err, size_t errlen);
+    void (*shutdown)(struct backend *b);
+    /* Bytes this rank can still allocate (0 = unknown). */
+    size_t (*memory_available)(struct backend *b, int local_size);
+    /* The compute stream (cudaStream_t) that collectives must order against; NULL on the CPU. */
+    void *(*stream)(struct backend *b);
+    /* The stream of the overlapped optimizer update; NULL on the CPU. */
+    void *(*update_stream)(struct backend *b);
+    /* The following calls go to `stream` (NULL: the compute stream). */
+    void (*set_stream)(struct backend *b, void *stream);
+    /* `waiter` runs nothing more until the work enqueued so far on `waited` is done
+     * (NULL: the compute stream). */
+    void (*stream_wait)(struct backend *b, void *waiter, void *waited);
+    /* Size the scratch the kernels need for `rows` x up to `max_cols`, before the timed loop. */
+    void (*reserve)(struct backend *b, int rows, int max_cols);
+    /* The GPU's energy counter in joules, or a negative value when there is none. */
+    double (*energy_j)(struct backend *b);
+    /* Bytes this GPU has sent over NVLink (a counter), or a negative value when unknown. */
+    double (*nvlink_tx_bytes)(struct backend *b);
+
+    void *(*alloc)(struct backend *b, size_t bytes); /* zero-filled */
+    void (*free)(struct backend *b, void *ptr);
+    void (*upload)(struct backend *b, void *dst, const void *src, size_t bytes);
+    void (*download)(struct backend *b, void *dst, const void *src, size_t bytes);
+
+    /* The following GEMMs leave `margin` SMs free (for a collective beside them); 0 = all SMs. May be NULL. */
+    void (*gemm_sm_limit)(struct backend *b, int margin);
+    /* C[m x n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) = X^T when trans.
+     * A and B are in the compute dtype; C is fp32 (c_is_f32) or the compute dtype.
+     * Accumulation is fp32 in every precision. */
+    void (*gemm)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, float alpha, const void *A,
+                 int lda, const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc);
+
+    /* C[m x n] (compute dtype) = op(A) op(B) with the epilogue `f` (alpha 1, beta 0). NULL
+     * where the backend has none (the CPU): the step runs the element-wise kernels. */
+    void (*gemm_fused)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, const void *A, int lda,
+                       const void *B, int ldb, void *C, int ldc, const struct gemm_fusion *f);
+    /* pre += bias (per column; fp32, or the compute dtype without a master copy:
+     * bias_dtype); out = act(pre). out may equal pre when act is ACT_NONE. */
+    void (*bias_act_forward)(struct backend *b, void *out, void *pre, const void *bias, int bias_dtype, int rows,
+                             int cols, int act);
+    /* d *= act'(pre), in place: turns dL/d(out) into dL/d(pre). */
+    void (*act_backward)(struct backend *b, void *d, const void *pre, int rows, int cols, int act);
+    /* dbias[j] = sum over rows of d[i][j], summed in fp32, stored as dbias_dtype (fp32 or the compute dtype). */
+    void (*bias_grad)(struct backend *b, void *dbias, int dbias_dtype, const void *d, int rows, int cols);
+    /* Mean softmax cross-entropy of the rows into *loss (fp32, backend memory);
+     * dlogits = (softmax - onehot) * grad_scale. Rows are ld >= classes elements apart
+     * (a padded row keeps a GEMM's rows 16-byte aligned; the padding is not read). */
+    void (*softmax_xent)(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
+                         int rows, int classes, int ld, float grad_scale);
+    /* One optimizer step over n elements of the flat arenas (all of it, or a bucket's
+     * slice); grads are fp32 or in the compute dtype (grad_dtype: a 16-bit allreduce's
+     * result, read as is). Also refreshes the compute-dtype copy of the weights when
+     * params_lp is not NULL (a fused cast); with params NULL there is no master copy
+     * and params_lp itself is updated in place. The state is fp32 or in the compute dtype
+     * (state_dtype). Element-wise: the result of an element does not depend on how the
+     * arena is cut into calls. */
+    void (*optimizer_step)(struct backend *b, float *params, const void *grads, int grad_dtype, void *state1,
+                           void *state2, int state_dtype, void *params_lp, size_t n, const struct optim_hparams *h);
+    /* Cast n fp32 values into the compute dtype, and back. */
+    void (*cast_from_f32)(struct backend *b, void *dst, const float *src, size_t n);
+    void (*cast_to_f32)(struct backend *b, float *dst, const void *src, size_t n);
+    void (*zero)(struct backend *b, void *ptr, size_t bytes);
+    /* Samples first_sample .. first_sample+rows-1 of the synthetic task. */
+    void (*synth_batch)(struct backend *b, void *x, int *labels, uint64_t first_sample, int rows, int input_dim,
+                        int classes, uint64_t seed);
+
+    /* The transformer's operations (kernels/transformer_cpu.h has their exact
+     * semantics). Activations and weights (embedding tables, LayerNorm gains) are in the
+     * compute dtype, gradients in grad_dtype, mean/rstd fp32. NULL where a backend has
+     * none yet: the transformer is refused there with a message. */
+    void (*embed_forward)(struct backend *b, void *x, const int *tokens, const int *segments, const void *wte,
+                          const void *wpe, const void *wse, int B, int T, int C);
+    void (*embed_backward)(struct backend *b, void *dwte, void *dwpe, void *dwse, int grad_dtype, const int *tokens,
+                           const int *segments, const void *dx, int B, int T, int C, int V, int S);
+    void (*layernorm_forward)(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
+                              const void *beta, int rows, int C);
+    /* accumulate = 1: dx += the gradient (a residual stream's, where it meets the LayerNorm). */
+    void (*layernorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                               const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
+                               int accumulate);
+    void (*attention_forward)(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
+                              int causal);
+    void (*attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
+                               int B, int T, int C, int H, int causal);
+    /* attention_forward's products alone (backward = 0: S = Q K^T, then O = P V into
+     * io) or attention_backward's (dV, dP, dQ, dK into dqkv, from dO = io), with no
+     * softmax between them, the T x T matrices in the backend's scratch: the
+     * attention's GEMMs that `dpscale bench` times beside the dense ones. NULL: none. */
+    void (*attention_products)(struct backend *b, int backward, void *io, void *dqkv, const void *qkv, int B, int T,
+                               int C, int H);
+    /* Fused attention (kernels/flash_attention.h), the same product as attention_forward:
+     * it keeps lse [B x H x T] floats for backward instead of the probabilities, and
+     * backward reads the forward's output. NULL where a backend has none;
+     * flash_attention_ok says whether it takes head dimension D at the compute dtype. */
+    int (*flash_attention_ok)(const struct backend *b, int head_dim);
+    void (*flash_attention_forward)(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C,
+                                    int H, int causal);
+    void (*flash_attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *out,
+                                     const void *qkv, const float *lse, int B, int T, int C, int H, int causal);
+    void (*add)(struct backend *b, void *y, const void *x, size_t n); /* y += x */
+    void (*gather_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+    /* B sequences of the token task from first_sample (kernels/synthetic.h; cpu_synth_tokens). */
+    void (*synth_tokens)(struct backend *b, int *tokens, int *segments, int *targets, int *mask_rows,
+                         uint64_t first_sample, int B, int T, int V, int nmask, int bert, uint64_t seed);
+    void (*scatter_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
+
+    /* The ResNet's operations (kernels/resnet_cpu.h has their exact semantics). Images
+     * are NHWC, [N*H*W x C] row-major; activations and the norms' gains in the compute
+     * dtype, gradients in grad_dtype, the statistics fp32. NULL where a backend has none
+     * yet: the resnet is refused there with a message. */
+    /* col [N*P*Q x R*S*C] = the windows of x (zeros where they reach into the padding). */
+    void (*im2col)(struct backend *b, void *col, const void *x, const struct conv_shape *s);
+    /* dx [N*H*W x C] = the adjoint of im2col applied to col (overwritten, not added to). */
+    void (*col2im)(struct backend *b, void *dx, const void *col, const struct conv_shape *s);
+    /* y = (x - mean) rstd gamma + beta per channel (column), then ReLU when relu; training:
+     * mean and rstd of this batch's rows, and the running statistics updated with
+     * `momentum`; else the running statistics themselves. mean, rstd [C] kept for backward. */
+    void (*batchnorm_forward)(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
+                              const void *x, const void *gamma, const void *beta, int rows, int C, int training,
+                              float momentum, int relu);
+    /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; y: the forward's
+     * output, whose zeros mask dy (its ReLU), or NULL (none). */
+    void (*batchnorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                               const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
+                               int rows, int C, int training);
+    void (*add_relu)(struct backend *b, void *y, const void *x, size_t n); /* y = max(y + x, 0) */
+    /* y = the windows' maxima, argmax their positions (h W + w in the image); backward
+     * routes dy to them (dx overwritten). */
+    void (*maxpool_forward)(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s);
+    void (*maxpool_backward)(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s);
+    /* y [N x C] = the mean of each image's HW rows of x [N*HW x C]; backward spreads dy evenly. */
+    void (*avgpool_forward)(struct backend *b, void *y, const void *x, int N, int HW, int C);
+    void (*avgpool_backward)(struct backend *b, void *dx, const void *dy, int N, int HW, int C);
+    /* B images H x W x C of the image task from first_sample (kernels/synthetic.h), and their labels. */
+    void (*synth_images)(struct backend *b, void *x, int *labels, uint64_t first_sample, int B, int H, int W, int C,
+                         int classes, uint64_t seed);
+
+    struct backend_event *(*event_create)(struct backend *b);
+    void (*event_destroy)(struct backend *b, struct backend_event *e);
+    void (*event_record)(struct backend *b, struct backend_event *e);
+    /* The current stream runs nothing more until e has happened (a no-op for an event
+     * never recorded). May be NULL (no streams). */
+    void (*event_wait)(struct backend *b, struct backend_event *e);
+    /* Record on another stream (a comm library's); NULL stream = the compute stream. */
+    void (*event_record_on)(struct backend *b, struct backend_event *e, void *stream);
+    double (*event_elapsed_s)(struct backend *b, struct backend_event *start, struct backend_event *end);
+    void (*synchronize)(struct backend *b);
+};
+
+struct backend {
+    const struct backend_ops *ops;
+    struct backend_info info;
+    int act_dtype; /* enum dtype of activations and of the weights' compute copy */
+    void *impl;
+};
+
+/* Where the comm layer finds the backend's compute stream (NULL on the CPU). */
+void *backend_stream(struct backend *b);
+/* Energy counter in joules; negative when the backend has none. */
+double backend_energy_j(struct backend *b);
+double backend_nvlink_tx_bytes(struct backend *b);
+/* The streams of backend.h's ops, NULL-safe for the CPU (no streams: no-ops). */
+void *backend_update_stream(struct backend *b);
+void backend_set_stream(struct backend *b, void *stream);
+void backend_stream_wait(struct backend *b, void *waiter, void *waited);
+
+extern const struct backend_ops backend_cpu_ops;
+
+/* Pick and start the backend that cfg->backend names (auto: cuda when a GPU is
+ * visible and the binary has it, else cpu). Returns 0 or -1 with a message. */
+int backend_open(struct backend *b, const struct config *cfg, int local_rank, int local_size, char *err, size_t errlen);
+void backend_close(struct backend *b);
+
+#endif

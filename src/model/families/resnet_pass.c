@@ -1,0 +1,190 @@
+/* resnet_pass.c — the ResNet's forward and backward passes on one rank (resnet.h):
+ * convolutions as GEMMs through the backend (im2col, col2im where the window is not
+ * 1x1 stride 1), batch norm, pooling and the residual adds through the backend's
+ * ResNet operations (backend.h). with_elementwise = 0 runs the GEMMs alone, on the
+ * same buffers: the step's GEMM floor for dpscale bench. */
+#include <stdio.h>
+
+#include "base/error.h"
+#include "model/families/resnet_internal.h"
+
+
+static struct conv_shape shape_of(const struct rn_conv *c, int N)
+{
+    return (struct conv_shape){N, c->H, c->H, c->cin, c->k, c->k, c->stride, c->pad, c->P, c->P};
+}
+
+/* 1x1 stride 1: the input is its own im2col */
+static int plain_gemm(const struct rn_conv *c) { return c->k == 1 && c->stride == 1; }
+
+/* y [B*P*P x cout] = conv(x); with_elementwise = 0: the GEMM alone (no im2col). */
+static void conv_forward(struct backend *be, const struct step_buffers *rb, struct rn_acts *a, const struct rn_conv *c,
+                         const void *x, void *y, int wel)
+{
+    const struct conv_shape s = shape_of(c, a->B);
+    const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin;
+    const void *col = x;
+    if (!plain_gemm(c)) {
+        if (wel) be->ops->im2col(be, a->col, x, &s);
+        col = a->col;
+    }
+    be->ops->gemm(be, 0, 1, M, c->cout, K, 1.0f, col, K, step_weight_at(rb, c->w), K, 0.0f, y, 0, c->cout);
+}
+
+/* From dy [B*P*P x cout]: the weight's gradient into the arena, and dx [B*H*H x cin]
+ * (NULL: not needed); accumulate = 1 adds to dx (a 1x1 stride-1 convolution only). */
+static void conv_backward(struct backend *be, const struct step_buffers *rb, struct rn_acts *a, const struct rn_conv *c,
+                          const void *x, const void *dy, void *dx, int accumulate, int wel)
+{
+    const struct conv_shape s = shape_of(c, a->B);
+    const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin, plain = plain_gemm(c);
+    const void *col = x;
+    if (!plain) {
+        if (wel) be->ops->im2col(be, a->col, x, &s);
+        col = a->col;
+    }
+    be->ops->gemm(be, 1, 0, c->cout, K, M, 1.0f, dy, c->cout, col, K, 0.0f, step_grad_at(rb, c->w),
+                  rb->grad_dtype == DT_F32, K);
+    if (dx == NULL) return;
+    if (!plain && accumulate) DP_FATAL(NULL, "resnet: a strided or k x k convolution cannot add into its input's gradient");
+    be->ops->gemm(be, 0, 0, M, K, c->cout, 1.0f, dy, c->cout, step_weight_at(rb, c->w), K, accumulate && wel ? 1.0f : 0.0f,
+                  plain ? dx : a->col, 0, K);
+    if (!plain && wel) be->ops->col2im(be, dx, a->col, &s);
+}
+
+static void bn_forward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
+                       const struct rn_bn *n, void *y, const void *x, int rows, int relu)
+{
+    be->ops->batchnorm_forward(be, y, a->mean + n->at, a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at, x,
+                               step_weight_at(rb, n->gamma), step_weight_at(rb, n->beta), rows, n->C, !p->frozen,
+                               RN_BN_MOMENTUM, relu);
+}
+
+/* relu_out: the forward's output after its ReLU, or NULL (none) */
+static void bn_backward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
+                        const struct rn_bn *n, void *dx, const void *dy, const void *x, const void *relu_out, int rows)
+{
+    be->ops->batchnorm_backward(be, dx, step_grad_at(rb, n->gamma), step_grad_at(rb, n->beta), rb->grad_dtype, dy, x,
+                                relu_out, a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma), rows, n->C,
+                                !p->frozen);
+}
+
+static struct conv_shape pool_shape(const struct resnet *p, int N)
+{
+    return (struct conv_shape){N, p->stem.P, p->stem.P, p->width, 3, 3, 2, 1, p->pool, p->pool};
+}
+
+/* with_elementwise = 0: the GEMMs alone. */
+static void forward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int wel,
+                         const struct step_hook *hook)
+{
+    const struct resnet *p = resnet_of(m);
+    struct rn_acts *a = rb->acts;
+    const int B = a->B;
+    step_hook_stage_begin(hook, 0);
+    conv_forward(be, rb, a, &p->stem, a->x, a->y0, wel);
+    if (wel) {
+        const struct conv_shape ps = pool_shape(p, B);
+        bn_forward(be, rb, p, a, &p->stem_bn, a->a0, a->y0, B * p->stem.P * p->stem.P, 1);
+        be->ops->maxpool_forward(be, a->pool, a->argmax, a->a0, &ps);
+    }
+    const void *x = a->pool;
+    for (int i = 0; i < p->nblocks; i++) {
+        const struct rn_block *k = &p->blk[i];
+        struct rn_block_acts *s = &a->blk[i];
+        const int rin = B * k->H * k->H, rout = B * k->P * k->P;
+        step_hook_stage_begin(hook, i + 1);
+        conv_forward(be, rb, a, &k->c1, x, s->y1, wel);
+        if (wel) bn_forward(be, rb, p, a, &k->b1, s->a1, s->y1, rin, 1);
+        conv_forward(be, rb, a, &k->c2, s->a1, s->y2, wel);
+        if (wel) bn_forward(be, rb, p, a, &k->b2, s->a2, s->y2, rout, 1);
+        conv_forward(be, rb, a, &k->c3, s->a2, s->y3, wel);
+        if (wel) bn_forward(be, rb, p, a, &k->b3, s->out, s->y3, rout, 0);
+        if (k->proj) { /* the shortcut's BN into scratch, then out = relu(out + it) */
+            conv_forward(be, rb, a, &k->cp, x, s->yp, wel);
+            if (wel) bn_forward(be, rb, p, a, &k->bp, a->t[0], s->yp, rout, 0);
+        }
+        if (wel) be->ops->add_relu(be, s->out, k->proj ? a->t[0] : x, (size_t)rout * (size_t)k->cout);
+        x = s->out;
+    }
+    step_hook_stage_begin(hook, p->nblocks + 1);
+    if (wel) be->ops->avgpool_forward(be, a->feat, x, B, p->feat_hw, p->feat);
+    be->ops->gemm(be, 0, 1, B, p->classes, p->feat, 1.0f, a->feat, p->feat, step_weight_at(rb, p->fc_w), p->feat, 0.0f,
+                  a->logits, 0, p->classes);
+    if (wel)
+        be->ops->bias_act_forward(be, a->logits, a->logits, step_weight_at(rb, p->fc_b), step_weight_dtype(be, rb), B,
+                                  p->classes, ACT_NONE);
+}
+
+/* From the logits' gradient; with_elementwise as above. The stream's gradient is in
+ * g[gi]: an identity shortcut passes it on in place (conv1's input gradient adds to
+ * it), a convolution shortcut writes the other one. */
+static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int wel,
+                          const struct step_hook *hook)
+{
+    const struct resnet *p = resnet_of(m);
+    struct rn_acts *a = rb->acts;
+    const int B = a->B;
+    void *t0 = a->t[0], *t1 = a->t[1];
+    if (wel) be->ops->bias_grad(be, step_grad_at(rb, p->fc_b), rb->grad_dtype, a->dlogits, B, p->classes);
+    be->ops->gemm(be, 1, 0, p->classes, p->feat, B, 1.0f, a->dlogits, p->classes, a->feat, p->feat, 0.0f,
+                  step_grad_at(rb, p->fc_w), rb->grad_dtype == DT_F32, p->feat);
+    be->ops->gemm(be, 0, 0, B, p->feat, p->classes, 1.0f, a->dlogits, p->classes, step_weight_at(rb, p->fc_w), p->feat, 0.0f,
+                  a->dfeat, 0, p->feat);
+    int gi = 0;
+    if (wel) be->ops->avgpool_backward(be, a->g[gi], a->dfeat, B, p->feat_hw, p->feat);
+    step_hook_stage_done(m, hook, p->nblocks + 1);
+    for (int i = p->nblocks - 1; i >= 0; i--) {
+        const struct rn_block *k = &p->blk[i];
+        struct rn_block_acts *s = &a->blk[i];
+        const void *x = i > 0 ? a->blk[i - 1].out : a->pool;
+        const int rin = B * k->H * k->H, rout = B * k->P * k->P;
+        void *g = a->g[gi], *dx = g;
+        if (wel) be->ops->act_backward(be, g, s->out, rout, k->cout, ACT_RELU); /* the block's ReLU */
+        if (k->proj) {
+            if (wel) bn_backward(be, rb, p, a, &k->bp, t0, g, s->yp, NULL, rout);
+            gi ^= 1;
+            dx = a->g[gi];
+            conv_backward(be, rb, a, &k->cp, x, t0, dx, 0, wel);
+        }
+        if (wel) bn_backward(be, rb, p, a, &k->b3, t0, g, s->y3, NULL, rout);
+        conv_backward(be, rb, a, &k->c3, s->a2, t0, t1, 0, wel);
+        if (wel) bn_backward(be, rb, p, a, &k->b2, t1, t1, s->y2, s->a2, rout);
+        conv_backward(be, rb, a, &k->c2, s->a1, t1, t0, 0, wel);
+        if (wel) bn_backward(be, rb, p, a, &k->b1, t0, t0, s->y1, s->a1, rin);
+        conv_backward(be, rb, a, &k->c1, x, t0, dx, 1, wel); /* dx: the shortcut's gradient, plus this */
+        step_hook_stage_done(m, hook, i + 1);
+    }
+    if (wel) {
+        const struct conv_shape ps = pool_shape(p, B);
+        be->ops->maxpool_backward(be, t0, a->g[gi], a->argmax, &ps);
+        bn_backward(be, rb, p, a, &p->stem_bn, t0, t0, a->y0, a->a0, B * p->stem.P * p->stem.P);
+    }
+    conv_backward(be, rb, a, &p->stem, a->x, t0, NULL, 0, wel);
+    step_hook_stage_done(m, hook, 0);
+}
+
+void rn_forward_loss(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int slot,
+                     float loss_scale, const struct step_hook *hook)
+{
+    const struct resnet *p = resnet_of(m);
+    struct rn_acts *a = rb->acts;
+    forward_pass(be, m, rb, 1, hook);
+    be->ops->softmax_xent(be, a->dlogits, rb->loss + slot, a->logits, a->labels, B, p->classes, p->classes,
+                          loss_scale / (float)B);
+}
+
+void rn_backward(struct backend *be, const struct model *m, struct step_buffers *rb, int B, const struct step_hook *hook)
+{
+    (void)B;
+    backward_pass(be, m, rb, 1, hook);
+}
+
+int rn_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention)
+{
+    (void)B;
+    (void)attention; /* none here */
+    forward_pass(be, m, rb, 0, NULL);
+    backward_pass(be, m, rb, 0, NULL);
+    return 0;
+}
