@@ -22,6 +22,7 @@ object; a header including a header is what no object shows. The rules:
   tools/layout_check.py                 the three checks; exit 1 when one fails
   tools/layout_check.py --graph         every module's dependencies, then the checks
   tools/layout_check.py --json          the findings as JSON (for the tests)
+  tools/layout_check.py --root DIR      another tree laid out alike (the tests' small ones)
 """
 import argparse
 import json
@@ -36,6 +37,11 @@ LAYERS = ["kernels", "src/base", "src/config", "src/system", "src/comm", "src/ba
           "src/result", "src/train", "src/report", "src/project", "src/cli"]
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def set_root(root):
+    global ROOT
+    ROOT = os.path.abspath(root)
 
 
 def sources():
@@ -156,8 +162,12 @@ def main():
     ap.add_argument("--max-files", type=int, default=30)
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the objects' folder (default build/)")
+    ap.add_argument("--root", default=ROOT, help="the source tree (default: this tool's)")
+    ap.add_argument("--build", help="the objects' folder (default ROOT/build)")
     args = ap.parse_args()
+    set_root(args.root)
+    if args.build is None:
+        args.build = os.path.join(ROOT, "build")
 
     files, edges, file_edges = graph()
     calls, nobjects = symbol_edges(args.build) if os.path.isdir(args.build) else ({}, 0)
