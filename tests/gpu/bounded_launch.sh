@@ -1,8 +1,8 @@
-# bounded_launch.sh — sourced by the issue-13 GPU scripts: their common start (the
-# repo root, OUT made from $1, the environment the GPU machine needs) and run(), one
-# 2-rank launch on the cuda backend into $OUT/LABEL.h5, bounded by 120 s and by what is
-# left of BUDGET_S (less MARGIN_S for what follows the launches); a launch the budget
-# has no room for is SKIPPED, said so.
+# bounded_launch.sh — sourced by the projection's GPU scripts (calibrate_projection.sh,
+# validate_projection.sh): their common start (the repo root, OUT made from $1, the
+# environment the GPU machine needs) and run(), one 2-rank launch on the cuda backend
+# into $OUT/LABEL.h5, bounded by 120 s and by what is left of BUDGET_S (less MARGIN_S
+# for what follows the launches); a launch the budget has no room for is SKIPPED, said so.
 #   source tests/gpu/bounded_launch.sh SCRIPT_NAME OUTDIR    (with BUDGET_S and MARGIN_S set)
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
 [ -n "${2:-}" ] || { echo "usage: tests/gpu/$1 OUTDIR" >&2; exit 2; }

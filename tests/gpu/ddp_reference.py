@@ -1,10 +1,11 @@
 """ddp_reference.py — PyTorch DDP timing of the same MLP training step that dpscale times.
 
-Why it exists: issue 11 sets dpscale's bars against "framework DDP" figures. Quoting such
-figures from elsewhere compares two machines, two software stacks and two days; this file
-is an independent implementation of dpscale's step (same model, same optimizer, same
-bucket size, same timing rule) that tests/gpu/issue11_bench.sh runs in the same call of
-the GPU machine as dpscale, so that the framework's figures are measured beside ours.
+Why it exists: tests/gpu/bench_mlp.sh sets dpscale's bars against "framework DDP"
+figures. Quoting such figures from elsewhere compares two machines, two software stacks
+and two days; this file is an independent implementation of dpscale's step (same model,
+same optimizer, same bucket size, same timing rule) that tests/gpu/bench_mlp.sh runs in
+the same call of the GPU machine as dpscale, so that the framework's figures are
+measured beside ours.
 
   torchrun --standalone --nproc_per_node=N tests/gpu/ddp_reference.py [--mode bf16|autocast|fp32] ...
   (N = 1 or 2; `python3 -m torch.distributed.run` is the same launcher)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# memory_plan.sh — the device side of the memory plan (issue 15), on a GPU machine:
+# memory_plan.sh — the device side of the memory plan, on a GPU machine:
 # each rank's planned device bytes (the "memory plan per rank" line dpscale prints)
 # against the device memory the run really held, sampled by nvidia-smi every 20 ms.
 # The CUDA context, cuBLAS's workspaces and NCCL's buffers are no buffer of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# resnet.sh — the ResNet on CUDA (issue 16), on a machine with 1 or 2 NVIDIA GPUs:
+# resnet.sh — the ResNet on CUDA, on a machine with 1 or 2 NVIDIA GPUs:
 #   tests/gpu/resnet.sh OUTDIR [correctness|throughput|all]
 # from the repository root, with bin/dpscale built with CUDA (and bin/tests/test_resnet_cuda:
 # `make bin/dpscale bin/tests/test_resnet_cuda`). Each part fits in a 10-minute call.
@@ -32,7 +32,7 @@
 #   (d)       dpscale bench: the step against its GEMMs alone, and where the rest goes
 #   (e)       images/s and efficiency: 1 GPU, and with 2 GPUs the sweep 1,2 over NVLink
 #             (comm.path = nvlink) and through host memory (comm.path = host: no peer access,
-#             NCCL's SHM transport); the issue's target is 3,300 images/s on one H200
+#             NCCL's SHM transport); the target is 3,300 images/s on one H200
 #   (g)       the framework beside it: torchvision's ResNet-50 in PyTorch eager (cuDNN,
 #             channels-last, bf16 autocast, fused SGD, DDP; tests/gpu/resnet_ddp_reference.py)
 #             on 1 GPU and on 2 over NVLink and through host memory (NCCL_P2P_DISABLE=1)

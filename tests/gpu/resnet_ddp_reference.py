@@ -1,6 +1,6 @@
 """resnet_ddp_reference.py — PyTorch eager DDP timing of torchvision's ResNet-50 training step.
 
-Why it exists: issue 16 sets dpscale's ResNet-50 against a framework's figures ("cuDNN,
+Why it exists: dpscale's ResNet-50 was set against a framework's quoted figures ("cuDNN,
 channels-last, bf16 autocast and batch 256 per GPU: 4,733 images/s on 1 GPU; efficiency
 0.98 over NVLink and 0.95 through host memory"). Quoting them compares two machines, two
 software stacks and two days; this file measures that framework on the same machine, in

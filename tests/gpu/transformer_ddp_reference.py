@@ -1,7 +1,7 @@
 """transformer_ddp_reference.py — PyTorch eager DDP timing of the transformer steps dpscale times.
 
-Why it exists: issue 12 sets dpscale's bars against a framework's eager mode (flash
-attention, fused AdamW) on BERT-Large and GPT-2-small. This file measures that framework
+Why it exists: tests/gpu/bench_transformers.sh sets dpscale's bars against a framework's
+eager mode (flash attention, fused AdamW) on BERT-Large and GPT-2-small. This file measures that framework
 on the same machine, in the same call as dpscale, with the same shapes, so the figures
 the bars are read against are measured beside ours, not quoted.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# watchdog.sh — the watchdog on the GPU path (NCCL over NVLink), issue 15's bar:
+# watchdog.sh — the watchdog on the GPU path (NCCL over NVLink), what it must do:
 # `kill -STOP` of one rank of `mpirun -np 2 dpscale run ... --run.timeout_s=10` ends every
 # process within 20 s with one line naming the stopped rank; and a rank that hangs before
 # a reduction (DPSCALE_FAULT=1:30:hang) is named by its peer.

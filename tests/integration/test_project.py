@@ -256,16 +256,36 @@ def test_the_issues_command_prints_2_to_8_gpus_with_their_sources():
     assert len(sources) == 3 and sum("DERIVED" in l for l in sources) == 2 and "Hetu-Galvatron" in sources[2]
 
 
-def test_readmes_validation_table_is_what_the_tool_prints_from_the_committed_files():
-    """README's table of every preset over every transport is tools/project_validate_presets.sh's
-    output on results/h200x2-issue13/session7, row for row, with its tally."""
+# the README's answer table names each preset's row by its model, the tools' tables by its file
+ANSWER_ROWS = {"bert-large": "BERT-Large", "gpt2-small": "GPT-2 small", "resnet50": "ResNet-50",
+               "gemm-heavy": "MLP 8 × 8192", "comm-bound": "MLP 8 × 4096"}
+
+
+def cells(row):
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def answer_row(model):
+    """The cells of the README answer table's row of MODEL (a key of ANSWER_ROWS)."""
+    rows = [l for l in (ROOT / "README.md").read_text().splitlines() if l.startswith(f"| {ANSWER_ROWS[model]} ")]
+    assert len(rows) == 1, f"README's answer table has no single row for {ANSWER_ROWS[model]}"
+    return cells(rows[0])
+
+
+def test_the_validation_table_is_what_the_tool_prints_from_the_committed_files():
+    """docs/PROJECTION.md's table of every preset over every transport is
+    tools/project_validate_presets.sh's output on results/h200x2-issue13/session7, row for row,
+    with its tally; the README's measured columns are its measured NVLink and host-memory runs."""
     out = subprocess.run([str(ROOT / "tools/project_validate_presets.sh")], capture_output=True, text=True, cwd=ROOT,
                          timeout=300, env={**os.environ, "DPSCALE": str(BINARY)})
     assert out.returncode == 0, out.stderr
-    readme = (ROOT / "README.md").read_text().split("<!-- tools/project_validate_presets.sh -->\n", 1)[1]
+    page = (ROOT / "docs/PROJECTION.md").read_text().split("<!-- tools/project_validate_presets.sh -->\n", 1)[1]
     printed = [l for l in out.stdout.splitlines() if l]
-    assert readme.splitlines()[:len(printed) + 1] == out.stdout.splitlines()[:len(printed) + 1], out.stdout
+    assert page.splitlines()[:len(printed) + 1] == out.stdout.splitlines()[:len(printed) + 1], out.stdout
     assert "own run's terms 24 / 25" in printed[-1] and "other models 20 / 24" in printed[-1]
+    measured = {cells(l)[0]: cells(l)[3] for l in printed if l.startswith("| ") and not l.startswith("| run ")}
+    for model in ANSWER_ROWS:
+        assert answer_row(model)[2:4] == [measured[f"{model}-nvlink-on"], measured[f"{model}-host-on"]], model
 
 
 def test_zero1_runs_take_no_forward_change():
@@ -277,9 +297,14 @@ def test_zero1_runs_take_no_forward_change():
     assert "the allreduces alone" not in p.stdout  # a reduce-scatter and all-gathers are no allreduce
 
 
-def test_readmes_systems_table_is_what_the_tool_prints_from_the_committed_files():
-    """The articles' question as README answers it: tools/project_systems.sh on its default files."""
+def test_the_systems_table_is_what_the_tool_prints_from_the_committed_files():
+    """The articles' question as docs/PROJECTION.md answers it: tools/project_systems.sh on its
+    default files; the README's answer table holds the same figures, by model and system."""
     out = subprocess.run([str(ROOT / "tools/project_systems.sh")], capture_output=True, text=True, cwd=ROOT,
                          timeout=300, env={**os.environ, "DPSCALE": str(BINARY)})
     assert out.returncode == 0 and out.stdout.count("\n") == 7, out.stdout + out.stderr
-    assert out.stdout.strip() in (ROOT / "README.md").read_text()
+    assert out.stdout.strip() in (ROOT / "docs/PROJECTION.md").read_text()
+    for row in out.stdout.splitlines()[2:]:
+        projected = [c.split(" (")[0] for c in cells(row)[1:]]
+        model = next(m for m in ANSWER_ROWS if m in cells(row)[0])
+        assert answer_row(model)[-len(projected):] == projected, row

@@ -1,4 +1,4 @@
-"""The HDF5 result file holds what the README's schema (version 5) says, and its
+"""The HDF5 result file holds what docs/schema.md's schema (version 5) says, and its
 summary figures can be recomputed from its own timing datasets. Runs live in
 /runs/<library>/<path>/n<N>; the 1-rank run communicates nothing. Provenance, units
 and types: test_provenance.py."""

@@ -61,7 +61,7 @@ def test_model_table_and_tokens_as_the_unit(outdir):
     assert names[0] == "lnf.gamma" and names[-1] == "wte" and "block1.qkv.weight" in names
     assert (t["stage"][1:] <= t["stage"][:-1]).all() and t["stage"][0] == 3 and t["stage"][-1] == 0
     assert int(t["count"].sum()) == m.attrs["parameters"]
-    L, C, T, V = 2, 32, 16, 64  # the preset: the README's formula per token, times T per sequence
+    L, C, T, V = 2, 32, 16, 64  # the preset: docs/models.md's formula per token, times T per sequence
     assert m.attrs["gemm_flops_per_sample"] == pytest.approx(T * (72 * L * C * C + 12 * L * C * T + 6 * C * V))
     assert "pre-LN decoder, 2 x 32, 4 heads" in p.stdout
 

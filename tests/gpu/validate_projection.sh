@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# issue13_validate.sh — the projection against fresh runs on the 2-GPU machine: this
+# validate_projection.sh — the projection against fresh runs on the 2-GPU machine: this
 # machine's allreduce curves (dpscale comm over each path the groups use), then every
 # model preset on 1 and 2 GPUs over each transport, overlap on and off — files that hold
 # the measured bucket ready times — and tools/project_validate.sh on them (projected
 # against measured 2-GPU efficiency; the calibrated column takes the terms from the other
 # models' runs of the same path and overlap, their median: leave one out).
-#   tests/gpu/issue13_validate.sh OUTDIR [GROUP...]   from the repo root, bin/dpscale prebuilt
+#   tests/gpu/validate_projection.sh OUTDIR [GROUP...]   from the repo root, bin/dpscale prebuilt
 # GROUPs (default: mlp models):
 #   mlp     mlp-gemm-heavy, mlp-comm-bound  x  nvlink, host  x  overlap on, off
 #   models  bert-large, gpt2-small, resnet50  x  nvlink, host  x  overlap on, off
@@ -13,10 +13,10 @@
 #           overlap on (and the comm-bound MLP with overlap off)
 # The curves: comm-nvlink and comm-host (SM copies) for mlp and models, comm-net for net
 # (dpscale comm refuses the copy engines, comm.shm_copy = ce: NCCL stalls its sweep).
-# Each launch is bounded by 120 s; the whole by ISSUE13_BUDGET_S (default 540 s).
+# Each launch is bounded by 120 s; the whole by PROJECTION_BUDGET_S (default 540 s).
 set -uo pipefail
-BUDGET_S=${ISSUE13_BUDGET_S:-540} MARGIN_S=30
-source "$(dirname "$0")/bounded_launch.sh" issue13_validate.sh "${1:-}"
+BUDGET_S=${PROJECTION_BUDGET_S:-540} MARGIN_S=30
+source "$(dirname "$0")/bounded_launch.sh" validate_projection.sh "${1:-}"
 shift
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(mlp models)
@@ -58,6 +58,6 @@ preset() { # NAME: the config and the step count of a launch (the transformers a
     COMM_NVLINK="$OUT/comm-nvlink.h5" COMM_HOST="$OUT/comm-host.h5" COMM_NET="$OUT/comm-net.h5" \
         CAL_SET="$(echo $runs)" tools/project_validate.sh $runs
     echo "== ${SECONDS} s"
-} 2>&1 | tee "$OUT/issue13.log"
+} 2>&1 | tee "$OUT/validate-projection.log"
 # one archive: the device tool returns a limited number of files
-tar -cf "$OUT/issue13-h5.tar" -C "$OUT" $(cd "$OUT" && ls *.h5) && rm -f "$OUT"/*.h5
+tar -cf "$OUT/validate-projection-h5.tar" -C "$OUT" $(cd "$OUT" && ls *.h5) && rm -f "$OUT"/*.h5

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# issue13_calibration.sh — the calibrated projection with calibrations that match: each
+# calibrate_projection.sh — the calibrated projection with calibrations that match: each
 # transformer run is projected from its 1-GPU run onto this call's allreduce curves of
 # its own settings (over NVLink; through host memory the SM-copy curve, dpscale comm
 # refusing the copy engines, whose runs copy on them), with the interference taken from the comm-bound MLP's 2-GPU run of the same
 # communication settings (path, comm.shm_copy, bf16 gradients): the earlier calibration
 # mixed SM-copy, fp32-gradient MLP runs with copy-engine, bf16-gradient transformers.
-#   tests/gpu/issue13_calibration.sh OUTDIR      from the repo root, bin/dpscale prebuilt
-# Each launch is bounded by 120 s; the whole by ISSUE13_BUDGET_S (default 420 s).
+#   tests/gpu/calibrate_projection.sh OUTDIR      from the repo root, bin/dpscale prebuilt
+# Each launch is bounded by 120 s; the whole by PROJECTION_BUDGET_S (default 420 s).
 set -uo pipefail
-BUDGET_S=${ISSUE13_BUDGET_S:-420} MARGIN_S=20
-source "$(dirname "$0")/bounded_launch.sh" issue13_calibration.sh "${1:-}"
+BUDGET_S=${PROJECTION_BUDGET_S:-420} MARGIN_S=20
+source "$(dirname "$0")/bounded_launch.sh" calibrate_projection.sh "${1:-}"
 project() { # RESULT COMM CALIBRATION
     bin/dpscale project "$1" --comm "$2" --interference-from "$3" 2>&1 | grep -E "NOTE|^ +2 " |
         sed "s|^|$(basename "$1" .h5): |"
@@ -32,5 +32,5 @@ project() { # RESULT COMM CALIBRATION
         project "$OUT/$m-nvlink-g16.h5" "$OUT/comm-nvlink.h5" "$OUT/cal-nvlink-g16.h5"
     done
     echo "== ${SECONDS} s"
-} 2>&1 | tee "$OUT/issue13-calibration.log"
-tar -cf "$OUT/issue13-calibration-h5.tar" -C "$OUT" $(cd "$OUT" && ls *.h5) && rm -f "$OUT"/*.h5
+} 2>&1 | tee "$OUT/calibrate-projection.log"
+tar -cf "$OUT/calibrate-projection-h5.tar" -C "$OUT" $(cd "$OUT" && ls *.h5) && rm -f "$OUT"/*.h5

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# issue12_bench.sh — issue 12's bars on the 2 x H200 machine, in one call: BERT-Large and
+# bench_transformers.sh — the transformers on the 2 x H200 machine, in one call: BERT-Large and
 # GPT-2 small (bf16, fp32 master weights, AdamW, loss on every position) on 1 and 2 GPUs
 # over NVLink and through host memory, dpscale bench on BERT-Large, and PyTorch eager DDP
 # on the same shapes (tests/gpu/transformer_ddp_reference.py) measured beside them.
 #
-#   tests/gpu/issue12_bench.sh OUTDIR [SECTIONS]     from the repo root, bin/dpscale prebuilt
+#   tests/gpu/bench_transformers.sh OUTDIR [SECTIONS]     from the repo root, bin/dpscale prebuilt
 #
 # Sections (letters, in the order given; default VBGZRP):
 #   V  the transformers against PyTorch first (dpscale dump + tests/gpu/torch_reference.py): the
@@ -13,7 +13,7 @@
 #      presets' flash attention and GEMM epilogues (forward and backward: GELU' in cuBLASLt's
 #      DGELU, and with bf16 gradients fc1's bias gradient too, DGELU_BGRAD), the tiny presets in
 #      fp32 with the epilogues; then data-parallel equivalence (2 x 4 sequences against 1 x 8, fp32,
-#      NCCL): the bars mean nothing for a step that is not the model
+#      NCCL): the speeds mean nothing for a step that is not the model
 #   B  BERT-Large, batch 16, --model.mask_fraction=1, sweep 1,2: nvlink with fp32 gradients (as the
 #      framework's autocast DDP) and with bf16 gradients (train.grad_dtype and comm.allreduce_dtype =
 #      compute; the master weights and AdamW state stay fp32); host memory (comm.path = host) with
@@ -22,7 +22,7 @@
 #   G  GPT-2 small, batch 16: nvlink (fp32 gradients), host memory (bf16 gradients)
 # Labels with "pcie" (B-bert-large-pcie-g16, ...) keep the names of the files in results/:
 # the path through host memory, comm.path = pcie before schema 6, host now.
-#   X  GPT-2 XL, batch 4, nvlink (the communication-heavy end; not a bar)
+#   X  GPT-2 XL, batch 4, nvlink (the communication-heavy end)
 #   Z  dpscale bench on BERT-Large and GPT-2 small: the step against its GEMMs alone, the
 #      largest non-GEMM part
 #   W  BERT-Large over NVLink with bf16 gradients, the knobs against interference beside
@@ -31,25 +31,25 @@
 #      light, occupancy, warp stalls, one launch of each
 #   R  the PyTorch reference: bert and gpt, autocast (fp32 master), 1 and 2 GPUs
 #   Q  more of it: bert in pure bf16 on 1 GPU; bert through host memory (NCCL_P2P_DISABLE=1) on 2
-# Writes OUTDIR/issue12.log (everything), OUTDIR/issue12-h5.tar (dpscale's files) and the
-# `dpscale report` tables (Markdown, tokens/s) at the end of the log. Each launch is bounded
-# by ISSUE12_RUN_TIMEOUT_S (default 150 s); the whole by ISSUE12_BUDGET_S (default 560 s).
+# Writes OUTDIR/bench-transformers.log (everything), OUTDIR/bench-transformers-h5.tar
+# (dpscale's files) and the `dpscale report` tables (Markdown, tokens/s) at the end of the log. Each launch is bounded
+# by BENCH_RUN_TIMEOUT_S (default 150 s); the whole by BENCH_BUDGET_S (default 560 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-usage="usage: tests/gpu/issue12_bench.sh OUTDIR [SECTIONS of VBGPQXZRNW; default VBGZRP]"
+usage="usage: tests/gpu/bench_transformers.sh OUTDIR [SECTIONS of VBGPQXZRNW; default VBGZRP]"
 [ $# -ge 1 ] && [ -n "$1" ] || { echo "$usage" >&2; exit 2; }
 SECTIONS=${2:-VBGZRP}
 [[ $SECTIONS =~ ^[VBGPQXZRNW]+$ ]] || { echo "$usage; got '$SECTIONS'" >&2; exit 2; }
 mkdir -p "$1" || exit 2
 OUTDIR=$(cd "$1" && pwd) || exit 2
-LOG=$OUTDIR/issue12.log TAR=$OUTDIR/issue12-h5.tar
+LOG=$OUTDIR/bench-transformers.log TAR=$OUTDIR/bench-transformers-h5.tar
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 DPSCALE=${DPSCALE:-bin/dpscale}
 PY=${PYTHON:-python3}
 read -r -a TORCHRUN <<<"${TORCHRUN:-python3 -m torch.distributed.run}"
-BUDGET_S=${ISSUE12_BUDGET_S:-560}
-RUN_TIMEOUT_S=${ISSUE12_RUN_TIMEOUT_S:-150}
-H5DIR=$(mktemp -d "${TMPDIR:-/tmp}/issue12.XXXXXX") || exit 2
+BUDGET_S=${BENCH_BUDGET_S:-560}
+RUN_TIMEOUT_S=${BENCH_RUN_TIMEOUT_S:-150}
+H5DIR=$(mktemp -d "${TMPDIR:-/tmp}/bench-transformers.XXXXXX") || exit 2
 trap 'rm -rf "$H5DIR"' EXIT
 
 main() {
@@ -79,7 +79,7 @@ main() {
                 tests/gpu/transformer_ddp_reference.py "$@"
         done
     }
-    echo "issue12_bench: sections $SECTIONS, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "bench_transformers: sections $SECTIONS, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     nvidia-smi -L 2>&1
     rm -f "$TAR"
     local bert=(--model.mask_fraction=1 --train.iters=20 --train.warmup=5)

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# issue11_bench.sh — issue 11 measured on the 2 x H200 machine: dpscale's honest 1-GPU
-# baseline and its faster step (bars 1 to 4), the bit-identity of the overlapped update
-# and of ZeRO-1, the interference knobs, and the PyTorch DDP reference
+# bench_mlp.sh — the MLP's step and scaling on the 2 x H200 machine, beside PyTorch DDP:
+# dpscale's honest 1-GPU baseline and its faster step, the bit-identity of the overlapped
+# update and of ZeRO-1, the interference knobs, and the PyTorch DDP reference
 # (tests/gpu/ddp_reference.py) measured on the same machine, so that the "framework DDP"
-# figures the bars are set against are measured, not quoted. All sections take more than
-# one 10-minute device call: run them in groups (results/h200x2-issue11/ has four calls).
+# figures are measured, not quoted. The bars, each printed with PASS/FAIL at the end:
+# 1: M1's 1-GPU step <= 11.9 ms and <= 0.9 x the framework's; 2: M1 over NVLink >= 0.95
+# at 2 GPUs; 3: M1 at batch 16384 through host memory >= 0.93; 4: a small fp32 model
+# (5 x 1024) over NVLink >= 0.85.
+# All sections take more than one 10-minute device call: run them in groups
+# (results/h200x2-issue11/ holds the calls).
 # Labels with "pcie" (D-pcie-*, F-M1-pcie-*) keep the names of the files in results/: the
 # path through host memory, which was comm.path = pcie before schema 6 and is host now.
 #
-#   tests/gpu/issue11_bench.sh OUTDIR [SECTIONS]      from the repo root, bin/dpscale prebuilt
-#   e.g. in a device call:   tests/gpu/issue11_bench.sh "$OUT" BGAF     (~5 min)
-#                            tests/gpu/issue11_bench.sh "$OUT" DEC      (~6 min)
+#   tests/gpu/bench_mlp.sh OUTDIR [SECTIONS]      from the repo root, bin/dpscale prebuilt
+#   e.g. in a device call:   tests/gpu/bench_mlp.sh "$OUT" BGAF     (~5 min)
+#                            tests/gpu/bench_mlp.sh "$OUT" DEC      (~6 min)
 #
 # Sections (SECTIONS = letters of these, run in the order given, default all; each dpscale
 # launch is 2 MPI ranks, sweep 1,2, so every file holds the 1-GPU baseline and the 2-GPU
@@ -35,7 +39,7 @@
 #   J  bars 3 and 4 again: NCCL's host-memory (SHM) copies on copy engines
 #      (NCCL_SHM_USE_CUDA_MEMCPY), NCCL_BUFFSIZE; symmetric buffers, CTAs, LL protocols and
 #      bucket sizes for the small model (DP_ENV="VAR=VALUE ..." sets NCCL variables for one launch)
-#   K  the four bars once more with the second session's changes (forward epilogue, bf16
+#   K  the four bars once more with the later changes (forward epilogue, bf16
 #      optimizer state, comm.shm_copy = ce, robust autotuning), key runs twice; K_PARTS picks
 #      bars (default 1234)
 #   L  bar 4 explored: GEMM SM margin, LL with 2-4 NCCL CTAs, priorities, buckets, the GPUs
@@ -46,10 +50,10 @@
 #
 # Writes into OUTDIR, no subfolders, three files (the device call brings back 8 at most,
 # 16 MiB each):
-#   issue11.log          everything printed: each command line, its exit status and wall
+#   bench-mlp.log        everything printed: each command line, its exit status and wall
 #                        time, dpscale's own tables, the per-run lines, the summary
-#   issue11-results.tsv  one row per run and rank count (dpscale and DDP), ms and ratios
-#   issue11-h5.tar       every dpscale result file, appended as each launch ends (so a call
+#   bench-mlp.tsv        one row per run and rank count (dpscale and DDP), ms and ratios
+#   bench-mlp-h5.tar     every dpscale result file, appended as each launch ends (so a call
 #                        cut short keeps what was done); B's saved parameters are left out
 #                        (params_hash stays); gzipped to .tar.gz only if over 15 MiB
 # Exit status: 0 when every launch exited 0, else 1. The bars are verdicts in the log, not
@@ -59,10 +63,10 @@
 # 10-20 s (mpirun, CUDA and NCCL start, then for n=1 and n=2: 5 + 30 steps of ~10-15 ms,
 # three times: the step, the step without allreduce, the allreduce alone); D about 25 s;
 # B and E about 10 s; a torchrun of the reference about 10-15 s. About 21 x 15 s + 8 x 12 s
-# = ~7 min in all. A guard keeps it inside ISSUE11_BUDGET_S (default 520 s): a launch gets
-# at most what is left (and ISSUE11_RUN_TIMEOUT_S, default 120 s), and once less than 20 s
+# = ~7 min in all. A guard keeps it inside BENCH_BUDGET_S (default 520 s): a launch gets
+# at most what is left (and BENCH_RUN_TIMEOUT_S, default 120 s), and once less than 20 s
 # is left the remaining launches are logged as SKIPPED and the summary and tar still run.
-# Lower ISSUE11_BUDGET_S when the same device command does other work before this script.
+# Lower BENCH_BUDGET_S when the same device command does other work before this script.
 #
 # Other knobs (environment): DPSCALE (default bin/dpscale), PYTHON (default python3, needs
 # numpy and h5py; torch for F), TORCHRUN (default "python3 -m torch.distributed.run", the
@@ -70,7 +74,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
-usage="usage: tests/gpu/issue11_bench.sh OUTDIR [SECTIONS, letters of ABCDEFGHIJKLM; default ABCDEFGHIJKLM]"
+usage="usage: tests/gpu/bench_mlp.sh OUTDIR [SECTIONS, letters of ABCDEFGHIJKLM; default ABCDEFGHIJKLM]"
 if [ $# -lt 1 ] || [ -z "$1" ]; then echo "$usage" >&2; exit 2; fi
 SECTIONS=${2:-ABCDEFGHIJKLM}
 if ! [[ $SECTIONS =~ ^[A-M]+$ ]]; then echo "$usage; got '$SECTIONS'" >&2; exit 2; fi
@@ -79,9 +83,9 @@ for s in A B C D E F G H I J K L M; do
 done
 mkdir -p "$1" || exit 2
 OUTDIR=$(cd "$1" && pwd) || exit 2
-LOG=$OUTDIR/issue11.log
-TSV=$OUTDIR/issue11-results.tsv
-TAR=$OUTDIR/issue11-h5.tar
+LOG=$OUTDIR/bench-mlp.log
+TSV=$OUTDIR/bench-mlp.tsv
+TAR=$OUTDIR/bench-mlp-h5.tar
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1
 # NVLink multicast stays off on the lent machines (it can take the host's GPUs out of service).
@@ -89,21 +93,21 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 DPSCALE=${DPSCALE:-bin/dpscale}
 PY=${PYTHON:-python3}
 read -r -a TORCHRUN <<<"${TORCHRUN:-python3 -m torch.distributed.run}"
-BUDGET_S=${ISSUE11_BUDGET_S:-520}
-RUN_TIMEOUT_S=${ISSUE11_RUN_TIMEOUT_S:-120}
+BUDGET_S=${BENCH_BUDGET_S:-520}
+RUN_TIMEOUT_S=${BENCH_RUN_TIMEOUT_S:-120}
 RESERVE_S=25 # kept for the summary and the tar at the end
 
-TMPD=$(mktemp -d "${TMPDIR:-/tmp}/issue11.XXXXXX") || exit 2
+TMPD=$(mktemp -d "${TMPDIR:-/tmp}/bench-mlp.XXXXXX") || exit 2
 trap 'rm -rf "$TMPD"' EXIT
 H5DIR=$TMPD/h5      # dpscale writes here; only the tar goes to OUTDIR
 PACKDIR=$TMPD/pack  # the copies that go into the tar
 CHECKS=$TMPD/checks.txt
-HELPER=$TMPD/issue11_helper.py
+HELPER=$TMPD/bench_mlp_helper.py
 mkdir -p "$H5DIR" "$PACKDIR" && : >"$CHECKS" || exit 2
 
 # ---- the figures out of the result files: one small python, written once -------------
 cat >"$HELPER" <<'PYEOF'
-"""issue11 helper: table lines from dpscale's /summary and from DDP_REFERENCE lines,
+"""bench_mlp helper: table lines from dpscale's /summary and from DDP_REFERENCE lines,
 the params_hash comparison of section B, the copy for the tar, and the bars.
   init TSV | row LABEL FILE.h5 TSV | ddp LABEL OUTPUT.txt TSV | hash ON.h5 OFF.h5
   pack SRC.h5 DST.h5 | bars TSV"""
@@ -317,7 +321,7 @@ def cmd_pack(src, dst):
     left_out = []
     with h5py.File(src, "r") as fi, h5py.File(dst, "w") as fo:
         copy_tree(fi, fo, left_out)
-        fo.attrs["issue11_note"] = "copy for the archive: the saved parameters (params datasets) were left out; params_hash kept"
+        fo.attrs["archive_note"] = "copy for the archive: the saved parameters (params datasets) were left out; params_hash kept"
     print(f"   archived without {len(left_out)} params dataset(s): {', '.join(left_out)}")
     return 0
 
@@ -390,7 +394,7 @@ def main(argv):
     try:
         return cmds[argv[1]][0](*argv[2:])
     except Exception as e:  # noqa: BLE001 (one unreadable file must not stop the script)
-        print(f"   issue11 helper {argv[1]}: {type(e).__name__}: {e}")
+        print(f"   bench_mlp helper {argv[1]}: {type(e).__name__}: {e}")
         return 1
 
 
@@ -399,7 +403,7 @@ if __name__ == "__main__":
 PYEOF
 
 # ---- the launches ------------------------------------------------------------------------
-# M1, the GEMM-heavy model of issue 11 (9 x 8192, bf16), split so D can change the batch alone.
+# M1, the GEMM-heavy MLP of these bars (9 x 8192, bf16), split so D can change the batch alone.
 M1_MODEL=(--model.layers=9 --model.input_dim=8192 --model.hidden_dim=8192 --model.classes=1024 --train.precision=bf16)
 M1=("${M1_MODEL[@]}" --train.batch_per_gpu=2048)
 SHORT=(--train.iters=30 --train.warmup=5)
@@ -483,7 +487,7 @@ main() {
         done
     }
 
-    echo "issue11_bench: sections $SECTIONS, output $OUTDIR, budget ${BUDGET_S} s, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "bench_mlp: sections $SECTIONS, output $OUTDIR, budget ${BUDGET_S} s, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     git log -1 --oneline 2>/dev/null || true
     nvidia-smi -L 2>&1 || echo "nvidia-smi failed"
     [ -x "$DPSCALE" ] || echo "WARNING: $DPSCALE is missing or not executable: every dpscale launch will fail"
@@ -646,7 +650,7 @@ main() {
     }
 
     section_K() {
-        echo; echo "######## K. the bars once more, with this session's changes, each key run twice (K_PARTS=1234)"
+        echo; echo "######## K. the bars once more, with the later changes, each key run twice (K_PARTS=1234)"
         local parts=${K_PARTS:-1234} long=(--train.iters=60 --train.warmup=10) r
         local g16=(--train.grad_dtype=compute --comm.allreduce_dtype=compute)
         if [[ $parts == *1* ]]; then  # bar 1: M1 on 1 GPU
