@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# project_validate.sh — issue 13's validation on committed files: every 2 x H200 result
+# project_validate.sh — the projection's validation on committed files: every 2 x H200 result
 # file with a 1-GPU and a 2-GPU run is projected from its 1-GPU run onto the same
 # machine's measured allreduce curves (results/h200x2-comm-nvlink.h5, or
 # results/h200x2-comm-p2p-disabled.h5 for the host path: through host memory, which
@@ -37,7 +37,7 @@ describe() {
 }
 declare -A kind_of
 for c in $CAL_SET; do kind_of[$c]=$(describe "$c"); done
-[ ${#files[@]} -gt 0 ] || files=(results/h200x2-*.h5 results/h200x2-issue11/*.h5 results/h200x2-issue12/*.h5)
+[ ${#files[@]} -gt 0 ] || files=(results/h200x2-*.h5 results/h200x2-mlp-step-vs-ddp/*.h5 results/h200x2-transformers/*.h5)
 printf '%-58s %-6s %-4s %9s %10s %8s %10s %8s %10s %8s\n' file path ovl measured projected error "no-interf" error \
     calibrated error
 for f in "${files[@]}"; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# project_validate_counts.sh — issue 13's validation across GPU counts: each 4-GPU
+# project_validate_counts.sh — the projection's validation across GPU counts: each 4-GPU
 # result file (a 1-, 2- and 4-GPU sweep on one machine) projected from its 1-GPU run
 # onto the allreduce curves measured on the same machine at 4 GPUs, against the 4-GPU
 # efficiency it measured:

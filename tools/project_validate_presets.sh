@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# project_validate_presets.sh — issue 13's validation table: every model preset over every
+# project_validate_presets.sh — the projection's validation table: every model preset over every
 # transport of the 2 x H200 machine, overlap on and off (the fresh runs of one session,
 # each call's folder with its own allreduce curves comm-{nvlink,host,net}.h5), projected
 # from its 1-GPU run and set beside the 2-GPU efficiency it measured, as Markdown:
@@ -8,10 +8,10 @@
 #   other models:  the median of the other presets' runs of the same path and overlap
 #                  (--interference-from each: leave one out)
 # and the count within the bar (0.03) of each column. Reads files only.
-#   tools/project_validate_presets.sh [DIR]      default: results/h200x2-issue13/session7
+#   tools/project_validate_presets.sh [DIR]      default: results/h200x2-projection-checks/session7
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-DIR=${1:-results/h200x2-issue13/session7}
+DIR=${1:-results/h200x2-projection-checks/session7}
 calls=("$DIR"/call*/)
 runs() { ls "$1"/*.h5 2>/dev/null | grep -v "/comm-[a-z]*\.h5$"; }
 set_all=$(for c in "${calls[@]}"; do [ -f "$c/comm-nvlink.h5" ] && runs "$c"; done | tr '\n' ' ')

@@ -8,7 +8,7 @@
 # at 2 GPUs; 3: M1 at batch 16384 through host memory >= 0.93; 4: a small fp32 model
 # (5 x 1024) over NVLink >= 0.85.
 # All sections take more than one 10-minute device call: run them in groups
-# (results/h200x2-issue11/ holds the calls).
+# (results/h200x2-mlp-step-vs-ddp/ holds the calls).
 # Labels with "pcie" (D-pcie-*, F-M1-pcie-*) keep the names of the files in results/: the
 # path through host memory, which was comm.path = pcie before schema 6 and is host now.
 #

@@ -106,7 +106,7 @@ def test_the_former_comm_transport_key_names_comm_path(tmp_path, outdir, where):
     assert list(outdir.iterdir()) == []
 
 
-# ---- issue 15: inputs that used to run a wrong experiment, hang, or print once per rank
+# ---- inputs that used to run a wrong experiment, hang, or print once per rank
 
 def fifo(tmp_path):
     path = tmp_path / "config.fifo"

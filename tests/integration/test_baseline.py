@@ -1,4 +1,4 @@
-"""The honest 1-rank baseline and the update taken off the critical path (issue 11),
+"""The honest 1-rank baseline and the update taken off the critical path,
 on real MPI ranks: a run on one rank communicates nothing and its decomposition is
 all zeros; updating each bucket as soon as it is reduced, and the ZeRO-1 sharded
 optimizer, train bit for bit what the update after backward trains."""

@@ -46,7 +46,7 @@ def test_16_bit_allreduce_over_mpi_is_refused_before_work(outdir):
 
 
 def test_copy_engine_copies_are_refused_in_one_line_not_hung(outdir):
-    # NCCL's copy-engine SHM copies stall the sweep (2 x H200, NCCL 2.28.3; session 7):
+    # NCCL's copy-engine SHM copies stall the sweep (2 x H200, NCCL 2.28.3):
     # dpscale comm refuses them before any allreduce, on every backend
     p = comm(outdir, "--comm.shm_copy=ce")
     assert p.returncode == 2, p.stdout + p.stderr

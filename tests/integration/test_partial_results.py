@@ -1,4 +1,4 @@
-"""The result file survives what ends a launch early (issue 15, item 2): it is claimed
+"""The result file survives what ends a launch early: it is claimed
 (NAME.tmp) and checked before any work, rewritten after each sweep point marked
 incomplete, and SIGTERM leaves the points done so far and no NAME.tmp. A write that
 fails (a full disk: DPSCALE_FAULT=0:K:write, or a real one) ends the launch with one

@@ -1,6 +1,6 @@
 """`dpscale project` on committed files measured on 2 x H200: the 2-GPU efficiency
 projected from each file's 1-GPU run and the machine's own allreduce curves, against
-the efficiency the file measured (issue 13's bar: within 0.03); the catalog target;
+the efficiency the file measured (within 0.03); the catalog target;
 bad input. Reads files only: no GPU and no MPI launch needed."""
 import os
 import re
@@ -28,8 +28,8 @@ def row(out, gpus, fields=slice(4, 7)):
 
 
 @pytest.mark.parametrize("name,comm", [
-    ("h200x2-issue12/B-bert-large-nvlink-g16.h5", NVLINK),
-    ("h200x2-issue12/G-gpt2-small-pcie-g16.h5", PCIE),
+    ("h200x2-transformers/B-bert-large-nvlink-g16.h5", NVLINK),
+    ("h200x2-transformers/G-gpt2-small-pcie-g16.h5", PCIE),
     ("h200x2-comm-bound-pcie.h5", PCIE),
     ("h200x2-comm-bound-pcie-overlap-off.h5", PCIE),
     ("h200x2-gemm-heavy-nvlink.h5", NVLINK),
@@ -43,50 +43,50 @@ def test_projection_of_a_measured_run_is_within_the_bar(name, comm):
 
 
 def test_without_the_measured_interference_the_projection_is_more_optimistic():
-    base = RESULTS / "h200x2-issue12/B-bert-large-nvlink.h5"
+    base = RESULTS / "h200x2-transformers/B-bert-large-nvlink.h5"
     with_terms, without = project(base, "--comm", NVLINK), project(base, "--comm", NVLINK, "--no-interference")
     assert "measured by the file's 2-GPU run" in with_terms.stdout
     assert "left out (--no-interference)" in without.stdout
     assert row(without.stdout, 2)[0] > row(with_terms.stdout, 2)[0]
 
 
-ISSUE13 = RESULTS / "h200x2-issue13"
+CHECKS = RESULTS / "h200x2-projection-checks"
 
 
 @pytest.mark.parametrize("name,path", [
-    ("h200x2-issue12/call7/B-bert-large-nvlink-g16.h5", "nvlink"),
-    ("h200x2-issue12/call7/G-gpt2-small-pcie-g16.h5", "pcie"),
-    ("h200x2-issue13/bert-large-pcie.h5", "pcie"),
+    ("h200x2-transformers/call7/B-bert-large-nvlink-g16.h5", "nvlink"),
+    ("h200x2-transformers/call7/G-gpt2-small-pcie-g16.h5", "pcie"),
+    ("h200x2-projection-checks/bert-large-pcie.h5", "pcie"),
 ])
 def test_interference_calibrated_on_another_model_predicts_within_the_bar(name, path):
     """One MLP run calibrates the transport's interference; a transformer is predicted."""
-    cal = ISSUE13 / f"comm-bound-{path}-on.h5"
-    p = project(RESULTS / name, "--comm", ISSUE13 / f"comm-{path}.h5", "--interference-from", cal)
+    cal = CHECKS / f"comm-bound-{path}-on.h5"
+    p = project(RESULTS / name, "--comm", CHECKS / f"comm-{path}.h5", "--interference-from", cal)
     assert p.returncode == 0, p.stderr
     assert f"measured by {cal}'s 2-GPU run" in p.stdout
     assert "x the share of backward with communication beside it" in p.stdout
     projected, measured, error = row(p.stdout, 2)
     assert abs(error) <= 0.03, p.stdout
-    own = project(RESULTS / name, "--comm", ISSUE13 / f"comm-{path}.h5")
+    own = project(RESULTS / name, "--comm", CHECKS / f"comm-{path}.h5")
     assert row(own.stdout, 2, slice(1, 2)) != row(p.stdout, 2, slice(1, 2))  # the calibration changed the step
 
 
 def test_interference_from_a_file_without_a_multi_gpu_run_is_refused(tmp_path):
-    one = project(RESULTS / "h200x2-issue12/call7/B-bert-large-nvlink-g16.h5", "--comm", ISSUE13 / "comm-nvlink.h5",
-                  "--interference-from", ISSUE13 / "comm-nvlink.h5")
+    one = project(RESULTS / "h200x2-transformers/call7/B-bert-large-nvlink-g16.h5", "--comm", CHECKS / "comm-nvlink.h5",
+                  "--interference-from", CHECKS / "comm-nvlink.h5")
     assert one.returncode == 2
     assert one.stderr.count("\n") == 1 and "--interference-from" in one.stderr, one.stderr
 
 
 def test_a_catalog_system_scales_the_compute_and_names_its_sources():
-    p = project(RESULTS / "h200x2-issue12/B-bert-large-nvlink-g16.h5", "--system", ROOT / "configs/systems/a100-sxm-8.ini")
+    p = project(RESULTS / "h200x2-transformers/B-bert-large-nvlink-g16.h5", "--system", ROOT / "configs/systems/a100-sxm-8.ini")
     assert p.returncode == 0, p.stderr
     assert re.search(r"SCALED by peak TFLOP/s, NVIDIA H200 989\.4 -> NVIDIA A100-SXM4-80GB 312\.0", p.stdout), p.stdout
     projected, measured, _ = row(p.stdout, 8)
     assert 0 < projected <= 1 and measured is None
     assert "8 GPUs (1 node): " in p.stdout  # the curve's source
     # a run made on the entry's own GPU is taken as measured, not scaled
-    same = project(RESULTS / "h200x2-issue12/B-bert-large-nvlink-g16.h5", "--system", ROOT / "configs/systems/h200-sxm-8.ini")
+    same = project(RESULTS / "h200x2-transformers/B-bert-large-nvlink-g16.h5", "--system", ROOT / "configs/systems/h200-sxm-8.ini")
     assert same.returncode == 0 and "the compute as measured" in same.stdout and "SCALED" not in same.stdout, same.stdout
 
 
@@ -96,7 +96,7 @@ def test_a_catalog_system_scales_the_compute_and_names_its_sources():
     (("--comm", NVLINK, "--bogus"), "unknown argument"),
 ])
 def test_bad_arguments_are_refused_in_one_line(args, says):
-    p = project(RESULTS / "h200x2-issue12/G-gpt2-small-nvlink.h5", *args) if args else project()
+    p = project(RESULTS / "h200x2-transformers/G-gpt2-small-nvlink.h5", *args) if args else project()
     assert p.returncode == 2 and says in p.stderr and p.stderr.count("\n") == 1, p.stderr
 
 
@@ -105,7 +105,7 @@ def test_files_of_the_wrong_kind_are_named(tmp_path):
     assert p.returncode == 2 and "no 1-GPU run" in p.stderr, p.stderr
     bad = tmp_path / "bad.ini"
     bad.write_text("[system]\ngpu = X\n[curve.n8]\ngpus = 8\nsizes_mib = 1, 4\nbusbw_gbps = 10\n")
-    p = project(RESULTS / "h200x2-issue12/G-gpt2-small-nvlink.h5", "--system", bad)
+    p = project(RESULTS / "h200x2-transformers/G-gpt2-small-nvlink.h5", "--system", bad)
     assert p.returncode == 2 and str(bad) in p.stderr and "as many busbw_gbps as sizes_mib" in p.stderr, p.stderr
     p = project(tmp_path / "none.h5", "--comm", NVLINK)
     assert p.returncode == 2 and f"cannot open result file {tmp_path / 'none.h5'}: No such file" in p.stderr, p.stderr
@@ -114,7 +114,7 @@ def test_files_of_the_wrong_kind_are_named(tmp_path):
 def test_a_projection_file_is_its_own_and_the_report_says_projected(tmp_path):
     import h5py
     out = tmp_path / "proj.h5"
-    src = RESULTS / "h200x2-issue12/B-bert-large-nvlink.h5"
+    src = RESULTS / "h200x2-transformers/B-bert-large-nvlink.h5"
     p = project(src, "--system", ROOT / "configs/systems/ib400-nodes.ini", "--output", out)
     assert p.returncode == 0 and f"wrote {out}" in p.stdout, p.stderr
     with h5py.File(out, "r") as f:
@@ -178,23 +178,23 @@ def test_interference_gpus_that_the_file_did_not_run_is_refused(args, message):
 def test_a_calibration_of_other_communication_settings_is_named():
     """BERT-Large through host memory with the copies on the copy engines and bf16
     gradients, calibrated on an MLP run with SM copies and fp32 gradients: said so."""
-    base = RESULTS / "h200x2-issue12/call7/B-bert-large-pcie-g16.h5"
-    p = project(base, "--comm", ISSUE13 / "comm-pcie.h5", "--interference-from", ISSUE13 / "comm-bound-pcie-on.h5")
+    base = RESULTS / "h200x2-transformers/call7/B-bert-large-pcie-g16.h5"
+    p = project(base, "--comm", CHECKS / "comm-pcie.h5", "--interference-from", CHECKS / "comm-bound-pcie-on.h5")
     assert p.returncode == 0, p.stderr
     note = [line for line in p.stdout.splitlines() if "NOTE: the calibration" in line and
             "ran with other communication settings" in line]
     assert len(note) == 1, p.stdout
     assert "comm.shm_copy ce here, sm there" in note[0] and "comm.allreduce_dtype compute here, fp32 there" in note[0]
-    same = project(RESULTS / "h200x2-issue12/call7/B-bert-large-nvlink.h5", "--comm", ISSUE13 / "comm-nvlink.h5",
-                   "--interference-from", ISSUE13 / "comm-bound-nvlink-on.h5")
+    same = project(RESULTS / "h200x2-transformers/call7/B-bert-large-nvlink.h5", "--comm", CHECKS / "comm-nvlink.h5",
+                   "--interference-from", CHECKS / "comm-bound-nvlink-on.h5")
     assert same.returncode == 0 and "NOTE" not in same.stdout, same.stdout
 
 
-S7 = ISSUE13 / "session7"
+S7 = CHECKS / "session7"
 
 
 def test_overlap_off_puts_the_whole_update_after_the_allreduce():
-    """BERT-Large over NVLink with overlap off (session 7): the 1-GPU run left 0.23 ms of
+    """BERT-Large over NVLink with overlap off: the 1-GPU run left 0.23 ms of
     update after backward; at 2 GPUs the whole update (2.41 ms measured) follows the
     allreduce. The projection sizes it from the last stage's rate and lands in the bar."""
     p = project(S7 / "callB/bert-large-nvlink-off.h5", "--comm", S7 / "callB/comm-nvlink.h5")
@@ -241,7 +241,7 @@ def test_more_calibrations_than_the_limit_are_refused():
 
 def test_the_issues_command_prints_2_to_8_gpus_with_their_sources():
     """`dpscale project --system configs/systems/a100-sxm-8.ini results/h200x2-bert-large.h5`,
-    as issue 13 writes it: a row per GPU count of the node, each with the source of its
+    as the validation table writes it: a row per GPU count of the node, each with the source of its
     curve (measured or DERIVED), the compute SCALED, and no H200 measurement set beside an
     A100 projection."""
     p = project("--system", ROOT / "configs/systems/a100-sxm-8.ini", RESULTS / "h200x2-bert-large.h5")
@@ -274,7 +274,7 @@ def answer_row(model):
 
 def test_the_validation_table_is_what_the_tool_prints_from_the_committed_files():
     """docs/PROJECTION.md's table of every preset over every transport is
-    tools/project_validate_presets.sh's output on results/h200x2-issue13/session7, row for row,
+    tools/project_validate_presets.sh's output on results/h200x2-projection-checks/session7, row for row,
     with its tally; the README's measured columns are its measured NVLink and host-memory runs."""
     out = subprocess.run([str(ROOT / "tools/project_validate_presets.sh")], capture_output=True, text=True, cwd=ROOT,
                          timeout=300, env={**os.environ, "DPSCALE": str(BINARY)})
@@ -290,8 +290,8 @@ def test_the_validation_table_is_what_the_tool_prints_from_the_committed_files()
 
 def test_zero1_runs_take_no_forward_change():
     """ZeRO-1's next forward waits for the weights' all-gathers: not a forward change of the
-    model's, so not measured as one (the review of session 7)."""
-    p = project(RESULTS / "h200x2-issue11/B-shard-on.h5", "--comm", RESULTS / "h200x2-comm-nvlink.h5")
+    model's, so not measured as one (found in review)."""
+    p = project(RESULTS / "h200x2-mlp-step-vs-ddp/B-shard-on.h5", "--comm", RESULTS / "h200x2-comm-nvlink.h5")
     assert p.returncode == 0, p.stderr
     assert "forward as at 1 GPU (not measured: ZeRO-1)" in p.stdout, p.stdout
     assert "the allreduces alone" not in p.stdout  # a reduce-scatter and all-gathers are no allreduce

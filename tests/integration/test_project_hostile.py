@@ -14,7 +14,7 @@ import pytest
 from conftest import BINARY, ROOT
 
 RESULTS = ROOT / "results"
-SOURCE = RESULTS / "h200x2-issue12/G-gpt2-small-nvlink.h5"
+SOURCE = RESULTS / "h200x2-transformers/G-gpt2-small-nvlink.h5"
 N1 = "runs/nccl/nvlink/n1"
 NVLINK = RESULTS / "h200x2-comm-nvlink.h5"
 H100 = ROOT / "configs/systems/h100-sxm-8.ini"

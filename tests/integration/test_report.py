@@ -192,7 +192,7 @@ def test_schema_1_and_2_files_compare_side_by_side(files):
 
 
 OLD_HOST = [ROOT / "results" / n for n in ("h200x4-mlp-comm-bound-overlap-on-pcie.h5", "h200x2-comm-bound-pcie.h5",
-                                            "h200x2-issue13/bert-large-pcie.h5")]  # schemas 1, 2, 4: path "pcie"
+                                            "h200x2-projection-checks/bert-large-pcie.h5")]  # schemas 1, 2, 4: path "pcie"
 
 
 @pytest.mark.parametrize("old", OLD_HOST, ids=lambda p: p.name)
@@ -215,7 +215,7 @@ def test_pcie_of_a_file_before_schema_6_is_read_as_host_memory(old):
 
 
 def test_a_comm_file_before_schema_6_names_its_pcie_sweeps_host_memory():
-    old = ROOT / "results/h200x2-issue13/comm-pcie.h5"  # schema 4: /collectives/nccl/pcie
+    old = ROOT / "results/h200x2-projection-checks/comm-pcie.h5"  # schema 4: /collectives/nccl/pcie
     if not old.exists():
         pytest.skip("results/ holds no comm-pcie.h5")
     p = report("--format", "json", old)
@@ -244,7 +244,7 @@ def test_the_schema_decides_what_pcie_means(files, tmp_path, schema, path, words
     assert f", nccl over {words} " in p.stdout, p.stdout
 
 
-# --- every kind of file, every format, hostile names (issue 14, items 3 and 5) ---
+# --- every kind of file, every format, hostile names ---
 
 try:
     import pandas as pd

@@ -1,4 +1,4 @@
-"""dpscale report on damaged result files (issue 15, item 4). Copies of files of every
+"""dpscale report on damaged result files. Copies of files of every
 kind and schema (run, comm, topo, projection; schemas 1 to 5; from results/ and fresh)
 get one seeded byte flip each, at every kind of place in an HDF5 file: the
 superblock, object headers, attribute values, dataset values, the global heap that

@@ -1,4 +1,4 @@
-"""dpscale report --doc OUT.md: the procurement document (issue 14, item 4), on a folder
+"""dpscale report --doc OUT.md: the procurement document, on a folder
 of small CPU run files made here: the same model over NVLink, through host memory with
 overlap on and off (their /summary's library and path rewritten, as the CPU cannot
 take NCCL's paths) and through MPI, another batch (another section), a comm file and a
@@ -249,7 +249,7 @@ def test_doc_takes_no_table_options(folder, tmp_path):
     assert not (tmp_path / "x.md").exists()
 
 
-# --- --plot: the ideal, the legend, a second run (issue 14) ---
+# --- --plot: the ideal, the legend, a second run ---
 
 def test_plot_runs_twice_with_one_legend_entry_per_line(folder, tmp_path):
     out = tmp_path / "plot.svg"

@@ -41,8 +41,8 @@ import pytest
 
 from conftest import BINARY, ROOT, edit_h5
 
-RUN6 = ROOT / "results/h200x2-issue13/session7/callA/comm-bound-host-on.h5"  # schema 6, sealed: 1 and 2 GPUs
-COMM6 = ROOT / "results/h200x2-issue13/session7/callA/comm-nvlink.h5"      # schema 6, sealed: a comm sweep
+RUN6 = ROOT / "results/h200x2-projection-checks/session7/callA/comm-bound-host-on.h5"  # schema 6, sealed: 1 and 2 GPUs
+COMM6 = ROOT / "results/h200x2-projection-checks/session7/callA/comm-nvlink.h5"      # schema 6, sealed: a comm sweep
 RUN2 = ROOT / "results/h200x2-comm-bound-pcie.h5"                           # schema 2, sealed with dpscale seal
 COMM2 = ROOT / "results/h200x2-comm-nvlink.h5"                              # schema 2: /collectives/nccl/auto/n2
 

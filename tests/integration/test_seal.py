@@ -1,4 +1,4 @@
-"""dpscale seal (issue 15): checksums added to a result file written before dpscale
+"""dpscale seal: checksums added to a result file written before dpscale
 sealed its files, on a copy renamed over it, so that the report names any later
 change; a file already sealed is left alone, one whose checksums do not match is
 refused. No MPI."""

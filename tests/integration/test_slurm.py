@@ -125,7 +125,7 @@ def test_a_bad_config_fails_the_job_with_one_clear_line(slurm, tmp_path):
 @pytest.mark.parametrize("name, value, fix", [("SWEEP", "1,2,4", "SWEEP=1:2:4"),
                                               ("PATHS", "auto,net", "PATHS=auto:net")])
 def test_a_list_cut_by_sbatch_export_is_refused_not_run_short(slurm, tmp_path, name, value, fix):
-    # the form that ran "sweep 1" and "transports nvlink" in issue 14: --export splits at every comma
+    # the form that ran "sweep 1" and "transports nvlink" once: --export splits at every comma
     cut = f"ALL,CONFIG=configs/mlp-tiny.ini,OUTDIR={tmp_path},{name}={value}"
     p = subprocess.run(["sbatch", "--parsable", f"--output={tmp_path}/job.out", f"--export={cut}", "jobs/scale8.sh"],
                        cwd=ROOT, env=slurm, capture_output=True, text=True, timeout=60)

@@ -139,7 +139,7 @@ def test_report_counts_tokens(outdir):
 
 def test_bench_breaks_the_step_down_by_operation():
     """`dpscale bench` times every backend operation of a few steps and names the
-    largest that is not a GEMM (issue 12's bench bar asks for it)."""
+    largest that is not a GEMM (the transformer benchmark reports it)."""
     p = dpscale(1, "bench", "--config", CONFIGS["gpt"], "--train.iters=3")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "where the step goes, by operation" in p.stdout and "attention forward" in p.stdout, p.stdout
