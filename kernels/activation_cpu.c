@@ -1,7 +1,7 @@
 /* activation_cpu.c — bias + activation forward and backward, and the bias
  * gradient, on the CPU. */
 #include "activation.h"
-#include "backend/backend.h"
+#include "kernel_types.h"
 #include "kernels_cpu.h"
 
 void cpu_bias_act_forward(float *out, float *pre, const float *bias, int rows, int cols, int act)

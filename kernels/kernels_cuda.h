@@ -1,7 +1,8 @@
 /* kernels_cuda.h — C launchers of the CUDA kernels (one .cu file per operation
- * group). Each takes the compute dtype (enum dtype of backend.h) of its activation
- * buffers, enqueues on `stream`, and returns the launch's cudaError_t, which the
- * CUDA backend checks. Semantics are those of the backend_ops of the same name. */
+ * group). Each takes the compute dtype (enum dtype of kernel_types.h) of its
+ * activation buffers, enqueues on `stream`, and returns the launch's cudaError_t,
+ * which the CUDA backend checks. Semantics are those of the backend's operations of
+ * the same name (src/backend: backend.h, tf_ops.h, rn_ops.h). */
 #ifndef DPSCALE_KERNELS_CUDA_H
 #define DPSCALE_KERNELS_CUDA_H
 

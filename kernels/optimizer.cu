@@ -6,8 +6,8 @@
  * where the slice is aligned); and the casts between fp32 and the compute dtype. */
 #include <stdint.h>
 
-#include "backend/backend.h"
 #include "dtype_cuda.cuh"
+#include "kernel_types.h"
 #include "kernels_cuda.h"
 
 /* The per-element rules, shared by the vector and the scalar kernel so that both

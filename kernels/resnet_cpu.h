@@ -11,7 +11,7 @@
  * is a GEMM on the activation itself; any other convolution's windows are
  * col [N*P*Q x R*S*C] (im2col, a row per output pixel, columns in (r, s, c) order),
  * and with its weight W [Cout x R*S*C] (KRSC) y [N*P*Q x Cout] = col W^T.
- * struct conv_shape (src/backend/backend.h) gives the geometry. */
+ * struct conv_shape (kernel_types.h) gives the geometry. */
 #ifndef DPSCALE_RESNET_CPU_H
 #define DPSCALE_RESNET_CPU_H
 

@@ -6,6 +6,11 @@
  * in the backend's memory (device memory on a GPU), and all calls are issued in
  * order on the current stream, so only event_elapsed_s and synchronize wait.
  *
+ * struct backend_ops is the core every model uses; a model family's own operations
+ * are a table of their own (tf_ops.h: the transformer's, rn_ops.h: the ResNet's),
+ * which struct backend points at where the backend has them (NULL: it has not, and
+ * the family is refused there).
+ *
  * Streams: the compute stream runs the step; the update stream runs the optimizer
  * of a gradient bucket while backward goes on; set_stream points the following
  * calls at either (or at a comm library's stream), and stream_wait orders one
@@ -17,15 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#include "backend/rn_ops.h"
+#include "backend/tf_ops.h"
 #include "base/dtype.h"
-
-struct optim_hparams {
-    int kind; /* enum optimizer */
-    float lr, momentum, weight_decay, beta1, beta2, eps;
-    float grad_scale; /* multiplies every gradient first: 1/N (the allreduce sum to a mean) x 1/loss_scale */
-    long long step;   /* 1-based, for AdamW's bias correction */
-};
+#include "config/config.h"
+#include "kernels/kernel_types.h" /* struct optim_hparams, struct conv_shape */
 
 /* A layer's bias and GELU fused into its GEMM (cuBLASLt epilogues); rows of C are
  * samples, columns features, as in gemm. */
@@ -41,15 +42,6 @@ struct gemm_fusion {
     void *aux;  /* the pre-activation [rows x ldc]: written (GELU_BIAS) or read (DGELU_BGRAD) */
     const void *residual; /* EPI_BIAS: C = A B + bias + residual (a residual connection; [rows x ldc], not C
                            * itself); NULL: none */
-};
-
-/* The geometry of a convolution's or a pooling's windows over NHWC images: N images
- * of H x W x C in, windows of R x S moved by `stride`, `pad` zeros (pooling: nothing)
- * around, P x Q out, P = (H + 2 pad - R) / stride + 1 and Q likewise. */
-struct conv_shape {
-    int N, H, W, C;
-    int R, S, stride, pad;
-    int P, Q;
 };
 
 struct backend_info {
@@ -134,77 +126,6 @@ struct backend_ops {
     void (*synth_batch)(struct backend *b, void *x, int *labels, uint64_t first_sample, int rows, int input_dim,
                         int classes, uint64_t seed);
 
-    /* The transformer's operations (kernels/transformer_cpu.h has their exact
-     * semantics). Activations and weights (embedding tables, LayerNorm gains) are in the
-     * compute dtype, gradients in grad_dtype, mean/rstd fp32. NULL where a backend has
-     * none yet: the transformer is refused there with a message. */
-    void (*embed_forward)(struct backend *b, void *x, const int *tokens, const int *segments, const void *wte,
-                          const void *wpe, const void *wse, int B, int T, int C);
-    void (*embed_backward)(struct backend *b, void *dwte, void *dwpe, void *dwse, int grad_dtype, const int *tokens,
-                           const int *segments, const void *dx, int B, int T, int C, int V, int S);
-    void (*layernorm_forward)(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
-                              const void *beta, int rows, int C);
-    /* accumulate = 1: dx += the gradient (a residual stream's, where it meets the LayerNorm). */
-    void (*layernorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                               const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
-                               int accumulate);
-    void (*attention_forward)(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
-                              int causal);
-    void (*attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
-                               int B, int T, int C, int H, int causal);
-    /* attention_forward's products alone (backward = 0: S = Q K^T, then O = P V into
-     * io) or attention_backward's (dV, dP, dQ, dK into dqkv, from dO = io), with no
-     * softmax between them, the T x T matrices in the backend's scratch: the
-     * attention's GEMMs that `dpscale bench` times beside the dense ones. NULL: none. */
-    void (*attention_products)(struct backend *b, int backward, void *io, void *dqkv, const void *qkv, int B, int T,
-                               int C, int H);
-    /* Fused attention (kernels/flash_attention.h), the same product as attention_forward:
-     * it keeps lse [B x H x T] floats for backward instead of the probabilities, and
-     * backward reads the forward's output. NULL where a backend has none;
-     * flash_attention_ok says whether it takes head dimension D at the compute dtype. */
-    int (*flash_attention_ok)(const struct backend *b, int head_dim);
-    void (*flash_attention_forward)(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C,
-                                    int H, int causal);
-    void (*flash_attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *out,
-                                     const void *qkv, const float *lse, int B, int T, int C, int H, int causal);
-    void (*add)(struct backend *b, void *y, const void *x, size_t n); /* y += x */
-    void (*gather_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
-    /* B sequences of the token task from first_sample (kernels/synthetic.h; cpu_synth_tokens). */
-    void (*synth_tokens)(struct backend *b, int *tokens, int *segments, int *targets, int *mask_rows,
-                         uint64_t first_sample, int B, int T, int V, int nmask, int bert, uint64_t seed);
-    void (*scatter_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
-
-    /* The ResNet's operations (kernels/resnet_cpu.h has their exact semantics). Images
-     * are NHWC, [N*H*W x C] row-major; activations and the norms' gains in the compute
-     * dtype, gradients in grad_dtype, the statistics fp32. NULL where a backend has none
-     * yet: the resnet is refused there with a message. */
-    /* col [N*P*Q x R*S*C] = the windows of x (zeros where they reach into the padding). */
-    void (*im2col)(struct backend *b, void *col, const void *x, const struct conv_shape *s);
-    /* dx [N*H*W x C] = the adjoint of im2col applied to col (overwritten, not added to). */
-    void (*col2im)(struct backend *b, void *dx, const void *col, const struct conv_shape *s);
-    /* y = (x - mean) rstd gamma + beta per channel (column), then ReLU when relu; training:
-     * mean and rstd of this batch's rows, and the running statistics updated with
-     * `momentum`; else the running statistics themselves. mean, rstd [C] kept for backward. */
-    void (*batchnorm_forward)(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
-                              const void *x, const void *gamma, const void *beta, int rows, int C, int training,
-                              float momentum, int relu);
-    /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; y: the forward's
-     * output, whose zeros mask dy (its ReLU), or NULL (none). */
-    void (*batchnorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                               const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
-                               int rows, int C, int training);
-    void (*add_relu)(struct backend *b, void *y, const void *x, size_t n); /* y = max(y + x, 0) */
-    /* y = the windows' maxima, argmax their positions (h W + w in the image); backward
-     * routes dy to them (dx overwritten). */
-    void (*maxpool_forward)(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s);
-    void (*maxpool_backward)(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s);
-    /* y [N x C] = the mean of each image's HW rows of x [N*HW x C]; backward spreads dy evenly. */
-    void (*avgpool_forward)(struct backend *b, void *y, const void *x, int N, int HW, int C);
-    void (*avgpool_backward)(struct backend *b, void *dx, const void *dy, int N, int HW, int C);
-    /* B images H x W x C of the image task from first_sample (kernels/synthetic.h), and their labels. */
-    void (*synth_images)(struct backend *b, void *x, int *labels, uint64_t first_sample, int B, int H, int W, int C,
-                         int classes, uint64_t seed);
-
     struct backend_event *(*event_create)(struct backend *b);
     void (*event_destroy)(struct backend *b, struct backend_event *e);
     void (*event_record)(struct backend *b, struct backend_event *e);
@@ -219,6 +140,8 @@ struct backend_ops {
 
 struct backend {
     const struct backend_ops *ops;
+    const struct tf_ops *tf; /* the transformer's operations (tf_ops.h); NULL: the backend has none */
+    const struct rn_ops *rn; /* the ResNet's (rn_ops.h); NULL: none */
     struct backend_info info;
     int act_dtype; /* enum dtype of activations and of the weights' compute copy */
     void *impl;

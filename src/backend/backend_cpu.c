@@ -1,9 +1,9 @@
 /* backend_cpu.c — the CPU backend: GEMMs through OpenBLAS (cblas_sgemm), the
- * element-wise operations through the loops of kernels/, host clocks for timing.
- * fp32 only. Each rank gets cores / ranks-on-the-node threads unless run.threads
- * says otherwise, so that ranks sharing a node do not oversubscribe it. */
+ * element-wise operations through the loops of kernels/, host clocks for timing;
+ * the transformer's and the ResNet's operations are in cpu_transformer.c and
+ * cpu_resnet.c. fp32 only. Each rank gets cores / ranks-on-the-node threads unless
+ * run.threads says otherwise, so that ranks sharing a node do not oversubscribe it. */
 #include <cblas.h>
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernels/kernels_cpu.h"
-#include "kernels/resnet_cpu.h"
-#include "kernels/transformer_cpu.h"
 #include "backend/backend.h"
+#include "kernels/kernels_cpu.h"
 #include "base/error.h"
 #include "base/memlimit.h"
 
@@ -36,6 +34,8 @@ static int cpu_init(struct backend *b, const struct config *cfg, int local_rank,
     omp_set_num_threads(threads);
     b->info.threads = threads;
     b->act_dtype = DT_F32;
+    b->tf = &cpu_tf_ops;
+    b->rn = &cpu_rn_ops;
     b->info.device_index = -1;
     snprintf(b->info.library, sizeof b->info.library, "%s", openblas_get_config());
     /* OpenBLAS 0.3.21 takes some virtualised AVX-512 CPUs for a Prescott and runs SSE3 kernels. */
@@ -157,178 +157,6 @@ static void be_synth_batch(struct backend *b, void *x, int *labels, uint64_t fir
     cpu_synth_batch(x, labels, first, rows, input_dim, classes, seed);
 }
 
-/* The transformer's operations: fp32 throughout on the CPU. */
-static void need_f32(int grad_dtype)
-{
-    if (grad_dtype != DT_F32) DP_FATAL(NULL, "the cpu backend keeps gradients in fp32");
-}
-
-static void be_embed_forward(struct backend *b, void *x, const int *tokens, const int *segments, const void *wte,
-                             const void *wpe, const void *wse, int B, int T, int C)
-{
-    (void)b;
-    cpu_embed_forward(x, tokens, segments, wte, wpe, wse, B, T, C);
-}
-
-static void be_embed_backward(struct backend *b, void *dwte, void *dwpe, void *dwse, int grad_dtype, const int *tokens,
-                              const int *segments, const void *dx, int B, int T, int C, int V, int S)
-{
-    (void)b;
-    need_f32(grad_dtype);
-    cpu_embed_backward(dwte, dwpe, dwse, tokens, segments, dx, B, T, C, V, S);
-}
-
-static void be_layernorm_forward(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
-                                 const void *beta, int rows, int C)
-{
-    (void)b;
-    cpu_layernorm_forward(y, mean, rstd, x, gamma, beta, rows, C);
-}
-
-static void be_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                  const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
-                                  int accumulate)
-{
-    (void)b;
-    need_f32(grad_dtype);
-    cpu_layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C, accumulate);
-}
-
-static void be_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
-                                 int causal)
-{
-    (void)b;
-    cpu_attention_forward(out, probs, qkv, B, T, C, H, causal);
-}
-
-static void be_attention_backward(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,
-                                  int B, int T, int C, int H, int causal)
-{
-    (void)b;
-    cpu_attention_backward(dqkv, dout, qkv, probs, B, T, C, H, causal);
-}
-
-/* attention's products alone (backend.h), each head one cblas_sgemm per product, the
- * T x T matrices in one scratch of the call. Row-major, Q, K, V and dO [T x D]
- * (ld 3C, C): S = s Q K^T; O = P V; dV = P^T dO; dP = dO V^T; dQ = s dS K; dK = s dS^T Q. */
-static void be_attention_products(struct backend *b, int backward, void *io, void *dqkv, const void *qkv, int B, int T,
-                                  int C, int H)
-{
-    (void)b;
-    const int D = C / H, ld3 = 3 * C;
-    const float scale = 1.0f / sqrtf((float)D);
-    float *p = calloc((size_t)T * T, sizeof(float));
-    CHECK_ALLOC(p);
-    for (int s = 0; s < B; s++)
-        for (int h = 0; h < H; h++) {
-            const float *q = (const float *)qkv + (size_t)s * T * ld3 + (size_t)h * D, *k = q + C, *v = q + 2 * C;
-            float *o = (float *)io + (size_t)s * T * C + (size_t)h * D;
-            if (!backward) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, scale, q, ld3, k, ld3, 0.0f, p, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T, 1.0f, p, T, v, ld3, 0.0f, o, C);
-                continue;
-            }
-            float *dq = (float *)dqkv + (size_t)s * T * ld3 + (size_t)h * D, *dk = dq + C, *dv = dq + 2 * C;
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T, 1.0f, p, T, o, C, 0.0f, dv, ld3);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, 1.0f, o, C, v, ld3, 0.0f, p, T);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T, scale, p, T, k, ld3, 0.0f, dq, ld3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T, scale, p, T, q, ld3, 0.0f, dk, ld3);
-        }
-    free(p);
-}
-
-static void be_add(struct backend *b, void *y, const void *x, size_t n)
-{
-    (void)b;
-    cpu_add(y, x, n);
-}
-
-static void be_gather_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
-{
-    (void)b;
-    cpu_gather_rows(dst, src, rows, n, C);
-}
-
-static void be_synth_tokens(struct backend *b, int *tokens, int *segments, int *targets, int *mask_rows,
-                            uint64_t first, int B, int T, int V, int nmask, int bert, uint64_t seed)
-{
-    (void)b;
-    cpu_synth_tokens(tokens, segments, targets, mask_rows, first, B, T, V, nmask, bert, seed);
-}
-
-static void be_scatter_rows(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
-{
-    (void)b;
-    cpu_scatter_rows(dst, src, rows, n, C);
-}
-
-/* The ResNet's operations: fp32 throughout on the CPU. */
-static void be_im2col(struct backend *b, void *col, const void *x, const struct conv_shape *s)
-{
-    (void)b;
-    cpu_im2col(col, x, s);
-}
-
-static void be_col2im(struct backend *b, void *dx, const void *col, const struct conv_shape *s)
-{
-    (void)b;
-    cpu_col2im(dx, col, s);
-}
-
-static void be_batchnorm_forward(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
-                                 const void *x, const void *gamma, const void *beta, int rows, int C, int training,
-                                 float momentum, int relu)
-{
-    (void)b;
-    cpu_batchnorm_forward(y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training, momentum, relu);
-}
-
-static void be_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                  const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
-                                  int rows, int C, int training)
-{
-    (void)b;
-    need_f32(grad_dtype);
-    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, y, mean, rstd, gamma, rows, C, training);
-}
-
-static void be_add_relu(struct backend *b, void *y, const void *x, size_t n)
-{
-    (void)b;
-    cpu_add_relu(y, x, n);
-}
-
-static void be_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
-{
-    (void)b;
-    cpu_maxpool_forward(y, argmax, x, s);
-}
-
-static void be_maxpool_backward(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s)
-{
-    (void)b;
-    cpu_maxpool_backward(dx, dy, argmax, s);
-}
-
-static void be_avgpool_forward(struct backend *b, void *y, const void *x, int N, int HW, int C)
-{
-    (void)b;
-    cpu_avgpool_forward(y, x, N, HW, C);
-}
-
-static void be_avgpool_backward(struct backend *b, void *dx, const void *dy, int N, int HW, int C)
-{
-    (void)b;
-    cpu_avgpool_backward(dx, dy, N, HW, C);
-}
-
-static void be_synth_images(struct backend *b, void *x, int *labels, uint64_t first, int B, int H, int W, int C,
-                            int classes, uint64_t seed)
-{
-    (void)b;
-    cpu_synth_images(x, labels, first, B, H, W, C, classes, seed);
-}
-
 /* Host clocks: the CPU backend is synchronous, so a timestamp marks a phase end. */
 static struct backend_event *cpu_event_create(struct backend *b)
 {
@@ -383,27 +211,6 @@ const struct backend_ops backend_cpu_ops = {
     .cast_to_f32 = cpu_cast_to_f32,
     .zero = cpu_zero,
     .synth_batch = be_synth_batch,
-    .embed_forward = be_embed_forward,
-    .embed_backward = be_embed_backward,
-    .layernorm_forward = be_layernorm_forward,
-    .layernorm_backward = be_layernorm_backward,
-    .attention_forward = be_attention_forward,
-    .attention_backward = be_attention_backward,
-    .attention_products = be_attention_products,
-    .add = be_add,
-    .gather_rows = be_gather_rows,
-    .scatter_rows = be_scatter_rows,
-    .synth_tokens = be_synth_tokens,
-    .im2col = be_im2col,
-    .col2im = be_col2im,
-    .batchnorm_forward = be_batchnorm_forward,
-    .batchnorm_backward = be_batchnorm_backward,
-    .add_relu = be_add_relu,
-    .maxpool_forward = be_maxpool_forward,
-    .maxpool_backward = be_maxpool_backward,
-    .avgpool_forward = be_avgpool_forward,
-    .avgpool_backward = be_avgpool_backward,
-    .synth_images = be_synth_images,
     .event_create = cpu_event_create,
     .event_destroy = cpu_event_destroy,
     .event_record = cpu_event_record,

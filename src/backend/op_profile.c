@@ -1,5 +1,6 @@
 /* op_profile.c — the backend's operations, each call bracketed by two events and
- * summed by kind (op_profile.h). The wrapped table is a copy of the backend's own
+ * summed by kind (op_profile.h). Each of the backend's tables (the core, and the
+ * families' it has: tf_ops.h, rn_ops.h) is swapped for a wrapper table, a copy of it
  * with the timed entries replaced; every wrapper records, calls the original, records. */
 #include "backend/op_profile.h"
 
@@ -11,7 +12,11 @@
 static struct {
     struct backend *be;
     const struct backend_ops *orig;
+    const struct tf_ops *orig_tf; /* NULL: the backend has none */
+    const struct rn_ops *orig_rn;
     struct backend_ops wrapped;
+    struct tf_ops wrapped_tf;
+    struct rn_ops wrapped_rn;
     struct op_profile *p;
     struct backend_event **ev; /* [2 x capacity]: a pair per call of the current step */
     int *kind;                 /* [capacity] */
@@ -48,164 +53,168 @@ static int open_call(int kind)
 
 static void close_call(int i) { g.orig->event_record(g.be, g.ev[2 * i + 1]); }
 
-/* A wrapper: time the original operation `op` as kind K. */
-#define TIMED(K, op, ...)                 \
+/* A wrapper: time the original operation `op` of table g.`table` as kind K. */
+#define TIMED(K, table, op, ...)          \
     do {                                  \
         const int call_ = open_call(K);   \
-        g.orig->op(__VA_ARGS__);          \
+        g.table->op(__VA_ARGS__);         \
         close_call(call_);                \
     } while (0)
 
+/* The core's (struct backend_ops). */
 static void w_gemm(struct backend *b, int ta, int tb, int m, int n, int k, float alpha, const void *A, int lda,
                    const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc)
 {
-    TIMED(OPK_GEMM, gemm, b, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, c_is_f32, ldc);
+    TIMED(OPK_GEMM, orig, gemm, b, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, c_is_f32, ldc);
 }
 static void w_gemm_fused(struct backend *b, int ta, int tb, int m, int n, int k, const void *A, int lda, const void *B,
                          int ldb, void *C, int ldc, const struct gemm_fusion *f)
 {
-    TIMED(OPK_GEMM_FUSED, gemm_fused, b, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, f);
+    TIMED(OPK_GEMM_FUSED, orig, gemm_fused, b, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, f);
 }
 static void w_bias_act(struct backend *b, void *out, void *pre, const void *bias, int bias_dtype, int rows, int cols,
                        int act)
 {
-    TIMED(OPK_BIAS_ACT, bias_act_forward, b, out, pre, bias, bias_dtype, rows, cols, act);
+    TIMED(OPK_BIAS_ACT, orig, bias_act_forward, b, out, pre, bias, bias_dtype, rows, cols, act);
 }
 static void w_act_backward(struct backend *b, void *d, const void *pre, int rows, int cols, int act)
 {
-    TIMED(OPK_ACT_BACKWARD, act_backward, b, d, pre, rows, cols, act);
+    TIMED(OPK_ACT_BACKWARD, orig, act_backward, b, d, pre, rows, cols, act);
 }
 static void w_bias_grad(struct backend *b, void *dbias, int dt, const void *d, int rows, int cols)
 {
-    TIMED(OPK_BIAS_GRAD, bias_grad, b, dbias, dt, d, rows, cols);
+    TIMED(OPK_BIAS_GRAD, orig, bias_grad, b, dbias, dt, d, rows, cols);
 }
 static void w_xent(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels, int rows,
                    int classes, int ld, float scale)
 {
-    TIMED(OPK_SOFTMAX_XENT, softmax_xent, b, dlogits, loss, logits, labels, rows, classes, ld, scale);
+    TIMED(OPK_SOFTMAX_XENT, orig, softmax_xent, b, dlogits, loss, logits, labels, rows, classes, ld, scale);
 }
 static void w_optimizer(struct backend *b, float *params, const void *grads, int gd, void *s1, void *s2, int sd,
                         void *lp, size_t n, const struct optim_hparams *h)
 {
-    TIMED(OPK_OPTIMIZER, optimizer_step, b, params, grads, gd, s1, s2, sd, lp, n, h);
+    TIMED(OPK_OPTIMIZER, orig, optimizer_step, b, params, grads, gd, s1, s2, sd, lp, n, h);
 }
 static void w_cast_from(struct backend *b, void *dst, const float *src, size_t n)
 {
-    TIMED(OPK_CAST, cast_from_f32, b, dst, src, n);
-}
-static void w_embed_fwd(struct backend *b, void *x, const int *t, const int *s, const void *wte, const void *wpe,
-                        const void *wse, int B, int T, int C)
-{
-    TIMED(OPK_EMBED_FORWARD, embed_forward, b, x, t, s, wte, wpe, wse, B, T, C);
-}
-static void w_embed_bwd(struct backend *b, void *dwte, void *dwpe, void *dwse, int gd, const int *t, const int *s,
-                        const void *dx, int B, int T, int C, int V, int S)
-{
-    TIMED(OPK_EMBED_BACKWARD, embed_backward, b, dwte, dwpe, dwse, gd, t, s, dx, B, T, C, V, S);
-}
-static void w_ln_fwd(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
-                     const void *beta, int rows, int C)
-{
-    TIMED(OPK_LAYERNORM_FORWARD, layernorm_forward, b, y, mean, rstd, x, gamma, beta, rows, C);
-}
-static void w_ln_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
-                     const float *mean, const float *rstd, const void *gamma, int rows, int C, int acc)
-{
-    TIMED(OPK_LAYERNORM_BACKWARD, layernorm_backward, b, dx, dg, db, gd, dy, x, mean, rstd, gamma, rows, C, acc);
-}
-static void w_attn_fwd(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H, int causal)
-{
-    TIMED(OPK_ATTENTION_FORWARD, attention_forward, b, out, probs, qkv, B, T, C, H, causal);
-}
-static void w_attn_bwd(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs, int B, int T,
-                       int C, int H, int causal)
-{
-    TIMED(OPK_ATTENTION_BACKWARD, attention_backward, b, dqkv, dout, qkv, probs, B, T, C, H, causal);
-}
-static void w_flash_fwd(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C, int H,
-                        int causal)
-{
-    TIMED(OPK_FLASH_FORWARD, flash_attention_forward, b, out, lse, qkv, B, T, C, H, causal);
-}
-static void w_flash_bwd(struct backend *b, void *dqkv, const void *dout, const void *out, const void *qkv,
-                        const float *lse, int B, int T, int C, int H, int causal)
-{
-    TIMED(OPK_FLASH_BACKWARD, flash_attention_backward, b, dqkv, dout, out, qkv, lse, B, T, C, H, causal);
-}
-static void w_add(struct backend *b, void *y, const void *x, size_t n) { TIMED(OPK_ADD, add, b, y, x, n); }
-static void w_gather(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
-{
-    TIMED(OPK_ROWS, gather_rows, b, dst, src, rows, n, C);
-}
-static void w_scatter(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
-{
-    TIMED(OPK_ROWS, scatter_rows, b, dst, src, rows, n, C);
+    TIMED(OPK_CAST, orig, cast_from_f32, b, dst, src, n);
 }
 static void w_synth_batch(struct backend *b, void *x, int *labels, uint64_t first, int rows, int dim, int classes,
                           uint64_t seed)
 {
-    TIMED(OPK_DATA, synth_batch, b, x, labels, first, rows, dim, classes, seed);
+    TIMED(OPK_DATA, orig, synth_batch, b, x, labels, first, rows, dim, classes, seed);
+}
+static void w_zero(struct backend *b, void *ptr, size_t bytes) { TIMED(OPK_ZERO, orig, zero, b, ptr, bytes); }
+
+/* The transformer's (struct tf_ops). */
+static void w_embed_fwd(struct backend *b, void *x, const int *t, const int *s, const void *wte, const void *wpe,
+                        const void *wse, int B, int T, int C)
+{
+    TIMED(OPK_EMBED_FORWARD, orig_tf, embed_forward, b, x, t, s, wte, wpe, wse, B, T, C);
+}
+static void w_embed_bwd(struct backend *b, void *dwte, void *dwpe, void *dwse, int gd, const int *t, const int *s,
+                        const void *dx, int B, int T, int C, int V, int S)
+{
+    TIMED(OPK_EMBED_BACKWARD, orig_tf, embed_backward, b, dwte, dwpe, dwse, gd, t, s, dx, B, T, C, V, S);
+}
+static void w_ln_fwd(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
+                     const void *beta, int rows, int C)
+{
+    TIMED(OPK_LAYERNORM_FORWARD, orig_tf, layernorm_forward, b, y, mean, rstd, x, gamma, beta, rows, C);
+}
+static void w_ln_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
+                     const float *mean, const float *rstd, const void *gamma, int rows, int C, int acc)
+{
+    TIMED(OPK_LAYERNORM_BACKWARD, orig_tf, layernorm_backward, b, dx, dg, db, gd, dy, x, mean, rstd, gamma, rows, C,
+          acc);
+}
+static void w_attn_fwd(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H, int causal)
+{
+    TIMED(OPK_ATTENTION_FORWARD, orig_tf, attention_forward, b, out, probs, qkv, B, T, C, H, causal);
+}
+static void w_attn_bwd(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs, int B, int T,
+                       int C, int H, int causal)
+{
+    TIMED(OPK_ATTENTION_BACKWARD, orig_tf, attention_backward, b, dqkv, dout, qkv, probs, B, T, C, H, causal);
+}
+static void w_flash_fwd(struct backend *b, void *out, float *lse, const void *qkv, int B, int T, int C, int H,
+                        int causal)
+{
+    TIMED(OPK_FLASH_FORWARD, orig_tf, flash_attention_forward, b, out, lse, qkv, B, T, C, H, causal);
+}
+static void w_flash_bwd(struct backend *b, void *dqkv, const void *dout, const void *out, const void *qkv,
+                        const float *lse, int B, int T, int C, int H, int causal)
+{
+    TIMED(OPK_FLASH_BACKWARD, orig_tf, flash_attention_backward, b, dqkv, dout, out, qkv, lse, B, T, C, H, causal);
+}
+static void w_add(struct backend *b, void *y, const void *x, size_t n) { TIMED(OPK_ADD, orig_tf, add, b, y, x, n); }
+static void w_gather(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
+{
+    TIMED(OPK_ROWS, orig_tf, gather_rows, b, dst, src, rows, n, C);
+}
+static void w_scatter(struct backend *b, void *dst, const void *src, const int *rows, int n, int C)
+{
+    TIMED(OPK_ROWS, orig_tf, scatter_rows, b, dst, src, rows, n, C);
 }
 static void w_synth_tokens(struct backend *b, int *t, int *s, int *targets, int *mask_rows, uint64_t first, int B, int T,
                            int V, int nmask, int bert, uint64_t seed)
 {
-    TIMED(OPK_DATA, synth_tokens, b, t, s, targets, mask_rows, first, B, T, V, nmask, bert, seed);
+    TIMED(OPK_DATA, orig_tf, synth_tokens, b, t, s, targets, mask_rows, first, B, T, V, nmask, bert, seed);
 }
-static void w_zero(struct backend *b, void *ptr, size_t bytes) { TIMED(OPK_ZERO, zero, b, ptr, bytes); }
+
+/* The ResNet's (struct rn_ops). */
 static void w_im2col(struct backend *b, void *col, const void *x, const struct conv_shape *s)
 {
-    TIMED(OPK_IM2COL, im2col, b, col, x, s);
+    TIMED(OPK_IM2COL, orig_rn, im2col, b, col, x, s);
 }
 static void w_col2im(struct backend *b, void *dx, const void *col, const struct conv_shape *s)
 {
-    TIMED(OPK_IM2COL, col2im, b, dx, col, s);
+    TIMED(OPK_IM2COL, orig_rn, col2im, b, dx, col, s);
 }
 static void w_bn_fwd(struct backend *b, void *y, float *mean, float *rstd, float *rm, float *rv, const void *x,
                      const void *gamma, const void *beta, int rows, int C, int training, float momentum, int relu)
 {
-    TIMED(OPK_BATCHNORM_FORWARD, batchnorm_forward, b, y, mean, rstd, rm, rv, x, gamma, beta, rows, C, training,
-          momentum, relu);
+    TIMED(OPK_BATCHNORM_FORWARD, orig_rn, batchnorm_forward, b, y, mean, rstd, rm, rv, x, gamma, beta, rows, C,
+          training, momentum, relu);
 }
 static void w_bn_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
                      const void *y, const float *mean, const float *rstd, const void *gamma, int rows, int C,
                      int training)
 {
-    TIMED(OPK_BATCHNORM_BACKWARD, batchnorm_backward, b, dx, dg, db, gd, dy, x, y, mean, rstd, gamma, rows, C, training);
+    TIMED(OPK_BATCHNORM_BACKWARD, orig_rn, batchnorm_backward, b, dx, dg, db, gd, dy, x, y, mean, rstd, gamma, rows, C,
+          training);
 }
-static void w_add_relu(struct backend *b, void *y, const void *x, size_t n) { TIMED(OPK_ADD, add_relu, b, y, x, n); }
+static void w_add_relu(struct backend *b, void *y, const void *x, size_t n)
+{
+    TIMED(OPK_ADD, orig_rn, add_relu, b, y, x, n);
+}
 static void w_maxpool_fwd(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
 {
-    TIMED(OPK_POOL, maxpool_forward, b, y, argmax, x, s);
+    TIMED(OPK_POOL, orig_rn, maxpool_forward, b, y, argmax, x, s);
 }
 static void w_maxpool_bwd(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s)
 {
-    TIMED(OPK_POOL, maxpool_backward, b, dx, dy, argmax, s);
+    TIMED(OPK_POOL, orig_rn, maxpool_backward, b, dx, dy, argmax, s);
 }
 static void w_avgpool_fwd(struct backend *b, void *y, const void *x, int N, int HW, int C)
 {
-    TIMED(OPK_POOL, avgpool_forward, b, y, x, N, HW, C);
+    TIMED(OPK_POOL, orig_rn, avgpool_forward, b, y, x, N, HW, C);
 }
 static void w_avgpool_bwd(struct backend *b, void *dx, const void *dy, int N, int HW, int C)
 {
-    TIMED(OPK_POOL, avgpool_backward, b, dx, dy, N, HW, C);
+    TIMED(OPK_POOL, orig_rn, avgpool_backward, b, dx, dy, N, HW, C);
 }
 static void w_synth_images(struct backend *b, void *x, int *labels, uint64_t first, int B, int H, int W, int C,
                            int classes, uint64_t seed)
 {
-    TIMED(OPK_DATA, synth_images, b, x, labels, first, B, H, W, C, classes, seed);
+    TIMED(OPK_DATA, orig_rn, synth_images, b, x, labels, first, B, H, W, C, classes, seed);
 }
 
-void op_profile_begin(struct backend *be, struct op_profile *p)
-{
-    memset(p, 0, sizeof *p);
-    g.be = be;
-    g.orig = be->ops;
-    g.p = p;
-    g.ncalls = 0;
-    g.wrapped = *be->ops;
-    struct backend_ops *w = &g.wrapped;
-    /* only what the backend has: a NULL operation stays NULL */
+/* The wrapper tables: the timed entries of a copy replaced, only where the backend
+ * has them (a NULL operation stays NULL). */
 #define WRAP(field, fn) if (w->field != NULL) w->field = fn
+static void wrap_core(struct backend_ops *w)
+{
     WRAP(gemm, w_gemm);
     WRAP(gemm_fused, w_gemm_fused);
     WRAP(bias_act_forward, w_bias_act);
@@ -214,6 +223,12 @@ void op_profile_begin(struct backend *be, struct op_profile *p)
     WRAP(softmax_xent, w_xent);
     WRAP(optimizer_step, w_optimizer);
     WRAP(cast_from_f32, w_cast_from);
+    WRAP(synth_batch, w_synth_batch);
+    WRAP(zero, w_zero);
+}
+
+static void wrap_tf(struct tf_ops *w)
+{
     WRAP(embed_forward, w_embed_fwd);
     WRAP(embed_backward, w_embed_bwd);
     WRAP(layernorm_forward, w_ln_fwd);
@@ -225,9 +240,11 @@ void op_profile_begin(struct backend *be, struct op_profile *p)
     WRAP(add, w_add);
     WRAP(gather_rows, w_gather);
     WRAP(scatter_rows, w_scatter);
-    WRAP(synth_batch, w_synth_batch);
     WRAP(synth_tokens, w_synth_tokens);
-    WRAP(zero, w_zero);
+}
+
+static void wrap_rn(struct rn_ops *w)
+{
     WRAP(im2col, w_im2col);
     WRAP(col2im, w_col2im);
     WRAP(batchnorm_forward, w_bn_fwd);
@@ -238,8 +255,31 @@ void op_profile_begin(struct backend *be, struct op_profile *p)
     WRAP(avgpool_forward, w_avgpool_fwd);
     WRAP(avgpool_backward, w_avgpool_bwd);
     WRAP(synth_images, w_synth_images);
+}
 #undef WRAP
-    be->ops = w;
+
+void op_profile_begin(struct backend *be, struct op_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    g.be = be;
+    g.orig = be->ops;
+    g.orig_tf = be->tf;
+    g.orig_rn = be->rn;
+    g.p = p;
+    g.ncalls = 0;
+    g.wrapped = *be->ops;
+    wrap_core(&g.wrapped);
+    be->ops = &g.wrapped;
+    if (be->tf != NULL) {
+        g.wrapped_tf = *be->tf;
+        wrap_tf(&g.wrapped_tf);
+        be->tf = &g.wrapped_tf;
+    }
+    if (be->rn != NULL) {
+        g.wrapped_rn = *be->rn;
+        wrap_rn(&g.wrapped_rn);
+        be->rn = &g.wrapped_rn;
+    }
 }
 
 void op_profile_step_end(struct backend *be)
@@ -256,6 +296,8 @@ void op_profile_step_end(struct backend *be)
 void op_profile_end(struct backend *be)
 {
     be->ops = g.orig;
+    be->tf = g.orig_tf;
+    be->rn = g.orig_rn;
     for (int i = 0; i < 2 * g.capacity; i++) be->ops->event_destroy(be, g.ev[i]);
     free(g.ev);
     free(g.kind);

@@ -14,15 +14,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kernels/kernel_types.h" /* enum activation, enum optimizer: the kernels' too */
+
 #define CONFIG_MAX_SWEEP 32
 /* the longest text value, the same on the command line and in an INI file (a line
  * of a config file holds its key too: CONFIG_MAX_LINE) */
 #define CONFIG_STR_LEN 4096
 #define CONFIG_MAX_LINE (CONFIG_STR_LEN + 128)
 
-enum activation { ACT_GELU = 0, ACT_RELU = 1, ACT_NONE = 2 };
 enum scaling { SCALING_WEAK = 0, SCALING_STRONG = 1 };
-enum optimizer { OPT_SGD = 0, OPT_ADAMW = 1 };
 enum precision { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2, PREC_FP16 = 3 };
 enum backend_kind { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_CUDA = 2 };
 enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };

@@ -36,7 +36,8 @@ static struct backend counting_backend(struct backend_ops *ops, int act_dtype)
     *ops = backend_cpu_ops;
     ops->alloc = counting_alloc;
     ops->free = counting_free;
-    return (struct backend){.ops = ops, .act_dtype = act_dtype, .info = {.device_index = -1}};
+    return (struct backend){.ops = ops, .tf = &cpu_tf_ops, .rn = &cpu_rn_ops, .act_dtype = act_dtype,
+                            .info = {.device_index = -1}};
 }
 
 static struct config load(int argc, char **argv)

@@ -200,10 +200,10 @@ TEST(im2col_and_col2im_give_the_cpus_bits)
             cpu_im2col(col, x, s);
             cpu_col2im(dx, y, s);
             void *img_d = dev_from(x, nx, off), *col_d = dev_raw(NULL, nc, elem(), off);
-            g_be.ops->im2col(&g_be, col_d, img_d, s);
+            g_be.rn->im2col(&g_be, col_d, img_d, s);
             CHECK(device_same_bits("im2col", col_d, col, nc, k, off));
             void *y_d = dev_from(y, nc, off);
-            g_be.ops->col2im(&g_be, img_d, y_d, s); /* over x, read already */
+            g_be.rn->col2im(&g_be, img_d, y_d, s); /* over x, read already */
             CHECK(device_same_bits("col2im", img_d, dx, nx, k, off));
             dev_free(img_d, elem(), off), dev_free(col_d, elem(), off), dev_free(y_d, elem(), off);
             free(x), free(y), free(col), free(dx);
@@ -227,13 +227,13 @@ TEST(max_pooling_gives_the_cpus_maxima_positions_and_gradients)
             cpu_maxpool_backward(dx, dy, am, s);
             void *x_d = dev_from(x, nx, off), *y_d = dev_raw(NULL, ny, elem(), off);
             int *am_d = dev_raw(NULL, ny, sizeof(int), off);
-            g_be.ops->maxpool_forward(&g_be, y_d, am_d, x_d, s);
+            g_be.rn->maxpool_forward(&g_be, y_d, am_d, x_d, s);
             g_be.ops->download(&g_be, am_got, am_d, ny * sizeof(int));
             CHECK(device_same_bits("max pool", y_d, y, ny, k, off));
             if (memcmp(am_got, am, ny * sizeof *am) != 0) printf("    argmax differs: shape %d, offset %d\n", k, off);
             CHECK(memcmp(am_got, am, ny * sizeof *am) == 0);
             void *dy_d = dev_from(dy, ny, off);
-            g_be.ops->maxpool_backward(&g_be, x_d, dy_d, am_d, s);
+            g_be.rn->maxpool_backward(&g_be, x_d, dy_d, am_d, s);
             CHECK(device_same_bits("max pool backward", x_d, dx, nx, k, off));
             dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
             dev_free(am_d, sizeof(int), off);
@@ -256,17 +256,17 @@ TEST(average_pooling_and_the_add_with_relu_give_the_cpus_bits)
             cpu_avgpool_forward(y, x, N, HW, C);
             cpu_avgpool_backward(dx, dy, N, HW, C);
             void *x_d = dev_from(x, nx, off), *y_d = dev_raw(NULL, ny, elem(), off), *dy_d = dev_from(dy, ny, off);
-            g_be.ops->avgpool_forward(&g_be, y_d, x_d, N, HW, C);
+            g_be.rn->avgpool_forward(&g_be, y_d, x_d, N, HW, C);
             CHECK(device_same_bits("average pool", y_d, y, ny, (int)k, off));
             void *dx_d = dev_raw(NULL, nx, elem(), off);
-            g_be.ops->avgpool_backward(&g_be, dx_d, dy_d, N, HW, C);
+            g_be.rn->avgpool_backward(&g_be, dx_d, dy_d, N, HW, C);
             CHECK(device_same_bits("average pool backward", dx_d, dx, nx, (int)k, off));
             /* y = max(y + x, 0) over the whole of dx (the tail after the last whole vector too) */
             float *sum = malloc(nx * 4);
             memcpy(sum, dx, nx * 4);
             for (size_t i = 0; i < nx; i++) sum[i] = rnd(sum[i]);
             cpu_add_relu(sum, x, nx);
-            g_be.ops->add_relu(&g_be, dx_d, x_d, nx);
+            g_be.rn->add_relu(&g_be, dx_d, x_d, nx);
             CHECK(device_same_bits("add + relu", dx_d, sum, nx, (int)k, off));
             free(sum);
             dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
@@ -286,7 +286,7 @@ TEST(synthetic_images_and_labels_are_the_cpus)
         cpu_synth_images(x, labels, 5, B, H, W, C, CLASSES, 99);
         void *x_d = dev_raw(NULL, n, elem(), 0);
         int *l_d = dev_raw(NULL, B, sizeof(int), 0);
-        g_be.ops->synth_images(&g_be, x_d, l_d, 5, B, H, W, C, CLASSES, 99);
+        g_be.rn->synth_images(&g_be, x_d, l_d, 5, B, H, W, C, CLASSES, 99);
         g_be.ops->download(&g_be, got_labels, l_d, sizeof got_labels);
         CHECK(device_same_bits("synthetic images", x_d, x, n, 0, 0));
         CHECK(memcmp(got_labels, labels, sizeof labels) == 0);
@@ -323,8 +323,8 @@ static void bn_forward_case(const struct bn_shape *b, int training, int relu, in
     float *rm_d = dev_raw(rm, C, 4, 0), *rv_d = dev_raw(rv, C, 4, 0);
     float *mean_d = dev_raw(NULL, C, 4, 0), *rstd_d = dev_raw(NULL, C, 4, 0);
     cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, b->rows, b->C, training, 0.1f, relu);
-    g_be.ops->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, b->rows, b->C, training, 0.1f,
-                                relu);
+    g_be.rn->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, b->rows, b->C, training, 0.1f,
+                               relu);
     static float got[4][BN_MAX_C];
     float *gy = host_from(y_d, n);
     g_be.ops->download(&g_be, got[0], mean_d, C * 4);
@@ -368,8 +368,8 @@ static void bn_backward_case(const struct bn_shape *b, int training, int masked,
     void *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
     float *dx = malloc(n * 4), *dgamma = malloc(C * 4), *dbeta = malloc(C * 4);
     cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, masked ? y : NULL, mean, rstd, gamma, b->rows, b->C, training);
-    g_be.ops->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, masked ? y_d : NULL, mean_d, rstd_d,
-                                 g_d, b->rows, b->C, training);
+    g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, masked ? y_d : NULL, mean_d, rstd_d,
+                                g_d, b->rows, b->C, training);
     static float gg[BN_MAX_C], gb[BN_MAX_C];
     float *gdx = host_from(dx_d, n);
     if (grad_dtype == DT_F32) {

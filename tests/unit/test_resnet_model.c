@@ -111,10 +111,9 @@ TEST(a_backend_without_the_resnet_operations_is_refused)
     char err[256] = "";
     char *argv[] = {"run", "--model.type=resnet", "--model.image_size=32", "--model.blocks=1,2", "--model.width=8", NULL};
     CHECK(describe(&m, err, sizeof err, 5, argv) == 0);
-    struct backend_ops ops = backend_cpu_ops;
-    struct backend be = {.ops = &ops};
+    struct backend be = {.ops = &backend_cpu_ops, .rn = &cpu_rn_ops};
     CHECK(m.ops->supported(&m, &be, err, sizeof err) == 0);
-    ops.batchnorm_backward = NULL; /* a backend that has not all of them */
+    be.rn = NULL; /* a backend without them */
     CHECK(m.ops->supported(&m, &be, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "the cpu backend lacks the resnet's operations; use --backend=cpu");
     model_free(&m);

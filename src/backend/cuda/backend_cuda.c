@@ -7,7 +7,9 @@
  * fp16 (activations and the weights' compute copy in 16 bits; master weights,
  * gradients, optimizer state and GEMM accumulation in fp32).
  * cuBLASLt descriptors, layouts and the algorithm of every GEMM shape are made the
- * first time the shape is seen and reused; nothing is rebuilt inside the step. */
+ * first time the shape is seen and reused; nothing is rebuilt inside the step.
+ * The state is struct cuda_state (cuda_state.h); the transformer's and the ResNet's
+ * operations are tables of their own (transformer_cuda.c, resnet_cuda.c). */
 #include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda_runtime.h>
@@ -16,26 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels_cuda.h"
 #include "backend/backend.h"
-#include "backend/cuda/backend_cuda.h"
-#include "base/cuda_check.h"
-#include "base/error.h"
-#include "system/gpu_peaks.h"
-#include "system/nvml.h"
+#include "backend/cuda/cuda_state.h"
 #include "backend/cuda/resnet_cuda.h"
 #include "backend/cuda/transformer_cuda.h"
+#include "base/cuda_check.h"
+#include "base/error.h"
+#include "kernels/kernels_cuda.h"
+#include "system/gpu_peaks.h"
+#include "system/nvml.h"
 
-#define GEMM_CACHE_SIZE 256
 #define WORKSPACE_BYTES ((size_t)64 << 20)
 #define MEMORY_RESERVE_BYTES ((size_t)1 << 30) /* CUDA context, NCCL buffers, cuBLAS: not in the plan */
-
-struct gemm_key {
-    int ta, tb, m, n, k, lda, ldb, ldc, c_is_f32;
-    int sm_target; /* CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET; 0 = all SMs */
-    int epilogue;  /* enum gemm_epilogue, 0 = none */
-    int align_a, align_b, align_c, align_d; /* the operands' address alignment in bytes, capped at 16 */
-};
 
 /* How far an operand's address is aligned, up to 16 bytes. cuBLASLt's heuristics assume
  * 256-byte aligned operands unless told: a packed arena (the ResNet's tensors after a
@@ -46,58 +40,11 @@ static int address_alignment(const void *p)
     return a % 16 == 0 ? 16 : a % 8 == 0 ? 8 : a % 4 == 0 ? 4 : a % 2 == 0 ? 2 : 1;
 }
 
-struct gemm_plan {
-    struct gemm_key key;
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t a, b, c;
-    cublasLtMatmulAlgo_t algo;
-};
-
-struct cuda_state {
-    cudaStream_t stream;        /* compute */
-    cudaStream_t update_stream; /* the overlapped optimizer */
-    cudaStream_t cur;           /* where the following calls go */
-    cudaEvent_t order;          /* stream_wait's event: recorded and waited at once, so reusable */
-    cublasLtHandle_t lt;
-    void *workspace;
-    struct gemm_plan plans[GEMM_CACHE_SIZE];
-    int nplans;
-    float *bias_partial;
-    size_t bias_partial_floats;
-    float *row_loss;
-    int row_loss_rows;
-    struct nvml_gpu nvml;
-    cublasComputeType_t compute;
-    cudaDataType_t ab_type;
-    int sms, sm_target; /* the GPU's SMs; the GEMMs' target, 0 = all */
-    int autotune;       /* train.gemm_autotune */
-    void *tf;           /* the transformer operations' state (transformer_cuda.c) */
-    void *rn;           /* the ResNet operations' (resnet_cuda.c) */
-};
-
 struct backend_event {
     cudaEvent_t ev;
 };
 
 static struct cuda_state *state(struct backend *b) { return b->impl; }
-
-/* What transformer_cuda.c and resnet_cuda.c need of the state (backend_cuda.h). */
-void *cuda_backend_current_stream(struct backend *b) { return state(b)->cur; }
-int cuda_backend_compute_type(struct backend *b) { return (int)state(b)->compute; }
-int cuda_backend_ab_type(struct backend *b) { return (int)state(b)->ab_type; }
-void **cuda_backend_tf_slot(struct backend *b) { return &state(b)->tf; }
-void **cuda_backend_rn_slot(struct backend *b) { return &state(b)->rn; }
-
-void *cuda_backend_grow(struct backend *b, void **buf, size_t *have, size_t need)
-{
-    if (need > *have) {
-        CHECK_CUDA(cudaStreamSynchronize(state(b)->cur));
-        if (*buf != NULL) b->ops->free(b, *buf);
-        *buf = b->ops->alloc(b, need);
-        *have = need;
-    }
-    return *buf;
-}
 
 int backend_cuda_device_count(void)
 {
@@ -130,6 +77,8 @@ static int cuda_init(struct backend *b, const struct config *cfg, int local_rank
     struct cuda_state *s = calloc(1, sizeof *s);
     CHECK_ALLOC(s);
     b->impl = s;
+    b->tf = &cuda_tf_ops;
+    b->rn = &cuda_rn_ops;
     struct cudaDeviceProp prop;
     CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
     CHECK_CUDA(cudaDeviceGetPCIBusId(b->info.bus_id, sizeof b->info.bus_id, device));
@@ -168,8 +117,7 @@ static void cuda_shutdown(struct backend *b)
     struct cuda_state *s = state(b);
     if (s == NULL) return;
     cudaStreamSynchronize(s->stream);
-    cuda_tf_release(b);
-    cuda_rn_release(b);
+    cuda_state_release_families(b);
     for (int i = 0; i < s->nplans; i++) {
         cublasLtMatmulDescDestroy(s->plans[i].desc);
         cublasLtMatrixLayoutDestroy(s->plans[i].a);
@@ -580,30 +528,6 @@ const struct backend_ops backend_cuda_ops = {
     .cast_to_f32 = cuda_cast_back_op,
     .zero = cuda_zero,
     .synth_batch = cuda_synth_op,
-    .embed_forward = cuda_tf_embed_forward,
-    .embed_backward = cuda_tf_embed_backward,
-    .layernorm_forward = cuda_tf_layernorm_forward,
-    .layernorm_backward = cuda_tf_layernorm_backward,
-    .attention_forward = cuda_tf_attention_forward,
-    .attention_backward = cuda_tf_attention_backward,
-    .attention_products = cuda_tf_attention_products,
-    .flash_attention_ok = cuda_tf_flash_attention_ok,
-    .flash_attention_forward = cuda_tf_flash_attention_forward,
-    .flash_attention_backward = cuda_tf_flash_attention_backward,
-    .add = cuda_tf_add,
-    .gather_rows = cuda_tf_gather_rows,
-    .scatter_rows = cuda_tf_scatter_rows,
-    .synth_tokens = cuda_tf_synth_tokens,
-    .im2col = cuda_rn_im2col,
-    .col2im = cuda_rn_col2im,
-    .batchnorm_forward = cuda_rn_batchnorm_forward,
-    .batchnorm_backward = cuda_rn_batchnorm_backward,
-    .add_relu = cuda_rn_add_relu,
-    .maxpool_forward = cuda_rn_maxpool_forward,
-    .maxpool_backward = cuda_rn_maxpool_backward,
-    .avgpool_forward = cuda_rn_avgpool_forward,
-    .avgpool_backward = cuda_rn_avgpool_backward,
-    .synth_images = cuda_rn_synth_images,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,

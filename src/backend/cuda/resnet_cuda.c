@@ -1,106 +1,120 @@
-/* resnet_cuda.c — the CUDA backend's ResNet operations (resnet_cuda.h): each enqueues
- * its kernels (kernels/resnet.cu, kernels/batchnorm.cu) on the backend's current stream
- * in the compute dtype. Batch norm's partial sums live in one scratch, allocated on
+/* resnet_cuda.c — the CUDA backend's ResNet operations (cuda_rn_ops, resnet_cuda.h):
+ * each enqueues its kernels (kernels/resnet.cu, kernels/batchnorm.cu) on the
+ * backend's current stream in the compute dtype. Batch norm's partial sums live in
+ * one scratch, the ResNet's slot of the backend's state (cuda_state.h), allocated on
  * first use (the warm-up steps) at the size of the largest batch norm seen, and kept. */
 #include "backend/cuda/resnet_cuda.h"
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
 
-#include "kernels/kernels_cuda.h"
-#include "backend/cuda/backend_cuda.h"
+#include "backend/backend.h"
+#include "backend/cuda/cuda_state.h"
 #include "base/cuda_check.h"
 #include "base/error.h"
+#include "kernels/kernels_cuda.h"
 
 struct rn_cuda {
     float *bn_scratch;
     size_t bn_bytes;
 };
 
-static struct rn_cuda *rn(struct backend *b)
+static void rn_release(struct backend *b, void *state)
 {
-    void **slot = cuda_backend_rn_slot(b);
-    if (*slot == NULL) {
-        *slot = calloc(1, sizeof(struct rn_cuda));
-        CHECK_ALLOC(*slot);
-    }
-    return *slot;
+    struct rn_cuda *r = state;
+    if (r->bn_scratch != NULL) b->ops->free(b, r->bn_scratch);
+    free(r);
 }
 
-static cudaStream_t stream(struct backend *b) { return (cudaStream_t)cuda_backend_current_stream(b); }
+static struct rn_cuda *rn(struct backend *b)
+{
+    struct cuda_family_slot *slot = cuda_state_family(b, CUDA_FAMILY_RESNET);
+    if (slot->state == NULL) {
+        slot->state = calloc(1, sizeof(struct rn_cuda));
+        CHECK_ALLOC(slot->state);
+        slot->release = rn_release;
+    }
+    return slot->state;
+}
+
+static cudaStream_t stream(struct backend *b) { return cuda_state_stream(b); }
 
 static float *bn_scratch(struct backend *b, int rows, int C)
 {
     struct rn_cuda *r = rn(b);
-    return cuda_backend_grow(b, (void **)&r->bn_scratch, &r->bn_bytes,
-                             cuda_batchnorm_scratch_floats(rows, C) * sizeof(float));
+    return cuda_state_grow(b, (void **)&r->bn_scratch, &r->bn_bytes,
+                           cuda_batchnorm_scratch_floats(rows, C) * sizeof(float));
 }
 
-void cuda_rn_release(struct backend *b)
-{
-    void **slot = cuda_backend_rn_slot(b);
-    struct rn_cuda *r = *slot;
-    if (r == NULL) return;
-    if (r->bn_scratch != NULL) b->ops->free(b, r->bn_scratch);
-    free(r);
-    *slot = NULL;
-}
-
-void cuda_rn_im2col(struct backend *b, void *col, const void *x, const struct conv_shape *s)
+static void cuda_rn_im2col(struct backend *b, void *col, const void *x, const struct conv_shape *s)
 {
     CHECK_CUDA(cuda_im2col(col, x, s, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_col2im(struct backend *b, void *dx, const void *col, const struct conv_shape *s)
+static void cuda_rn_col2im(struct backend *b, void *dx, const void *col, const struct conv_shape *s)
 {
     CHECK_CUDA(cuda_col2im(dx, col, s, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_batchnorm_forward(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
-                               const void *x, const void *gamma, const void *beta, int rows, int C, int training,
-                               float momentum, int relu)
+static void cuda_rn_batchnorm_forward(struct backend *b, void *y, float *mean, float *rstd, float *run_mean,
+                                      float *run_var, const void *x, const void *gamma, const void *beta, int rows,
+                                      int C, int training, float momentum, int relu)
 {
     float *scratch = bn_scratch(b, rows, C);
     CHECK_CUDA(cuda_batchnorm_forward(y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training, momentum, relu,
                                       scratch, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
-                                int rows, int C, int training)
+static void cuda_rn_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype,
+                                       const void *dy, const void *x, const void *y, const float *mean,
+                                       const float *rstd, const void *gamma, int rows, int C, int training)
 {
     float *scratch = bn_scratch(b, rows, C);
     CHECK_CUDA(cuda_batchnorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, y, mean, rstd, gamma, rows, C, training,
                                        scratch, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_add_relu(struct backend *b, void *y, const void *x, size_t n)
+static void cuda_rn_add_relu(struct backend *b, void *y, const void *x, size_t n)
 {
     CHECK_CUDA(cuda_add_relu(y, x, n, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
+static void cuda_rn_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
 {
     CHECK_CUDA(cuda_maxpool_forward(y, argmax, x, s, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_maxpool_backward(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s)
+static void cuda_rn_maxpool_backward(struct backend *b, void *dx, const void *dy, const int *argmax,
+                                     const struct conv_shape *s)
 {
     CHECK_CUDA(cuda_maxpool_backward(dx, dy, argmax, s, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_avgpool_forward(struct backend *b, void *y, const void *x, int N, int HW, int C)
+static void cuda_rn_avgpool_forward(struct backend *b, void *y, const void *x, int N, int HW, int C)
 {
     CHECK_CUDA(cuda_avgpool_forward(y, x, N, HW, C, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_avgpool_backward(struct backend *b, void *dx, const void *dy, int N, int HW, int C)
+static void cuda_rn_avgpool_backward(struct backend *b, void *dx, const void *dy, int N, int HW, int C)
 {
     CHECK_CUDA(cuda_avgpool_backward(dx, dy, N, HW, C, b->act_dtype, stream(b)));
 }
 
-void cuda_rn_synth_images(struct backend *b, void *x, int *labels, uint64_t first, int B, int H, int W, int C,
-                          int classes, uint64_t seed)
+static void cuda_rn_synth_images(struct backend *b, void *x, int *labels, uint64_t first, int B, int H, int W, int C,
+                                 int classes, uint64_t seed)
 {
     CHECK_CUDA(cuda_synth_images(x, labels, first, B, H, W, C, classes, seed, b->act_dtype, stream(b)));
 }
+
+const struct rn_ops cuda_rn_ops = {
+    .im2col = cuda_rn_im2col,
+    .col2im = cuda_rn_col2im,
+    .batchnorm_forward = cuda_rn_batchnorm_forward,
+    .batchnorm_backward = cuda_rn_batchnorm_backward,
+    .add_relu = cuda_rn_add_relu,
+    .maxpool_forward = cuda_rn_maxpool_forward,
+    .maxpool_backward = cuda_rn_maxpool_backward,
+    .avgpool_forward = cuda_rn_avgpool_forward,
+    .avgpool_backward = cuda_rn_avgpool_backward,
+    .synth_images = cuda_rn_synth_images,
+};

@@ -272,14 +272,11 @@ static void rn_summary(const struct model *m, char *buf, size_t len)
              p->frozen ? "frozen batch norm" : "batch norm over each rank's batch");
 }
 
-/* The backend has every operation the ResNet needs. */
+/* The backend has the ResNet's operations (rn_ops.h). */
 static int rn_supported(const struct model *m, const struct backend *be, char *err, size_t errlen)
 {
     (void)m;
-    const struct backend_ops *o = be->ops;
-    if (o->im2col && o->col2im && o->batchnorm_forward && o->batchnorm_backward && o->add_relu && o->maxpool_forward &&
-        o->maxpool_backward && o->avgpool_forward && o->avgpool_backward && o->synth_images)
-        return 0;
+    if (be->rn != NULL) return 0;
     snprintf(err, errlen, "the %s backend lacks the resnet's operations; use --backend=cpu", be->ops->name);
     return -1;
 }
@@ -363,7 +360,7 @@ static void rn_data(struct backend *be, const struct model *m, struct step_buffe
 {
     const struct resnet *p = resnet_of(m);
     struct rn_acts *a = rb->acts;
-    be->ops->synth_images(be, a->x, a->labels, first_sample, B, p->image, p->image, RN_CHANNELS, p->classes, seed);
+    be->rn->synth_images(be, a->x, a->labels, first_sample, B, p->image, p->image, RN_CHANNELS, p->classes, seed);
 }
 
 static int rn_inputs(const struct model *m, const struct step_buffers *rb, struct model_input *out, int max)

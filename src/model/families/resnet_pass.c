@@ -25,7 +25,7 @@ static void conv_forward(struct backend *be, const struct step_buffers *rb, stru
     const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin;
     const void *col = x;
     if (!plain_gemm(c)) {
-        if (wel) be->ops->im2col(be, a->col, x, &s);
+        if (wel) be->rn->im2col(be, a->col, x, &s);
         col = a->col;
     }
     be->ops->gemm(be, 0, 1, M, c->cout, K, 1.0f, col, K, step_weight_at(rb, c->w), K, 0.0f, y, 0, c->cout);
@@ -40,7 +40,7 @@ static void conv_backward(struct backend *be, const struct step_buffers *rb, str
     const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin, plain = plain_gemm(c);
     const void *col = x;
     if (!plain) {
-        if (wel) be->ops->im2col(be, a->col, x, &s);
+        if (wel) be->rn->im2col(be, a->col, x, &s);
         col = a->col;
     }
     be->ops->gemm(be, 1, 0, c->cout, K, M, 1.0f, dy, c->cout, col, K, 0.0f, step_grad_at(rb, c->w),
@@ -49,24 +49,24 @@ static void conv_backward(struct backend *be, const struct step_buffers *rb, str
     if (!plain && accumulate) DP_FATAL(NULL, "resnet: a strided or k x k convolution cannot add into its input's gradient");
     be->ops->gemm(be, 0, 0, M, K, c->cout, 1.0f, dy, c->cout, step_weight_at(rb, c->w), K, accumulate && wel ? 1.0f : 0.0f,
                   plain ? dx : a->col, 0, K);
-    if (!plain && wel) be->ops->col2im(be, dx, a->col, &s);
+    if (!plain && wel) be->rn->col2im(be, dx, a->col, &s);
 }
 
 static void bn_forward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
                        const struct rn_bn *n, void *y, const void *x, int rows, int relu)
 {
-    be->ops->batchnorm_forward(be, y, a->mean + n->at, a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at, x,
-                               step_weight_at(rb, n->gamma), step_weight_at(rb, n->beta), rows, n->C, !p->frozen,
-                               RN_BN_MOMENTUM, relu);
+    be->rn->batchnorm_forward(be, y, a->mean + n->at, a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at, x,
+                              step_weight_at(rb, n->gamma), step_weight_at(rb, n->beta), rows, n->C, !p->frozen,
+                              RN_BN_MOMENTUM, relu);
 }
 
 /* relu_out: the forward's output after its ReLU, or NULL (none) */
 static void bn_backward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
                         const struct rn_bn *n, void *dx, const void *dy, const void *x, const void *relu_out, int rows)
 {
-    be->ops->batchnorm_backward(be, dx, step_grad_at(rb, n->gamma), step_grad_at(rb, n->beta), rb->grad_dtype, dy, x,
-                                relu_out, a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma), rows, n->C,
-                                !p->frozen);
+    be->rn->batchnorm_backward(be, dx, step_grad_at(rb, n->gamma), step_grad_at(rb, n->beta), rb->grad_dtype, dy, x,
+                               relu_out, a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma), rows, n->C,
+                               !p->frozen);
 }
 
 static struct conv_shape pool_shape(const struct resnet *p, int N)
@@ -86,7 +86,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     if (wel) {
         const struct conv_shape ps = pool_shape(p, B);
         bn_forward(be, rb, p, a, &p->stem_bn, a->a0, a->y0, B * p->stem.P * p->stem.P, 1);
-        be->ops->maxpool_forward(be, a->pool, a->argmax, a->a0, &ps);
+        be->rn->maxpool_forward(be, a->pool, a->argmax, a->a0, &ps);
     }
     const void *x = a->pool;
     for (int i = 0; i < p->nblocks; i++) {
@@ -104,11 +104,11 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
             conv_forward(be, rb, a, &k->cp, x, s->yp, wel);
             if (wel) bn_forward(be, rb, p, a, &k->bp, a->t[0], s->yp, rout, 0);
         }
-        if (wel) be->ops->add_relu(be, s->out, k->proj ? a->t[0] : x, (size_t)rout * (size_t)k->cout);
+        if (wel) be->rn->add_relu(be, s->out, k->proj ? a->t[0] : x, (size_t)rout * (size_t)k->cout);
         x = s->out;
     }
     step_hook_stage_begin(hook, p->nblocks + 1);
-    if (wel) be->ops->avgpool_forward(be, a->feat, x, B, p->feat_hw, p->feat);
+    if (wel) be->rn->avgpool_forward(be, a->feat, x, B, p->feat_hw, p->feat);
     be->ops->gemm(be, 0, 1, B, p->classes, p->feat, 1.0f, a->feat, p->feat, step_weight_at(rb, p->fc_w), p->feat, 0.0f,
                   a->logits, 0, p->classes);
     if (wel)
@@ -132,7 +132,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
     be->ops->gemm(be, 0, 0, B, p->feat, p->classes, 1.0f, a->dlogits, p->classes, step_weight_at(rb, p->fc_w), p->feat, 0.0f,
                   a->dfeat, 0, p->feat);
     int gi = 0;
-    if (wel) be->ops->avgpool_backward(be, a->g[gi], a->dfeat, B, p->feat_hw, p->feat);
+    if (wel) be->rn->avgpool_backward(be, a->g[gi], a->dfeat, B, p->feat_hw, p->feat);
     step_hook_stage_done(m, hook, p->nblocks + 1);
     for (int i = p->nblocks - 1; i >= 0; i--) {
         const struct rn_block *k = &p->blk[i];
@@ -157,7 +157,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
     }
     if (wel) {
         const struct conv_shape ps = pool_shape(p, B);
-        be->ops->maxpool_backward(be, t0, a->g[gi], a->argmax, &ps);
+        be->rn->maxpool_backward(be, t0, a->g[gi], a->argmax, &ps);
         bn_backward(be, rb, p, a, &p->stem_bn, t0, t0, a->y0, a->a0, B * p->stem.P * p->stem.P);
     }
     conv_backward(be, rb, a, &p->stem, a->x, t0, NULL, 0, wel);

@@ -199,16 +199,14 @@ static void tf_summary(const struct model *m, char *buf, size_t len)
     }
 }
 
-/* The backend has every operation, and settles the attention: fused where it can run. */
+/* The backend has the transformer's operations (tf_ops.h), and settles the attention: fused where it can run. */
 static int tf_supported(const struct model *m, const struct backend *be, char *err, size_t errlen)
 {
     struct tf *p = m->impl;
-    const struct backend_ops *o = be->ops;
-    if (!(o->embed_forward && o->embed_backward && o->layernorm_forward && o->layernorm_backward &&
-          o->attention_forward && o->attention_backward && o->add && o->gather_rows && o->scatter_rows &&
-          o->synth_tokens)) {
+    const struct tf_ops *o = be->tf;
+    if (o == NULL) {
         snprintf(err, errlen, "the %s backend has no transformer kernels yet (embeddings, LayerNorm, attention); run "
-                 "model.type = gpt or bert with run.backend = cpu", o->name);
+                 "model.type = gpt or bert with run.backend = cpu", be->ops->name);
         return -1;
     }
     const int D = p->C / p->H;
@@ -217,7 +215,7 @@ static int tf_supported(const struct model *m, const struct backend *be, char *e
     if (p->attention == ATTENTION_FLASH && !can) {
         snprintf(err, errlen, "train.attention = flash needs the cuda backend, train.precision = bf16 or fp16 and a "
                  "head dimension (hidden_dim / heads) of 32 or 64 (here: %s backend, head dimension %d); set "
-                 "train.attention = auto or unfused", o->name, D);
+                 "train.attention = auto or unfused", be->ops->name, D);
         return -1;
     }
     p->flash = p->attention != ATTENTION_UNFUSED && can;
@@ -314,8 +312,8 @@ static void tf_data(struct backend *be, const struct model *m, struct step_buffe
 {
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
-    be->ops->synth_tokens(be, a->tokens, a->segments, a->targets, a->mask_rows, first_sample, B, p->T, p->V, p->nmask,
-                          p->bert, seed);
+    be->tf->synth_tokens(be, a->tokens, a->segments, a->targets, a->mask_rows, first_sample, B, p->T, p->V, p->nmask,
+                         p->bert, seed);
 }
 
 /* ---- the passes ---------------------------------------------------------------------- */
@@ -335,7 +333,7 @@ static void linear(struct backend *be, const struct step_buffers *rb, void *y_pr
     be->ops->gemm(be, 0, 1, R, out, in, 1.0f, x, in, step_weight_at(rb, w), in, 0.0f, y_pre, 0, out);
     if (!with_elementwise) return;
     be->ops->bias_act_forward(be, y, y_pre, step_weight_at(rb, bias), step_weight_dtype(be, rb), R, out, act);
-    if (residual != NULL) be->ops->add(be, y, residual, (size_t)R * (size_t)out);
+    if (residual != NULL) be->tf->add(be, y, residual, (size_t)R * (size_t)out);
 }
 
 /* From d = dL/dy [R x out] of linear(): the weight's and bias's gradients into the
@@ -373,7 +371,7 @@ static void layernorm(struct backend *be, const struct step_buffers *rb, void *y
                       const void *x, size_t g, size_t b, int R, int C, int with_elementwise)
 {
     if (with_elementwise)
-        be->ops->layernorm_forward(be, y, mean, rstd, x, step_weight_at(rb, g), step_weight_at(rb, b), R, C);
+        be->tf->layernorm_forward(be, y, mean, rstd, x, step_weight_at(rb, g), step_weight_at(rb, b), R, C);
 }
 
 /* accumulate = 1: dx += the gradient through the LayerNorm (a pre-LN block's residual). */
@@ -382,8 +380,8 @@ static void layernorm_backward(struct backend *be, const struct step_buffers *rb
                                int with_elementwise, int accumulate)
 {
     if (with_elementwise)
-        be->ops->layernorm_backward(be, dx, step_grad_at(rb, g), step_grad_at(rb, b), rb->grad_dtype, dy, x, mean,
-                                    rstd, step_weight_at(rb, g), R, C, accumulate);
+        be->tf->layernorm_backward(be, dx, step_grad_at(rb, g), step_grad_at(rb, b), rb->grad_dtype, dy, x, mean,
+                                   rstd, step_weight_at(rb, g), R, C, accumulate);
 }
 
 /* with_elementwise = 0: the GEMMs alone, and attention's products (backend
@@ -397,8 +395,8 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     step_hook_stage_begin(hook, 0);
     if (wel) {
         void *e = p->bert ? a->emb : a->x[0];
-        be->ops->embed_forward(be, e, a->tokens, p->bert ? a->segments : NULL, step_weight_at(rb, p->wte),
-                               step_weight_at(rb, p->wpe), p->bert ? step_weight_at(rb, p->wse) : NULL, a->B, p->T, C);
+        be->tf->embed_forward(be, e, a->tokens, p->bert ? a->segments : NULL, step_weight_at(rb, p->wte),
+                              step_weight_at(rb, p->wpe), p->bert ? step_weight_at(rb, p->wse) : NULL, a->B, p->T, C);
         if (p->bert) layernorm(be, rb, a->x[0], a->mean_e, a->rstd_e, e, p->lne_g, p->lne_b, R, C, wel);
     }
     for (int l = 0; l < p->L; l++) {
@@ -410,11 +408,11 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         if (!p->bert) layernorm(be, rb, s->n1, s->mean1, s->rstd1, x, k->ln1_g, k->ln1_b, R, C, wel);
         linear(be, rb, s->qkv, s->qkv, p->bert ? x : s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, ACT_NONE, NULL, wel);
         if (wel && p->flash)
-            be->ops->flash_attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
+            be->tf->flash_attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
         else if (wel)
-            be->ops->attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
+            be->tf->attention_forward(be, s->atty, s->probs, s->qkv, a->B, p->T, C, p->H, !p->bert);
         else if (products)
-            be->ops->attention_products(be, 0, s->atty, NULL, s->qkv, a->B, p->T, C, p->H);
+            be->tf->attention_products(be, 0, s->atty, NULL, s->qkv, a->B, p->T, C, p->H);
         linear(be, rb, s->r1, s->r1, s->atty, k->proj_w, k->proj_b, R, C, C, ACT_NONE, x, wel); /* r1 = x + attention */
         /* FFN: GPT reads LN2(r1); BERT LN1(r1) */
         const void *h = s->r1;
@@ -430,7 +428,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         step_hook_stage_begin(hook, p->L + 1);
         layernorm(be, rb, a->hf, a->mean_f, a->rstd_f, a->x[p->L], p->lnf_g, p->lnf_b, R, C, wel);
     } else if (wel) {
-        be->ops->gather_rows(be, a->hf, a->x[p->L], a->mask_rows, a->M, C);
+        be->tf->gather_rows(be, a->hf, a->x[p->L], a->mask_rows, a->M, C);
     }
     be->ops->gemm(be, 0, 1, a->M, p->V, C, 1.0f, a->hf, C, step_weight_at(rb, p->wte), C, 0.0f, a->logits, 0,
                   p->Vld);
@@ -456,7 +454,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
                       0, C);
         if (wel) {
             be->ops->zero(be, a->dx, nel * rb->elem);
-            be->ops->scatter_rows(be, a->dx, a->dt1, a->mask_rows, a->M, C);
+            be->tf->scatter_rows(be, a->dx, a->dt1, a->mask_rows, a->M, C);
         }
     }
     for (int l = p->L - 1; l >= 0; l--) {
@@ -490,12 +488,12 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         /* r1 = x + proj(attn(qkv(g))), g = LN1(x) (GPT) or x (BERT) */
         linear_backward(be, rb, a->datty, a->dx, s->atty, k->proj_w, k->proj_b, R, C, C, wel, 0);
         if (wel && p->flash)
-            be->ops->flash_attention_backward(be, a->dqkv, a->datty, s->atty, s->qkv, s->probs, a->B, p->T, C, p->H,
-                                              !p->bert);
+            be->tf->flash_attention_backward(be, a->dqkv, a->datty, s->atty, s->qkv, s->probs, a->B, p->T, C, p->H,
+                                             !p->bert);
         else if (wel)
-            be->ops->attention_backward(be, a->dqkv, a->datty, s->qkv, s->probs, a->B, p->T, C, p->H, !p->bert);
+            be->tf->attention_backward(be, a->dqkv, a->datty, s->qkv, s->probs, a->B, p->T, C, p->H, !p->bert);
         else if (products)
-            be->ops->attention_products(be, 1, a->datty, a->dqkv, s->qkv, a->B, p->T, C, p->H);
+            be->tf->attention_products(be, 1, a->datty, a->dqkv, s->qkv, a->B, p->T, C, p->H);
         if (p->bert) { /* dL/dx = dL/dr1 + through qkv */
             linear_backward(be, rb, a->dx, a->dqkv, x, k->qkv_w, k->qkv_b, R, C, 3 * C, wel, 1);
         } else {       /* dL/dx = dL/dr1 + through qkv and LN1 */
@@ -510,9 +508,9 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
             layernorm_backward(be, rb, a->dt1, a->dx, a->emb, a->mean_e, a->rstd_e, p->lne_g, p->lne_b, R, C, wel, 0);
             de = a->dt1;
         }
-        be->ops->embed_backward(be, step_grad_at(rb, p->wte), step_grad_at(rb, p->wpe),
-                                p->bert ? step_grad_at(rb, p->wse) : NULL, rb->grad_dtype, a->tokens,
-                                p->bert ? a->segments : NULL, de, a->B, p->T, C, p->V, p->S);
+        be->tf->embed_backward(be, step_grad_at(rb, p->wte), step_grad_at(rb, p->wpe),
+                               p->bert ? step_grad_at(rb, p->wse) : NULL, rb->grad_dtype, a->tokens,
+                               p->bert ? a->segments : NULL, de, a->B, p->T, C, p->V, p->S);
     }
     step_hook_stage_done(m, hook, 0);
 }
@@ -538,7 +536,7 @@ static void tf_backward(struct backend *be, const struct model *m, struct step_b
 static int tf_gemms_only(struct backend *be, const struct model *m, struct step_buffers *rb, int B, int attention)
 {
     (void)B;
-    const int products = attention && be->ops->attention_products != NULL;
+    const int products = attention && be->tf->attention_products != NULL;
     forward_pass(be, m, rb, 0, products, NULL);
     backward_pass(be, m, rb, 0, products, NULL);
     return products;

@@ -1,0 +1,91 @@
+/* cpu_resnet.c — the CPU backend's ResNet operations (struct rn_ops, rn_ops.h):
+ * thin wrappers over the loops of kernels/resnet_cpu.c. fp32 throughout. */
+#include "backend/backend.h"
+#include "backend/rn_ops.h"
+#include "base/error.h"
+#include "kernels/kernels_cpu.h"
+#include "kernels/resnet_cpu.h"
+
+static void need_f32(int grad_dtype)
+{
+    if (grad_dtype != DT_F32) DP_FATAL(NULL, "the cpu backend keeps gradients in fp32");
+}
+
+static void be_im2col(struct backend *b, void *col, const void *x, const struct conv_shape *s)
+{
+    (void)b;
+    cpu_im2col(col, x, s);
+}
+
+static void be_col2im(struct backend *b, void *dx, const void *col, const struct conv_shape *s)
+{
+    (void)b;
+    cpu_col2im(dx, col, s);
+}
+
+static void be_batchnorm_forward(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
+                                 const void *x, const void *gamma, const void *beta, int rows, int C, int training,
+                                 float momentum, int relu)
+{
+    (void)b;
+    cpu_batchnorm_forward(y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training, momentum, relu);
+}
+
+static void be_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                                  const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
+                                  int rows, int C, int training)
+{
+    (void)b;
+    need_f32(grad_dtype);
+    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, y, mean, rstd, gamma, rows, C, training);
+}
+
+static void be_add_relu(struct backend *b, void *y, const void *x, size_t n)
+{
+    (void)b;
+    cpu_add_relu(y, x, n);
+}
+
+static void be_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
+{
+    (void)b;
+    cpu_maxpool_forward(y, argmax, x, s);
+}
+
+static void be_maxpool_backward(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s)
+{
+    (void)b;
+    cpu_maxpool_backward(dx, dy, argmax, s);
+}
+
+static void be_avgpool_forward(struct backend *b, void *y, const void *x, int N, int HW, int C)
+{
+    (void)b;
+    cpu_avgpool_forward(y, x, N, HW, C);
+}
+
+static void be_avgpool_backward(struct backend *b, void *dx, const void *dy, int N, int HW, int C)
+{
+    (void)b;
+    cpu_avgpool_backward(dx, dy, N, HW, C);
+}
+
+static void be_synth_images(struct backend *b, void *x, int *labels, uint64_t first, int B, int H, int W, int C,
+                            int classes, uint64_t seed)
+{
+    (void)b;
+    cpu_synth_images(x, labels, first, B, H, W, C, classes, seed);
+}
+
+const struct rn_ops cpu_rn_ops = {
+    .im2col = be_im2col,
+    .col2im = be_col2im,
+    .batchnorm_forward = be_batchnorm_forward,
+    .batchnorm_backward = be_batchnorm_backward,
+    .add_relu = be_add_relu,
+    .maxpool_forward = be_maxpool_forward,
+    .maxpool_backward = be_maxpool_backward,
+    .avgpool_forward = be_avgpool_forward,
+    .avgpool_backward = be_avgpool_backward,
+    .synth_images = be_synth_images,
+};

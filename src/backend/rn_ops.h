@@ -1,0 +1,49 @@
+/* rn_ops.h — the ResNet's operations of a backend (kernels/resnet_cpu.h has their
+ * exact semantics), a table beside the core (struct backend_ops, backend.h) that
+ * struct backend points at (b->rn) where the backend has them; the ResNet is
+ * refused, with a message, where it is NULL. Images are NHWC, [N*H*W x C]
+ * row-major; activations and the norms' gains in the compute dtype, gradients in
+ * grad_dtype, the statistics fp32. A table has every entry. Pointers are in the
+ * backend's memory and calls go to its current stream, as in backend.h. */
+#ifndef DPSCALE_RN_OPS_H
+#define DPSCALE_RN_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernel_types.h" /* struct conv_shape */
+
+struct backend;
+
+struct rn_ops {
+    /* col [N*P*Q x R*S*C] = the windows of x (zeros where they reach into the padding). */
+    void (*im2col)(struct backend *b, void *col, const void *x, const struct conv_shape *s);
+    /* dx [N*H*W x C] = the adjoint of im2col applied to col (overwritten, not added to). */
+    void (*col2im)(struct backend *b, void *dx, const void *col, const struct conv_shape *s);
+    /* y = (x - mean) rstd gamma + beta per channel (column), then ReLU when relu; training:
+     * mean and rstd of this batch's rows, and the running statistics updated with
+     * `momentum`; else the running statistics themselves. mean, rstd [C] kept for backward. */
+    void (*batchnorm_forward)(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
+                              const void *x, const void *gamma, const void *beta, int rows, int C, int training,
+                              float momentum, int relu);
+    /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; y: the forward's
+     * output, whose zeros mask dy (its ReLU), or NULL (none). */
+    void (*batchnorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                               const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
+                               int rows, int C, int training);
+    void (*add_relu)(struct backend *b, void *y, const void *x, size_t n); /* y = max(y + x, 0) */
+    /* y = the windows' maxima, argmax their positions (h W + w in the image); backward
+     * routes dy to them (dx overwritten). */
+    void (*maxpool_forward)(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s);
+    void (*maxpool_backward)(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s);
+    /* y [N x C] = the mean of each image's HW rows of x [N*HW x C]; backward spreads dy evenly. */
+    void (*avgpool_forward)(struct backend *b, void *y, const void *x, int N, int HW, int C);
+    void (*avgpool_backward)(struct backend *b, void *dx, const void *dy, int N, int HW, int C);
+    /* B images H x W x C of the image task from first_sample (kernels/synthetic.h), and their labels. */
+    void (*synth_images)(struct backend *b, void *x, int *labels, uint64_t first_sample, int B, int H, int W, int C,
+                         int classes, uint64_t seed);
+};
+
+extern const struct rn_ops cpu_rn_ops; /* cpu_resnet.c; the CUDA backend's: cuda/resnet_cuda.h */
+
+#endif
