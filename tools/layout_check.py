@@ -103,7 +103,10 @@ def symbol_edges(build):
     objects = sorted(glob.glob(os.path.join(build, "src", "**", "*.o"), recursive=True)
                      + glob.glob(os.path.join(build, "kernels", "*.o")))
     for obj in objects:
-        module = module_of(os.path.relpath(obj, build)[:-2])
+        stem = os.path.relpath(obj, build)[:-2]
+        if not any(os.path.isfile(os.path.join(ROOT, stem + ext)) for ext in (".c", ".cu")):
+            continue  # an object whose source was moved or removed since it was built
+        module = module_of(stem)
         listing = subprocess.run(["nm", "-P", obj], capture_output=True, text=True, check=True).stdout
         for line in listing.splitlines():
             parts = line.split()

@@ -23,14 +23,36 @@ static struct {
     int ncalls, capacity;
 } g;
 
-static const char *const names[OPK_COUNT] = {
-    "gemm", "gemm + epilogue", "bias + activation", "activation backward", "bias gradient", "softmax cross-entropy",
-    "optimizer", "cast", "embedding forward", "embedding backward", "layernorm forward", "layernorm backward",
-    "attention forward", "attention backward", "flash attention forward", "flash attention backward", "residual add", "row gather/scatter", "synthetic data", "zero",
-    "im2col / col2im", "batchnorm forward", "batchnorm backward", "pooling"};
+/* Every kind of operation timed, with its name: the core's, then each family's. */
+#define OP_KINDS(X)                                                                                           \
+    X(GEMM, "gemm") X(GEMM_FUSED, "gemm + epilogue") X(BIAS_ACT, "bias + activation")                          \
+    X(ACT_BACKWARD, "activation backward") X(BIAS_GRAD, "bias gradient") X(SOFTMAX_XENT, "softmax cross-entropy") \
+    X(OPTIMIZER, "optimizer") X(CAST, "cast") X(EMBED_FORWARD, "embedding forward")                            \
+    X(EMBED_BACKWARD, "embedding backward") X(LAYERNORM_FORWARD, "layernorm forward")                          \
+    X(LAYERNORM_BACKWARD, "layernorm backward") X(ATTENTION_FORWARD, "attention forward")                      \
+    X(ATTENTION_BACKWARD, "attention backward") X(FLASH_FORWARD, "flash attention forward")                    \
+    X(FLASH_BACKWARD, "flash attention backward") X(ADD, "residual add") X(ROWS, "row gather/scatter")         \
+    X(DATA, "synthetic data") X(ZERO, "zero") X(IM2COL, "im2col / col2im")                                     \
+    X(BATCHNORM_FORWARD, "batchnorm forward") X(BATCHNORM_BACKWARD, "batchnorm backward") X(POOL, "pooling")
 
+enum op_kind {
+#define OP_KIND_ENUM(kind, name) OPK_##kind,
+    OP_KINDS(OP_KIND_ENUM)
+#undef OP_KIND_ENUM
+    OPK_COUNT
+};
+_Static_assert(OPK_COUNT <= OP_KINDS_MAX, "raise OP_KINDS_MAX in op_profile.h");
+
+static const char *const names[OPK_COUNT] = {
+#define OP_KIND_NAME(kind, name) name,
+    OP_KINDS(OP_KIND_NAME)
+#undef OP_KIND_NAME
+};
+
+int op_kind_count(void) { return OPK_COUNT; }
 const char *op_kind_name(int kind) { return kind >= 0 && kind < OPK_COUNT ? names[kind] : "?"; }
 int op_kind_is_gemm(int kind) { return kind == OPK_GEMM || kind == OPK_GEMM_FUSED; }
+int op_kind_holds_gemms(int kind) { return kind == OPK_ATTENTION_FORWARD || kind == OPK_ATTENTION_BACKWARD; }
 
 /* The event pair of a new call of `kind` (the pool grows during the first profiled step). */
 static int open_call(int kind)

@@ -8,16 +8,14 @@
 
 #include "backend/backend.h"
 
-enum op_kind {
-    OPK_GEMM, OPK_GEMM_FUSED, OPK_BIAS_ACT, OPK_ACT_BACKWARD, OPK_BIAS_GRAD, OPK_SOFTMAX_XENT, OPK_OPTIMIZER,
-    OPK_CAST, OPK_EMBED_FORWARD, OPK_EMBED_BACKWARD, OPK_LAYERNORM_FORWARD, OPK_LAYERNORM_BACKWARD,
-    OPK_ATTENTION_FORWARD, OPK_ATTENTION_BACKWARD, OPK_FLASH_FORWARD, OPK_FLASH_BACKWARD, OPK_ADD, OPK_ROWS, OPK_DATA, OPK_ZERO,
-    OPK_IM2COL, OPK_BATCHNORM_FORWARD, OPK_BATCHNORM_BACKWARD, OPK_POOL, OPK_COUNT
-};
+/* The kinds of operation are the profiler's own (op_profile.c lists them, with the
+ * operations of every family): a reader counts them with op_kind_count and names them
+ * with op_kind_name, so that a new family's kinds change no file but op_profile.c. */
+#define OP_KINDS_MAX 48
 
 struct op_profile {
-    double seconds[OPK_COUNT]; /* summed over the profiled steps */
-    long long calls[OPK_COUNT];
+    double seconds[OP_KINDS_MAX]; /* [kind], summed over the profiled steps */
+    long long calls[OP_KINDS_MAX];
     int steps;
 };
 
@@ -28,8 +26,11 @@ void op_profile_step_end(struct backend *be);
 /* Stop timing: be's operations are its own again. */
 void op_profile_end(struct backend *be);
 
+int op_kind_count(void);
 const char *op_kind_name(int kind);
 /* 1 for the kinds that are GEMMs (attention's forward and backward hold GEMMs and a softmax: 0). */
 int op_kind_is_gemm(int kind);
+/* 1 for the kinds that hold GEMMs beside other work (attention's forward and backward). */
+int op_kind_holds_gemms(int kind);
 
 #endif

@@ -114,8 +114,8 @@ static void profile_operations(struct session *s, int B)
     op_profile_end(be);
     step_buffers_free(be, m, &rb);
     double total = 0.0;
-    int order[OPK_COUNT], n = 0, largest = -1;
-    for (int k = 0; k < OPK_COUNT; k++) {
+    int order[OP_KINDS_MAX], n = 0, largest = -1;
+    for (int k = 0; k < op_kind_count(); k++) {
         total += p.seconds[k];
         if (p.calls[k] > 0) order[n++] = k;
     }
@@ -136,7 +136,7 @@ static void profile_operations(struct session *s, int B)
     if (largest >= 0)
         say("largest operation that is not a GEMM: %s, %.1f%% of the step's operations%s\n", op_kind_name(largest),
             100.0 * p.seconds[largest] / total,
-            largest == OPK_ATTENTION_FORWARD || largest == OPK_ATTENTION_BACKWARD ? " (its GEMMs and softmax together)" : "");
+            op_kind_holds_gemms(largest) ? " (its GEMMs and softmax together)" : "");
 }
 
 int cmd_bench(int argc, char **argv)

@@ -32,13 +32,16 @@ struct gemm_plan {
     cublasLtMatmulAlgo_t algo;
 };
 
-/* The model families whose operations keep state of their own on the GPU. */
-enum cuda_family { CUDA_FAMILY_TRANSFORMER, CUDA_FAMILY_RESNET, CUDA_FAMILIES };
+/* The model families whose operations keep state of their own on the GPU, at most. A
+ * family names its slot by a key of its own (its ops table's address), so that a new
+ * family needs no line here. */
+#define CUDA_FAMILY_SLOTS 8
 
 /* A family's own state (its scratch, its handles): made by the family on its first
  * call, freed by `release` at shutdown. */
 struct cuda_family_slot {
-    void *state; /* NULL until then */
+    const void *key; /* the family's; NULL: a free slot */
+    void *state;     /* NULL until the family's first call */
     void (*release)(struct backend *b, void *state);
 };
 
@@ -60,16 +63,16 @@ struct cuda_state {
     cudaDataType_t ab_type;
     int sms, sm_target; /* the GPU's SMs; the GEMMs' target, 0 = all */
     int autotune;       /* train.gemm_autotune */
-    struct cuda_family_slot family[CUDA_FAMILIES]; /* indexed by enum cuda_family */
+    struct cuda_family_slot family[CUDA_FAMILY_SLOTS]; /* in the order of the families' first calls */
 };
 
 /* The stream the calls go to now (the compute stream, or the one set_stream named). */
 cudaStream_t cuda_state_stream(struct backend *b);
 cublasComputeType_t cuda_state_compute_type(struct backend *b);
 cudaDataType_t cuda_state_ab_type(struct backend *b); /* of the GEMMs' A and B: the compute dtype */
-/* The slot of family `family` (enum cuda_family). */
-struct cuda_family_slot *cuda_state_family(struct backend *b, int family);
-/* Every family's state released, in the order of enum cuda_family (at shutdown, the
+/* The slot of the family whose key is `key` (its ops table), claimed on first use. */
+struct cuda_family_slot *cuda_state_family(struct backend *b, const void *key);
+/* Every family's state released, in the order of their first calls (at shutdown, the
  * compute stream drained). */
 void cuda_state_release_families(struct backend *b);
 /* *buf holds at least `need` bytes: reallocated, the current stream drained first, when

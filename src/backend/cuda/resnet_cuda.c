@@ -28,7 +28,7 @@ static void rn_release(struct backend *b, void *state)
 
 static struct rn_cuda *rn(struct backend *b)
 {
-    struct cuda_family_slot *slot = cuda_state_family(b, CUDA_FAMILY_RESNET);
+    struct cuda_family_slot *slot = cuda_state_family(b, &cuda_rn_ops);
     if (slot->state == NULL) {
         slot->state = calloc(1, sizeof(struct rn_cuda));
         CHECK_ALLOC(slot->state);

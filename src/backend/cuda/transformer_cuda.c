@@ -54,7 +54,7 @@ static void tf_release(struct backend *b, void *state)
 
 static struct tf_cuda *tf(struct backend *b)
 {
-    struct cuda_family_slot *slot = cuda_state_family(b, CUDA_FAMILY_TRANSFORMER);
+    struct cuda_family_slot *slot = cuda_state_family(b, &cuda_tf_ops);
     if (slot->state == NULL) {
         struct tf_cuda *t = calloc(1, sizeof *t);
         CHECK_ALLOC(t);
