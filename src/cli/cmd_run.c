@@ -18,6 +18,7 @@
 #include "base/memlimit.h"
 #include "cli/session.h"
 #include "train/stats.h"
+#include "model/registry.h"
 #include "model/step.h"
 #include "train/table.h"
 #include "train/train.h"

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "model/registry.h"
 #include "model/step.h"
 #include "base/watchdog.h"
 
