@@ -153,7 +153,7 @@ int cmd_bench(int argc, char **argv)
     }
     struct group *g = group_create(1);
     struct run_result r;
-    if (train_run(&s.cfg, s.model, &s.backend, g, NULL, session_library_name(&s), 1, &r) != 0) {
+    if (train_run(&s.cfg, s.model, &s.backend, g, NULL, comm_library_name_of(s.library), 1, &r) != 0) {
         group_destroy(g);
         session_end(&s);
         return EXIT_FAILURE_RUN;

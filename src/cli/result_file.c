@@ -182,7 +182,7 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
             .device_name = s->backend.info.device_name, .backend_library = s->backend.info.library,
             .mpi_library = s->launch.mpi_library, .driver = s->backend.info.driver,
             .threads_per_rank = s->backend.info.threads, .world_size = s->launch.size, .nnodes = s->launch.nnodes,
-            .ranks_per_node = s->launch.local_size, .hosts = hosts, .library = session_library_name(s),
+            .ranks_per_node = s->launch.local_size, .hosts = hosts, .library = comm_library_name_of(s->library),
             .path = config_value_name(&s->cfg, "comm", "path"), .nccl_env = s->nccl_env, .topo = &s->topo,
             .peers = f->peers, .memory = memory,
         };

@@ -66,13 +66,11 @@ static int choose_library(struct session *s, char *err, size_t errlen)
         snprintf(err, errlen, "comm.register, comm.symmetric and comm.cta_policy are NCCL's; leave them off with comm.library = mpi");
         return -1;
     }
-    s->library = t == LIBRARY_NCCL ? COMM_NCCL : COMM_MPI;
+    s->library = t;
     s->comm_opt = (struct comm_options){.max_ctas = s->cfg.nccl_max_ctas, .cta_policy = s->cfg.cta_policy,
                                         .register_buffers = s->cfg.register_buffers, .symmetric = s->cfg.symmetric};
     return 0;
 }
-
-const char *session_library_name(const struct session *s) { return s->library == COMM_NCCL ? "nccl" : "mpi"; }
 
 struct comm *session_open_comm(struct session *s, struct group *g, int min_ranks)
 {

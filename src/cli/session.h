@@ -24,7 +24,7 @@ struct session {
     struct config cfg;
     struct backend backend;
     struct model *model;
-    int library;                 /* enum comm_library_kind: who reduces the gradients */
+    int library;                 /* enum comm_library, never LIBRARY_AUTO: who reduces the gradients */
     struct comm_options comm_opt; /* from [comm], for every comm this launch opens */
     struct topo_node topo;       /* this node's, detected or from topo.fixture */
     struct nccl_settings nccl;   /* what comm.path set before NCCL started */
@@ -42,8 +42,6 @@ int session_setup_path(struct session *s);
  * min_ranks ranks (a training run on one rank communicates nothing; dpscale comm
  * measures even a 1-rank allreduce). A library that cannot start is fatal. */
 struct comm *session_open_comm(struct session *s, struct group *g, int min_ranks);
-/* The name of the launch's library: "mpi" or "nccl". */
-const char *session_library_name(const struct session *s);
 
 /* Returns EXIT_OK with a live session; SESSION_DONE when nothing is left to do
  * (exit 0); or the exit code to leave with. In the last two MPI is finalised. */
