@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "cli/result_file.h"
 #include "cli/session.h"
+#include "train/train.h"
 
 static void print_table(const struct collective_result *r)
 {

@@ -30,8 +30,6 @@
 #include "model/step.h"
 #include "base/watchdog.h"
 
-const char *const phase_names[NPHASES] = {"forward_s", "backward_s", "comm_exposed_s", "update_s", "step_s"};
-
 #define ALLREDUCE_ALONE_MAX_REPS 20
 #define HOST_EVENT_BYTES 64 /* a host event (struct timespec) and its malloc header, rounded up */
 
@@ -453,20 +451,4 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     watchdog_idle();
     progress_point_end();
     return 0;
-}
-
-void run_result_free(struct run_result *r)
-{
-    for (int p = 0; p < NPHASES; p++) free(r->times[p]);
-    free(r->compute_only);
-    free(r->compute_only_backward);
-    free(r->bucket_count);
-    free(r->bucket_start);
-    free(r->bucket_end);
-    free(r->bucket_ready);
-    free(r->bucket_ready_compute_only);
-    free(r->loss);
-    free(r->allreduce_alone);
-    free(r->params);
-    memset(r, 0, sizeof *r);
 }
