@@ -57,20 +57,4 @@ int session_refuse_once(const struct session *s, int failed, const char *hint, c
 /* Every rank learns whether any failed; returns 1 if so. */
 int session_any_failed(int failed);
 
-/* Fault injection for the tests (DPSCALE_FAULT=rank:step:exit|kill|error|stop|hang,
- * or 0:K:write for the result file's write, below):
- * makes a rank die, fail, stop (SIGSTOP) or hang at a given step, counted over every
- * step of every pass of the launch, so that "no hung job" can be checked. Called at
- * each step's start. A hang lands in the rank's next reduction, where
- * session_hang_if_pending (called before each) never returns. */
-void session_maybe_inject_fault(int world_rank);
-void session_hang_if_pending(void);
-/* DPSCALE_FAULT=0:K:write: whether the result file's write that holds K sweep points
- * (the one after the K-th point) is to fail as on a full disk (h5file_fill_disk). */
-int session_fault_fails_write(int world_rank, int points);
-/* DPSCALE_FAULT=R:K:nan: whether rank R's losses of the K-th run it takes part in
- * (counted from 1; one call per run's outcome) are to read as NaN from the run's middle
- * step on, as a diverged run's would. */
-int session_fault_poisons_loss(int world_rank);
-
 #endif

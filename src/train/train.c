@@ -21,11 +21,11 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/memlimit.h"
 #include "train/shard.h"
 #include "train/buckets.h"
-#include "cli/session.h"
 #include "train/run_loop.h"
 #include "model/step.h"
 #include "base/watchdog.h"
@@ -261,7 +261,7 @@ static void collect_outcome(struct run_loop *L, struct run_result *out)
     CHECK_ALLOC(loss_f);
     CHECK_ALLOC(loss);
     be->ops->download(be, loss_f, L->rb.loss, (size_t)L->steps * sizeof(float));
-    if (session_fault_poisons_loss(L->rank)) /* tests only: a run that diverges half-way */
+    if (fault_poisons_loss(L->rank)) /* tests only: a run that diverges half-way */
         for (int s = L->steps / 2; s < L->steps; s++) loss_f[s] = NAN;
     int bad_step = L->steps, bad = DIVERGED_NONE; /* this rank's first step whose loss is not finite */
     for (int s = 0; s < L->steps; s++) {
