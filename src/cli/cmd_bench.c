@@ -143,7 +143,7 @@ int cmd_bench(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
     if (s.launch.size != 1) {
         if (s.launch.rank == 0)
             fprintf(stderr, "dpscale: error: bench measures one rank, but %d were started; run it without mpirun or with -np 1\n",

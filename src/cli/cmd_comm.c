@@ -58,7 +58,7 @@ int cmd_comm(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
     if (s.cfg.coll_dtype != DT_F32 && s.library == LIBRARY_MPI) {
         if (s.launch.rank == 0)
             fprintf(stderr, "dpscale: error: collective.dtype = %s needs comm.library = nccl (the cuda backend); MPI "

@@ -170,7 +170,7 @@ int cmd_run(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
     if (sweep_fits(&s) != 0) {
         session_end(&s);
         return EXIT_BAD_INPUT;

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli/commands.h"
 #include "base/error.h"
 #include "base/fault.h"
 #include "base/log.h"
@@ -93,12 +92,10 @@ int session_start(int argc, char **argv, struct session *s)
     log_set_rank(s->launch.rank);
 
     int rc = config_load(&s->cfg, argc, argv, err, sizeof err);
-    if (rc == 1) { /* --help: this command's own (argv[0] names it), from rank 0 */
-        const struct command *cmd = command_find(argv[0]);
-        if (cmd != NULL) command_print_help(cmd, stdout);
+    if (rc == 1) { /* --help: the command's own, which main prints (from rank 0) */
         provenance_free(&s->provenance);
         mpi_finish();
-        return SESSION_DONE;
+        return EXIT_HELP;
     }
     if (rc == 0) rc = config_resolve_for_world(&s->cfg, s->launch.size, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;

@@ -16,8 +16,9 @@
 #include "base/version.h"
 
 
-enum exit_code { EXIT_OK = 0, EXIT_FAILURE_RUN = 1, EXIT_BAD_INPUT = 2 };
-#define SESSION_DONE (-1) /* session_start() answered the command itself (--help) */
+/* What a command returns: its exit status, or EXIT_HELP for --help, which main.c
+ * answers with the command's help (commands.h) and exit status 0. */
+enum exit_code { EXIT_HELP = -1, EXIT_OK = 0, EXIT_FAILURE_RUN = 1, EXIT_BAD_INPUT = 2 };
 
 struct session {
     struct launch launch;
@@ -43,8 +44,9 @@ int session_setup_path(struct session *s);
  * measures even a 1-rank allreduce). A library that cannot start is fatal. */
 struct comm *session_open_comm(struct session *s, struct group *g, int min_ranks);
 
-/* Returns EXIT_OK with a live session; SESSION_DONE when nothing is left to do
- * (exit 0); or the exit code to leave with. In the last two MPI is finalised. */
+/* Returns EXIT_OK with a live session; EXIT_HELP for --help (the command returns it:
+ * main prints the command's help); or the exit code to leave with. In the last two
+ * MPI is finalised. */
 int session_start(int argc, char **argv, struct session *s);
 void session_end(struct session *s);
 
