@@ -196,8 +196,8 @@ FUZZ_CC ?= clang
 FUZZ_FALLBACK_CC ?= gcc
 FUZZ_SECONDS ?= 120
 FUZZ_HARNESSES := config report_read
-FUZZ_SRC_config := src/config/config.c src/config/config_ini.c src/config/config_keys.c src/base/ini_lines.c \
-	src/base/safe_file.c src/base/utf8.c
+FUZZ_SRC_config := src/config/config.c src/config/config_ini.c src/config/config_keys.c src/config/config_value.c \
+	src/base/ini_lines.c src/base/safe_file.c src/base/utf8.c
 FUZZ_SRC_report_read := src/report/report_read.c src/report/report_read_runs.c src/report/report_read_comm.c \
 	src/report/report_read_topo.c src/result/h5read.c src/result/schema.c src/base/utf8.c src/result/checksum.c
 # recursive (=): pkg-config and the probe run only when a fuzz target is made

@@ -15,13 +15,7 @@
 
 #include <stddef.h>
 
-#if defined(__GNUC__)
-#define DP_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define DP_NORETURN __attribute__((noreturn))
-#else
-#define DP_PRINTF(a, b)
-#define DP_NORETURN
-#endif
+#include "base/compiler.h"
 
 #ifdef __cplusplus
 extern "C" {

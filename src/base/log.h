@@ -16,7 +16,7 @@
 #ifndef DPSCALE_LOG_H
 #define DPSCALE_LOG_H
 
-#include "base/error.h"
+#include "base/compiler.h"
 
 void log_set_rank(int rank);
 int log_rank(void);

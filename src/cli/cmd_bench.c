@@ -143,7 +143,7 @@ int cmd_bench(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
     if (s.launch.size != 1) {
         if (s.launch.rank == 0)
             fprintf(stderr, "dpscale: error: bench measures one rank, but %d were started; run it without mpirun or with -np 1\n",
@@ -153,7 +153,7 @@ int cmd_bench(int argc, char **argv)
     }
     struct group *g = group_create(1);
     struct run_result r;
-    if (train_run(&s.cfg, s.model, &s.backend, g, NULL, session_library_name(&s), 1, &r) != 0) {
+    if (train_run(&s.cfg, s.model, &s.backend, g, NULL, comm_library_name_of(s.library), 1, &r) != 0) {
         group_destroy(g);
         session_end(&s);
         return EXIT_FAILURE_RUN;

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "cli/result_file.h"
 #include "cli/session.h"
+#include "train/train.h"
 
 static void print_table(const struct collective_result *r)
 {
@@ -57,8 +58,8 @@ int cmd_comm(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
-    if (s.cfg.coll_dtype != DT_F32 && s.library == COMM_MPI) {
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
+    if (s.cfg.coll_dtype != DT_F32 && s.library == LIBRARY_MPI) {
         if (s.launch.rank == 0)
             fprintf(stderr, "dpscale: error: collective.dtype = %s needs comm.library = nccl (the cuda backend); MPI "
                             "reduces fp32 only here\n", dtype_name(s.cfg.coll_dtype));
@@ -90,7 +91,7 @@ int cmd_comm(int argc, char **argv)
     if (!log_quiet()) /* the header; --quiet leaves the tables alone */
         say("dpscale %s — allreduce bandwidth, %d ranks on %d node(s), backend %s on %s, %s over path %s\n",
             DPSCALE_VERSION, s.launch.size, s.launch.nnodes, s.backend.ops->name, s.backend.info.device_name,
-            session_library_name(&s), config_value_name(&s.cfg, "comm", "path"));
+            comm_library_name_of(s.library), config_value_name(&s.cfg, "comm", "path"));
 
     int counts[CONFIG_MAX_SWEEP], ncounts = 0;
     for (int i = 0; i < s.cfg.nsweep; i++)

@@ -22,10 +22,7 @@ int cmd_config(int argc, char **argv)
     struct config cfg;
     char err[1024];
     int rc = config_load(&cfg, n, rest, err, sizeof err);
-    if (rc == 1) {
-        command_print_help(command_find("config"), stdout);
-        return EXIT_OK;
-    }
+    if (rc == 1) return EXIT_HELP; /* main prints the help */
     if (rc != 0) {
         fprintf(stderr, "dpscale: error: %s\n", err);
         return EXIT_BAD_INPUT;

@@ -34,7 +34,7 @@ int cmd_dump(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
     if (s.launch.size != 1) {
         if (s.launch.rank == 0)
             fprintf(stderr, "dpscale: error: dump lays open one rank's step: run it on one rank (mpirun -np 1, or "

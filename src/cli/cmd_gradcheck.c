@@ -79,7 +79,7 @@ int cmd_gradcheck(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
     struct backend *be = &s.backend;
     const struct model *m = s.model;
     if (s.cfg.precision != PREC_FP32) {

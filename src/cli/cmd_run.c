@@ -18,6 +18,7 @@
 #include "base/memlimit.h"
 #include "cli/session.h"
 #include "train/stats.h"
+#include "model/registry.h"
 #include "model/step.h"
 #include "train/table.h"
 #include "train/train.h"
@@ -55,12 +56,13 @@ static void print_header(const struct session *s, const char *path)
     bucket_plan_make(m, c->overlap, c->bucket_mb, c->first_bucket_mb, &plan);
     if (c->overlap) bucket_plan_split_last_if_used(m, c->last_layer_chunks, &plan);
     const char *reduce = c->shard_optimizer ? "reduce-scattered" : "allreduced";
+    const char *library = comm_library_name_of(s->library);
     if (c->overlap)
         say("  gradient  %.2f MB per step in %d buckets, each %s as backward produces it (%s over path %s)\n",
-            m->nparams * 4.0 / 1e6, plan.nbuckets, reduce, session_library_name(s), config_value_name(c, "comm", "path"));
+            m->nparams * 4.0 / 1e6, plan.nbuckets, reduce, library, config_value_name(c, "comm", "path"));
     else
         say("  gradient  %.2f MB per step, %s at once after backward (%s over path %s)\n", m->nparams * 4.0 / 1e6, reduce,
-            session_library_name(s), config_value_name(c, "comm", "path"));
+            library, config_value_name(c, "comm", "path"));
     say("  update    %s%s; 1 rank: no communication at all\n",
         c->overlap_update ? "each bucket's as soon as it is reduced, beside backward" : "the whole arena after backward",
         c->shard_optimizer ? ", 1/N per rank (ZeRO-1), weights all-gathered before the next forward" : "");
@@ -168,7 +170,7 @@ int cmd_run(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s);
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
     if (sweep_fits(&s) != 0) {
         session_end(&s);
         return EXIT_BAD_INPUT;
@@ -195,7 +197,8 @@ int cmd_run(int argc, char **argv)
         int mine = 0;
         if (g != NULL) {
             struct comm *c = session_open_comm(&s, g, 2);
-            mine = train_run(&s.cfg, s.model, &s.backend, g, c, session_library_name(&s), s.launch.local_size, &runs[i]) != 0;
+            mine = train_run(&s.cfg, s.model, &s.backend, g, c, comm_library_name_of(s.library), s.launch.local_size,
+                             &runs[i]) != 0;
             watchdog_arm("agreement after the point");
             if (!mine && s.launch.rank == 0) mine = verify_run(&s.cfg, &runs[i]) != 0;
             comm_close(c);

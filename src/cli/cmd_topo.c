@@ -17,7 +17,7 @@ int cmd_topo(int argc, char **argv)
 {
     struct session s;
     int rc = session_start(argc, argv, &s); /* detects, and checks comm.path against it */
-    if (rc != EXIT_OK) return rc == SESSION_DONE ? EXIT_OK : rc;
+    if (rc != EXIT_OK) return rc; /* EXIT_HELP too: main prints the help */
     struct result_file out;
     if ((rc = result_file_prepare(&s, &out)) != EXIT_OK) return rc;
     if (s.launch.rank == 0) {

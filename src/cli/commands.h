@@ -1,6 +1,7 @@
 /* commands.h — the subcommands of the dpscale binary, and their help. main.c
  * dispatches through the table; each command takes the arguments after its own
- * name (argv[0] is the subcommand). */
+ * name (argv[0] is the subcommand) and returns its exit status, or EXIT_HELP
+ * (session.h) for --help, which main answers with command_print_help. */
 #ifndef DPSCALE_COMMANDS_H
 #define DPSCALE_COMMANDS_H
 
@@ -18,7 +19,7 @@ int cmd_project(int argc, char **argv);   /* a measured step projected onto anot
 int cmd_config(int argc, char **argv);    /* the resolved configuration, or one key of it (cmd_config.c) */
 
 /* A subcommand as `dpscale --help` lists it and its own --help describes it
- * (cmd_help.c). Commands that read the configuration share one layout of help:
+ * (commands.c). Commands that read the configuration share one layout of help:
  * synopsis, what it does, its options, the configuration keys it reads. report,
  * seal and project read result files, not the configuration, and print their own. */
 struct command {

@@ -57,7 +57,12 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     const struct command *c = command_find(cmd);
-    if (c != NULL) return c->main(argc - 1, argv + 1);
+    if (c != NULL) {
+        const int rc = c->main(argc - 1, argv + 1);
+        if (rc != EXIT_HELP) return rc;
+        command_print_help(c, stdout); /* the command's --help, on rank 0 */
+        return EXIT_OK;
+    }
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         provenance_print_version(stdout);
         return EXIT_OK;

@@ -12,6 +12,7 @@
 
 #include "train/buckets.h"
 #include "base/error.h"
+#include "base/fault.h"
 #include "result/h5file.h"
 #include "result/h5out.h"
 #include "base/log.h"
@@ -182,11 +183,11 @@ static int write_contents(struct session *s, struct result_file *f, struct h5out
             .device_name = s->backend.info.device_name, .backend_library = s->backend.info.library,
             .mpi_library = s->launch.mpi_library, .driver = s->backend.info.driver,
             .threads_per_rank = s->backend.info.threads, .world_size = s->launch.size, .nnodes = s->launch.nnodes,
-            .ranks_per_node = s->launch.local_size, .hosts = hosts, .library = session_library_name(s),
+            .ranks_per_node = s->launch.local_size, .hosts = hosts, .library = comm_library_name_of(s->library),
             .path = config_value_name(&s->cfg, "comm", "path"), .nccl_env = s->nccl_env, .topo = &s->topo,
             .peers = f->peers, .memory = memory,
         };
-        if (session_fault_fails_write(s->launch.rank, contents->nruns)) h5file_fill_disk(); /* tests only */
+        if (fault_fails_write(s->launch.rank, contents->nruns)) h5file_fill_disk(); /* tests only */
         const int wrote = h5out_write(f->path, &s->cfg, &sys, contents, err, sizeof err) == 0;
         char moved[4600]; /* the folder's path may no longer lead to the folder written in */
         h5file_folder_note(&f->target, moved, sizeof moved);

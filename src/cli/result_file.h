@@ -11,12 +11,10 @@
 #ifndef DPSCALE_RESULT_FILE_H
 #define DPSCALE_RESULT_FILE_H
 
-#include "train/collectives.h"
 #include "result/h5file.h"
 #include "result/h5out.h"
+#include "result/run_record.h"
 #include "cli/session.h"
-#include "train/stats.h"
-#include "train/train.h"
 
 struct result_file {
     char path[4096];

@@ -1,16 +1,15 @@
 /* session.c — common start-up of the training subcommands (session.h). */
 #include "cli/session.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
-#include "cli/commands.h"
 #include "base/error.h"
+#include "base/fault.h"
 #include "base/log.h"
+#include "model/registry.h"
 #include "model/step.h"
 #include "base/watchdog.h"
 
@@ -65,13 +64,11 @@ static int choose_library(struct session *s, char *err, size_t errlen)
         snprintf(err, errlen, "comm.register, comm.symmetric and comm.cta_policy are NCCL's; leave them off with comm.library = mpi");
         return -1;
     }
-    s->library = t == LIBRARY_NCCL ? COMM_NCCL : COMM_MPI;
+    s->library = t;
     s->comm_opt = (struct comm_options){.max_ctas = s->cfg.nccl_max_ctas, .cta_policy = s->cfg.cta_policy,
                                         .register_buffers = s->cfg.register_buffers, .symmetric = s->cfg.symmetric};
     return 0;
 }
-
-const char *session_library_name(const struct session *s) { return s->library == COMM_NCCL ? "nccl" : "mpi"; }
 
 struct comm *session_open_comm(struct session *s, struct group *g, int min_ranks)
 {
@@ -87,6 +84,7 @@ int session_start(int argc, char **argv, struct session *s)
 {
     char err[1024] = "";
     memset(s, 0, sizeof *s);
+    fault_setup(); /* tests only: DPSCALE_FAULT */
     /* the environment as launched, before comm.path sets NCCL's variables */
     provenance_start(&s->provenance);
     provenance_environment(s->rank_provenance.environment, sizeof s->rank_provenance.environment);
@@ -94,12 +92,10 @@ int session_start(int argc, char **argv, struct session *s)
     log_set_rank(s->launch.rank);
 
     int rc = config_load(&s->cfg, argc, argv, err, sizeof err);
-    if (rc == 1) { /* --help: this command's own (argv[0] names it), from rank 0 */
-        const struct command *cmd = command_find(argv[0]);
-        if (cmd != NULL) command_print_help(cmd, stdout);
+    if (rc == 1) { /* --help: the command's own, which main prints (from rank 0) */
         provenance_free(&s->provenance);
         mpi_finish();
-        return SESSION_DONE;
+        return EXIT_HELP;
     }
     if (rc == 0) rc = config_resolve_for_world(&s->cfg, s->launch.size, err, sizeof err);
     if (agree_once(s->launch.rank, rc != 0, err)) goto bad_input;
@@ -177,59 +173,4 @@ void session_end(struct session *s)
     model_free(s->model);
     free(s->model);
     mpi_finish();
-}
-
-static int g_hang_pending = 0; /* DPSCALE_FAULT's hang: in the next reduction */
-
-void session_hang_if_pending(void)
-{
-    while (g_hang_pending) pause();
-}
-
-/* DPSCALE_FAULT=rank:at:kind, read once; rank -1 when unset or malformed. */
-static struct {
-    int parsed, rank, at;
-    char kind[16];
-} g_fault;
-
-static void fault_parse(void)
-{
-    if (g_fault.parsed) return;
-    g_fault.parsed = 1;
-    const char *spec = getenv("DPSCALE_FAULT");
-    if (spec == NULL || sscanf(spec, "%d:%d:%15s", &g_fault.rank, &g_fault.at, g_fault.kind) != 3) g_fault.rank = -1;
-}
-
-void session_maybe_inject_fault(int world_rank)
-{
-    static int step = -1;
-    fault_parse();
-    step++; /* every step of every pass */
-    const char *kind = g_fault.kind;
-    if (g_fault.rank != world_rank || step != g_fault.at || strcmp(kind, "write") == 0 || strcmp(kind, "nan") == 0) return;
-    if (strcmp(kind, "kill") == 0) raise(SIGKILL);
-    if (strcmp(kind, "exit") == 0) _exit(3);
-    if (strcmp(kind, "stop") == 0) { /* as `kill -STOP`: the process is frozen, threads and all */
-        raise(SIGSTOP);
-        return; /* continued (SIGCONT): on as if nothing happened */
-    }
-    if (strcmp(kind, "hang") == 0) {
-        g_hang_pending = 1;
-        return;
-    }
-    DP_FATAL(NULL, "fault injected by DPSCALE_FAULT at step %d", step);
-}
-
-int session_fault_fails_write(int world_rank, int points)
-{
-    fault_parse();
-    return g_fault.rank == world_rank && g_fault.at == points && strcmp(g_fault.kind, "write") == 0;
-}
-
-int session_fault_poisons_loss(int world_rank)
-{
-    static int runs = 0;
-    fault_parse();
-    runs++;
-    return g_fault.rank == world_rank && g_fault.at == runs && strcmp(g_fault.kind, "nan") == 0;
 }

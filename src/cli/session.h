@@ -16,15 +16,16 @@
 #include "base/version.h"
 
 
-enum exit_code { EXIT_OK = 0, EXIT_FAILURE_RUN = 1, EXIT_BAD_INPUT = 2 };
-#define SESSION_DONE (-1) /* session_start() answered the command itself (--help) */
+/* What a command returns: its exit status, or EXIT_HELP for --help, which main.c
+ * answers with the command's help (commands.h) and exit status 0. */
+enum exit_code { EXIT_HELP = -1, EXIT_OK = 0, EXIT_FAILURE_RUN = 1, EXIT_BAD_INPUT = 2 };
 
 struct session {
     struct launch launch;
     struct config cfg;
     struct backend backend;
     struct model *model;
-    int library;                 /* enum comm_library_kind: who reduces the gradients */
+    int library;                 /* enum comm_library, never LIBRARY_AUTO: who reduces the gradients */
     struct comm_options comm_opt; /* from [comm], for every comm this launch opens */
     struct topo_node topo;       /* this node's, detected or from topo.fixture */
     struct nccl_settings nccl;   /* what comm.path set before NCCL started */
@@ -42,11 +43,10 @@ int session_setup_path(struct session *s);
  * min_ranks ranks (a training run on one rank communicates nothing; dpscale comm
  * measures even a 1-rank allreduce). A library that cannot start is fatal. */
 struct comm *session_open_comm(struct session *s, struct group *g, int min_ranks);
-/* The name of the launch's library: "mpi" or "nccl". */
-const char *session_library_name(const struct session *s);
 
-/* Returns EXIT_OK with a live session; SESSION_DONE when nothing is left to do
- * (exit 0); or the exit code to leave with. In the last two MPI is finalised. */
+/* Returns EXIT_OK with a live session; EXIT_HELP for --help (the command returns it:
+ * main prints the command's help); or the exit code to leave with. In the last two
+ * MPI is finalised. */
 int session_start(int argc, char **argv, struct session *s);
 void session_end(struct session *s);
 
@@ -58,21 +58,5 @@ int session_refuse_once(const struct session *s, int failed, const char *hint, c
 
 /* Every rank learns whether any failed; returns 1 if so. */
 int session_any_failed(int failed);
-
-/* Fault injection for the tests (DPSCALE_FAULT=rank:step:exit|kill|error|stop|hang,
- * or 0:K:write for the result file's write, below):
- * makes a rank die, fail, stop (SIGSTOP) or hang at a given step, counted over every
- * step of every pass of the launch, so that "no hung job" can be checked. Called at
- * each step's start. A hang lands in the rank's next reduction, where
- * session_hang_if_pending (called before each) never returns. */
-void session_maybe_inject_fault(int world_rank);
-void session_hang_if_pending(void);
-/* DPSCALE_FAULT=0:K:write: whether the result file's write that holds K sweep points
- * (the one after the K-th point) is to fail as on a full disk (h5file_fill_disk). */
-int session_fault_fails_write(int world_rank, int points);
-/* DPSCALE_FAULT=R:K:nan: whether rank R's losses of the K-th run it takes part in
- * (counted from 1; one call per run's outcome) are to read as NaN from the run's middle
- * step on, as a diverged run's would. */
-int session_fault_poisons_loss(int world_rank);
 
 #endif

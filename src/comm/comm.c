@@ -3,15 +3,28 @@
 #include <stdlib.h>
 
 #include "comm/comm_internal.h"
+#include "config/config.h"
+
+/* The table of `library` (enum comm_library), NULL when it is not in this build. */
+static const struct comm_ops *library_ops(int library)
+{
+    if (library == LIBRARY_MPI) return &comm_mpi_ops;
+#ifdef DPSCALE_HAVE_CUDA
+    if (library == LIBRARY_NCCL) return &comm_nccl_ops;
+#endif
+    return NULL;
+}
+
+const char *comm_library_name_of(int library)
+{
+    const struct comm_ops *ops = library_ops(library);
+    return ops != NULL ? ops->name : "?";
+}
 
 int comm_open(struct comm **out, int library, struct group *g, void *compute_stream, const struct comm_options *o,
               char *err, size_t errlen)
 {
-    const struct comm_ops *ops = NULL;
-    if (library == COMM_MPI) ops = &comm_mpi_ops;
-#ifdef DPSCALE_HAVE_CUDA
-    if (library == COMM_NCCL) ops = &comm_nccl_ops;
-#endif
+    const struct comm_ops *ops = library_ops(library);
     if (ops == NULL) {
         snprintf(err, errlen, "comm.library %d is not in this build; rebuild with nvcc on the PATH for nccl", library);
         return -1;

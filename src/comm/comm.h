@@ -24,8 +24,6 @@
 #include "comm/group.h"
 #include "base/dtype.h"
 
-enum comm_library_kind { COMM_MPI = 1, COMM_NCCL = 2 }; /* the values of comm.library */
-
 struct comm_options {
     int max_ctas;         /* NCCL maxCTAs: SMs a collective may take from the overlapped compute; 0 = NCCL's */
     int cta_policy;       /* NCCL CTAPolicy: 0 default, 1 efficiency, 2 zero (with registered buffers) */
@@ -37,13 +35,17 @@ typedef void (*comm_marker_fn)(void *ctx, int tag, int is_end, void *stream);
 
 struct comm;
 
-/* Collective over the ranks of g. Returns 0, or -1 with a message (e.g. the library
+/* Collective over the ranks of g, through `library` (enum comm_library of config.h:
+ * LIBRARY_MPI or LIBRARY_NCCL). Returns 0, or -1 with a message (e.g. the library
  * is not in this build, or cannot work with this backend's buffers). */
 int comm_open(struct comm **out, int library, struct group *g, void *compute_stream, const struct comm_options *o,
               char *err, size_t errlen);
 void comm_close(struct comm *c);
 
 const char *comm_library_name(const struct comm *c);
+/* The name of `library` (enum comm_library) as its table says it ("mpi", "nccl"), the
+ * same as comm_library_name of a comm it opens; "?" when it is not in this build. */
+const char *comm_library_name_of(int library);
 /* Whether REDUCE_AVG delivers the mean (else the sum: the caller divides by N). */
 int comm_has_avg(const struct comm *c);
 void comm_set_marker(struct comm *c, comm_marker_fn fn, void *ctx);

@@ -205,21 +205,3 @@ void *world_gather_bytes(const void *mine, size_t bytes)
     CHECK_MPI(MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
     return all;
 }
-
-void mpi_library_versions(char *library, size_t liblen, char *standard, size_t stdlen, char *built, size_t builtlen)
-{
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-    int len = 0, version = 0, subversion = 0;
-    if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS) lib[0] = '\0';
-    while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == '\0' || lib[len - 1] == ' ')) lib[--len] = '\0';
-    snprintf(library, liblen, "%s", lib);
-    if (MPI_Get_version(&version, &subversion) == MPI_SUCCESS) snprintf(standard, stdlen, "%d.%d", version, subversion);
-    else snprintf(standard, stdlen, "unknown");
-#if defined(OMPI_MAJOR_VERSION)
-    snprintf(built, builtlen, "Open MPI %d.%d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
-#elif defined(MPICH_VERSION)
-    snprintf(built, builtlen, "MPICH %s", MPICH_VERSION);
-#else
-    snprintf(built, builtlen, "MPI %d.%d", MPI_VERSION, MPI_SUBVERSION);
-#endif
-}

@@ -61,9 +61,4 @@ char *world_gather_hosts(const struct launch *l);
 /* Every rank's `bytes` at `mine`, gathered on rank 0 in rank order (NULL elsewhere). */
 void *world_gather_bytes(const void *mine, size_t bytes);
 
-/* The MPI library, callable before MPI_Init and without a launch (dpscale --version):
- * MPI_Get_library_version whole, MPI_Get_version ("3.1"), and the MPI of the mpi.h
- * dpscale was built with ("Open MPI 4.1.4"). */
-void mpi_library_versions(char *library, size_t liblen, char *standard, size_t stdlen, char *built, size_t builtlen);
-
 #endif

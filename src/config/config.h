@@ -30,7 +30,13 @@ enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
 enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_HOST = 3, PATH_NET = 4 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
 enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 }; /* = enum reduce_op of dtype.h */
-enum model_type { MODEL_MLP = 0, MODEL_GPT = 1, MODEL_BERT = 2, MODEL_RESNET = 3 }; /* model.type */
+/* model.type: every family's value and name, in the order of the values. The one list
+ * of them: the key's accepted values (config_keys.c) and the registry of families
+ * (src/model/registry.c), which describes each, are made from it. */
+#define MODEL_TYPES(X) X(MODEL_MLP, "mlp") X(MODEL_GPT, "gpt") X(MODEL_BERT, "bert") X(MODEL_RESNET, "resnet")
+#define MODEL_TYPE_VALUE(type, name) type,
+enum model_type { MODEL_TYPES(MODEL_TYPE_VALUE) MODEL_NTYPES };
+#undef MODEL_TYPE_VALUE
 enum batchnorm_mode { BATCHNORM_BATCH = 0, BATCHNORM_FROZEN = 1 }; /* model.batchnorm (resnet) */
 enum master_weights { MASTER_FP32 = 0, MASTER_OFF = 1 }; /* train.master_weights */
 enum optimizer_state { STATE_FP32 = 0, STATE_COMPUTE = 1 }; /* train.optimizer_state */

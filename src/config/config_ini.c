@@ -1,7 +1,7 @@
 /* config_ini.c — the config file (--config): read whole, checked, and handed to
- * libinih one line at a time (ini_lines.h, config_internal.h). Only a regular file of
- * text is read; libinih's own limits (a line length, indented lines glued to the key
- * before) never reach the configuration unnoticed. */
+ * libinih one line at a time (ini_lines.h), each value parsed by config_value.c.
+ * Only a regular file of text is read; libinih's own limits (a line length, indented
+ * lines glued to the key before) never reach the configuration unnoticed. */
 #include <ini.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "config/config.h"
-#include "config/config_internal.h"
+#include "config/config_ini.h"
+#include "config/config_value.h"
 #include "base/ini_lines.h"
 #include "base/safe_file.h"
 

@@ -5,7 +5,9 @@
 
 #include "config/config.h"
 
-static const char *const model_type_names[] = {"mlp", "gpt", "bert", "resnet", NULL};
+#define MODEL_TYPE_NAME(type, name) name,
+static const char *const model_type_names[] = {MODEL_TYPES(MODEL_TYPE_NAME) NULL};
+#undef MODEL_TYPE_NAME
 static const char *const batchnorm_names[] = {"batch", "frozen", NULL};
 static const char *const activation_names[] = {"gelu", "relu", NULL};
 static const char *const scaling_names[] = {"weak", "strong", NULL};

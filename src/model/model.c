@@ -1,5 +1,6 @@
-/* model.c — the model seam (model.h): which model a config asks for, the tensor
- * table's bookkeeping, the memory plan, and the figures every model shares. */
+/* model.c — the model seam (model.h): the tensor table's bookkeeping, the memory
+ * plan, and the figures every model shares. Which family describes the model a
+ * config asks for is the registry's (registry.c). */
 #include "model/model.h"
 
 #include <stdio.h>
@@ -7,35 +8,9 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "model/families/mlp.h"
-#include "model/families/resnet.h"
-#include "model/families/transformer.h"
 #include "model/step.h"
 
 #define MODEL_TABLE_GROW 64
-
-int model_describe(const struct config *cfg, struct model *m, char *err, size_t errlen)
-{
-    memset(m, 0, sizeof *m);
-    m->type = cfg->model_type;
-    int rc;
-    switch (cfg->model_type) {
-    case MODEL_MLP: rc = mlp_describe(cfg, m, err, errlen); break;
-    case MODEL_GPT:
-    case MODEL_BERT: rc = transformer_describe(cfg, m, err, errlen); break;
-    case MODEL_RESNET: rc = resnet_describe(cfg, m, err, errlen); break;
-    default:
-        snprintf(err, errlen, "model.type %d is not known to this build; use mlp", cfg->model_type);
-        return -1;
-    }
-    if (rc != 0) return -1;
-    size_t bytes;
-    if (dp_size_mul_checked(m->nparams, 4 * sizeof(float), &bytes) != 0) {
-        snprintf(err, errlen, "the model's parameter count overflows a 64-bit size; make the model smaller");
-        return -1;
-    }
-    return 0;
-}
 
 void model_free(struct model *m)
 {
@@ -94,12 +69,6 @@ int model_stage_range(const struct model *m, int stage, size_t *lo, size_t *hi)
     *lo = m->stage_lo[stage];
     *hi = m->stage_hi[stage];
     return 0;
-}
-
-const char *model_type_name(int type)
-{
-    return type == MODEL_MLP ? "mlp" : type == MODEL_GPT ? "gpt" : type == MODEL_BERT ? "bert"
-           : type == MODEL_RESNET ? "resnet" : "unknown";
 }
 
 const char *model_unit_name(int unit)

@@ -12,7 +12,8 @@
  * Bucket planning, ZeRO-1's cut, gradcheck, the optimizer, the result file's /model
  * group and the report read only this table and the few figures beside it. The
  * model's own forward, backward, data and memory functions (struct model_ops, step.h)
- * live in src/model/families/<type>.c, with its shape description behind `impl`. Every size
+ * live in src/model/families/<type>.c, with its shape description behind `impl`; the
+ * registry (registry.h) knows which family describes each model.type. Every size
  * is computed with overflow checks. */
 #ifndef DPSCALE_MODEL_H
 #define DPSCALE_MODEL_H
@@ -68,10 +69,7 @@ struct memory_plan {
     size_t device_bytes, total_bytes;
 };
 
-/* The model cfg asks for (model.type), its table and figures. Returns 0, or -1 with a
- * message when a size overflows or the shape is impossible. model_free releases what
- * it holds (NULL: nothing). */
-int model_describe(const struct config *cfg, struct model *m, char *err, size_t errlen);
+/* What model_describe (registry.h) filled in, released (NULL: nothing). */
 void model_free(struct model *m);
 
 /* For the models: append a tensor of `stage` at the end of the arena (tensors are
@@ -79,8 +77,7 @@ void model_free(struct model *m);
 int model_add_tensor(struct model *m, const char *name, int kind, int rows, int cols, int stage);
 /* The arena range [*lo, *hi) of stage `stage`'s tensors; 0, or -1 when it has none. */
 int model_stage_range(const struct model *m, int stage, size_t *lo, size_t *hi);
-/* The name of the model's type ("mlp") and of a sample unit ("samples", "tokens", "images"). */
-const char *model_type_name(int type);
+/* The name of a sample unit ("samples", "tokens", "images"). */
 const char *model_unit_name(int unit);
 
 /* *total += a * b * elem, every step checked: 0, or -1 on overflow (for the memory plans). */

@@ -6,8 +6,8 @@
  * report_read*.c read a file (refusing what dpscale did not write, or a newer schema;
  * schema 1 files are still read); report_print.c, report_compare.c, report_comm.c
  * and report_topo.c write the tables as Markdown, CSV (csv.h) or JSON (jansson);
- * report_doc.c puts one report together; report_plot.c draws through gnuplot;
- * report_doc_write.c writes the procurement document (--doc, report_doc.h). A
+ * report_tables.c puts one report together; report_plot.c draws through gnuplot;
+ * report_doc.c writes the procurement document (--doc, report_doc.h). A
  * system is one (library, path) of one file: "NVIDIA H200, nccl over nvlink". */
 #ifndef DPSCALE_REPORT_H
 #define DPSCALE_REPORT_H
@@ -215,7 +215,7 @@ int report_json_set(json_t *obj, const char *key, json_t *v); /* json_object_set
  * plot is replaced whole. Returns 0 or -1 with a message. */
 int report_plot(const char *out_path, const struct report_file *files, int n, char *err, size_t errlen);
 
-/* --doc OUT.md: the procurement document of files of every kind (report_doc_write.c),
+/* --doc OUT.md: the procurement document of files of every kind (report_doc.c),
  * its figures in OUT-figs/ (OUT without .md), both replaced whole when they exist.
  * `command`: the command line quoted in the document (NULL: none); `unreadable`:
  * nbad "path: reason" lines, listed in it. Returns 0; 1 when the document was written

@@ -6,7 +6,7 @@
  * efficiency 1 as a level line. (Throughput against a log axis made the ideal
  * N x throughput(1) a curve that sagged below the straight segments between measured
  * points.) One legend serves both panels, each system once, named by what sets it
- * apart (report_doc_label.c).
+ * apart (report_doc_columns.c).
  *
  * The plot is written where nobody else can put a link in its way (safe_file.h):
  * gnuplot is never given a file name. It draws to its standard output, which is a

@@ -7,16 +7,14 @@
 
 #include <stddef.h>
 
-#include "train/collectives.h"
 #include "config/config.h"
 #include "result/h5file.h"
 #include "model/model.h"
+#include "result/run_record.h"
 #include "system/peer_bw.h"
 #include "system/provenance.h"
 #include "result/schema.h"
-#include "train/stats.h"
 #include "system/topo.h"
-#include "train/train.h"
 
 #define H5OUT_SCHEMA_VERSION SCHEMA_VERSION
 

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "result/h5out_internal.h"
+#include "model/registry.h"
 #include "model/step.h"
 
 void h5out_model(struct h5w *w, hid_t file, const struct config *cfg, const struct model *m)

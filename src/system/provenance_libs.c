@@ -4,10 +4,10 @@
  * builds with CUDA; without, those fields stay empty. */
 #include <cblas.h>
 #include <hdf5.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "comm/group.h"
 #include "system/nvml.h"
 #include "system/provenance.h"
 #include "base/version.h"
@@ -20,6 +20,28 @@ long long provenance_cuda_memory_bytes(int index)
     return -1;
 }
 #endif
+
+/* The MPI library, callable before MPI_Init and without a launch (dpscale --version):
+ * MPI_Get_library_version whole, MPI_Get_version ("3.1"), and the MPI of the mpi.h
+ * dpscale was built with ("Open MPI 4.1.4"). */
+static void mpi_library_versions(char *library, size_t liblen, char *standard, size_t stdlen, char *built,
+                                 size_t builtlen)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0, version = 0, subversion = 0;
+    if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS) lib[0] = '\0';
+    while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == '\0' || lib[len - 1] == ' ')) lib[--len] = '\0';
+    snprintf(library, liblen, "%s", lib);
+    if (MPI_Get_version(&version, &subversion) == MPI_SUCCESS) snprintf(standard, stdlen, "%d.%d", version, subversion);
+    else snprintf(standard, stdlen, "unknown");
+#if defined(OMPI_MAJOR_VERSION)
+    snprintf(built, builtlen, "Open MPI %d.%d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
+#elif defined(MPICH_VERSION)
+    snprintf(built, builtlen, "MPICH %s", MPICH_VERSION);
+#else
+    snprintf(built, builtlen, "MPI %d.%d", MPI_VERSION, MPI_SUBVERSION);
+#endif
+}
 
 void provenance_libraries(struct provenance_libraries *l)
 {

@@ -147,13 +147,3 @@ void collective_measure(struct backend *be, struct group *g, struct comm *c, con
     if (recv != send) be->ops->free(be, recv);
     be->ops->free(be, send);
 }
-
-void collective_result_free(struct collective_result *r)
-{
-    free(r->size_bytes);
-    free(r->time_s);
-    free(r->algbw_gbps);
-    free(r->busbw_gbps);
-    free(r->wrong);
-    memset(r, 0, sizeof *r);
-}

@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/fault.h"
 #include "base/log.h"
-#include "cli/session.h"
 #include "base/watchdog.h"
 
 /* Element `index` of a buffer of `dtype`. */
@@ -107,7 +107,7 @@ static void start_bucket(struct run_loop *L, int k)
     const int dt = L->ar_dtype;
     void *src = grad_src(L);
     watchdog_note(L->step_index, k);
-    session_hang_if_pending(); /* tests only (DPSCALE_FAULT=...:hang): the peers wait in this reduction */
+    fault_hang_if_pending(); /* tests only (DPSCALE_FAULT=...:hang): the peers wait in this reduction */
     watchdog_entered();
     comm_begin(L->c, k);
     if (L->comm_buf != NULL) { /* the 16-bit copy of fp32 gradients, made on the library's stream */
@@ -341,7 +341,7 @@ static void one_step(struct run_loop *L, int s)
     struct backend_event **e = timed ? L->phase_ev + (size_t)(s - L->cfg->warmup) * NPHASES : NULL;
     const struct step_hook hook = {on_stage_begin, on_grads_done, L};
 
-    session_maybe_inject_fault(L->rank); /* tests only: a rank that dies, stops or hangs mid-run */
+    fault_maybe_inject(L->rank); /* tests only: a rank that dies, stops or hangs mid-run */
     L->step_index = s;
     watchdog_note(s, -1);
     /* The samples of this rank: its slice of the global batch of step s. */

@@ -15,7 +15,7 @@
 #include "model/model.h"
 #include "train/shard.h"
 #include "model/step.h"
-#include "train/train.h"
+#include "result/run_record.h"
 
 struct run_loop {
     const struct config *cfg;

@@ -9,24 +9,7 @@
 
 #include <stddef.h>
 
-#include "result/schema.h"
-#include "train/train.h"
-
-/* Every figure of a run's summary that is a real number, in the column order of the
- * /summary table: X(name, units, meaning), the list of schema.h, where each is defined.
- * Times in seconds. */
-#define RUN_SUMMARY_DOUBLES(X) SCHEMA_SUMMARY_REALS(X)
-
-struct run_summary {
-    char library[8], path[8];
-    int nranks, nnodes, batch_per_rank, global_batch;
-#define RUN_SUMMARY_DECLARE(name, ...) double name;
-    RUN_SUMMARY_DOUBLES(RUN_SUMMARY_DECLARE)
-#undef RUN_SUMMARY_DECLARE
-    double phase_median_s[NPHASES]; /* median over iterations of the max over ranks */
-    double params_abs_sum;
-    double replica_max_abs_diff;
-};
+#include "result/run_record.h"
 
 /* p in [0, 100] of n sorted values. */
 double stats_percentile_sorted(const double *sorted, size_t n, double p);

@@ -21,16 +21,14 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/memlimit.h"
 #include "train/shard.h"
 #include "train/buckets.h"
-#include "cli/session.h"
 #include "train/run_loop.h"
 #include "model/step.h"
 #include "base/watchdog.h"
-
-const char *const phase_names[NPHASES] = {"forward_s", "backward_s", "comm_exposed_s", "update_s", "step_s"};
 
 #define ALLREDUCE_ALONE_MAX_REPS 20
 #define HOST_EVENT_BYTES 64 /* a host event (struct timespec) and its malloc header, rounded up */
@@ -263,7 +261,7 @@ static void collect_outcome(struct run_loop *L, struct run_result *out)
     CHECK_ALLOC(loss_f);
     CHECK_ALLOC(loss);
     be->ops->download(be, loss_f, L->rb.loss, (size_t)L->steps * sizeof(float));
-    if (session_fault_poisons_loss(L->rank)) /* tests only: a run that diverges half-way */
+    if (fault_poisons_loss(L->rank)) /* tests only: a run that diverges half-way */
         for (int s = L->steps / 2; s < L->steps; s++) loss_f[s] = NAN;
     int bad_step = L->steps, bad = DIVERGED_NONE; /* this rank's first step whose loss is not finite */
     for (int s = 0; s < L->steps; s++) {
@@ -453,20 +451,4 @@ int train_run(const struct config *cfg, const struct model *m, struct backend *b
     watchdog_idle();
     progress_point_end();
     return 0;
-}
-
-void run_result_free(struct run_result *r)
-{
-    for (int p = 0; p < NPHASES; p++) free(r->times[p]);
-    free(r->compute_only);
-    free(r->compute_only_backward);
-    free(r->bucket_count);
-    free(r->bucket_start);
-    free(r->bucket_end);
-    free(r->bucket_ready);
-    free(r->bucket_ready_compute_only);
-    free(r->loss);
-    free(r->allreduce_alone);
-    free(r->params);
-    memset(r, 0, sizeof *r);
 }

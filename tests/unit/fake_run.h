@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "train/train.h"
+#include "result/run_record.h"
 
 static double *filled(size_t n, double v)
 {

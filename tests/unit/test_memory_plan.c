@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "base/memlimit.h"
 #include "model/model.h"
+#include "model/registry.h"
 #include "model/step.h"
 #include "check.h"
 

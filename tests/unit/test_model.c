@@ -7,6 +7,7 @@
 #include "config/config.h"
 #include "base/error.h"
 #include "model/model.h"
+#include "model/registry.h"
 #include "model/families/mlp.h"
 #include "model/step.h"
 #include "check.h"

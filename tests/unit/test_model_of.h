@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "model/model.h"
+#include "model/registry.h"
 
 /* A static model: valid until the next call, which frees it (a leak otherwise, that
  * make test-sanitize reports). */

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "config/config.h"
 #include "model/model.h"
+#include "model/registry.h"
 #include "model/families/resnet.h"
 #include "model/step.h"
 #include "check.h"

@@ -6,6 +6,7 @@
 #include "train/buckets.h"
 #include "config/config.h"
 #include "model/model.h"
+#include "model/registry.h"
 #include "cli/result_file.h"
 #include "check.h"
 

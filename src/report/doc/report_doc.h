@@ -1,14 +1,16 @@
 /* report_doc.h — what the procurement document (`dpscale report --doc`, report.h)
  * needs beyond the report's tables, shared by its modules and by --plot:
- *   report_doc_read.c   reads every attribute a file holds as text (its provenance,
- *                       read generically, so that attributes added later show up
- *                       without a change here), the NVLink counters of its runs and
- *                       the link between its first two GPUs;
- *   report_doc_label.c  names the path that ran ("host memory (P2P off)", "PCIe (P2P)",
- *                       never a bare "pcie") and labels columns by what differs between them;
- *   report_doc_write.c  writes the document: the models' sections;
- *   report_doc_appendix.c  its busbw section and provenance appendix.
- * (report_doc.c is the other report: the tables of every kind, on stdout.) */
+ *   report_doc_read.c     reads every attribute a file holds as text (its provenance,
+ *                         read generically, so that attributes added later show up
+ *                         without a change here), the NVLink counters of its runs and
+ *                         the link between its first two GPUs;
+ *   report_doc_columns.c  names the path that ran ("host memory (P2P off)", "PCIe (P2P)",
+ *                         never a bare "pcie"), labels columns by what differs between
+ *                         them, orders them and writes their legend;
+ *   report_doc.c          writes the document: the models' sections;
+ *   report_doc_busbw.c    its busbw section;
+ *   report_doc_provenance.c  its provenance appendix.
+ * (report_tables.c is the other report: the tables of every kind, on stdout.) */
 #ifndef DPSCALE_REPORT_DOC_H
 #define DPSCALE_REPORT_DOC_H
 
@@ -82,6 +84,15 @@ void doc_label_columns(struct doc_column *cols, int n);
 /* The file name of a path. */
 const char *doc_base_name(const char *path);
 #define DOC_MAX_COLUMNS 64
+/* The order a reader compares paths in: NVLink (or NCCL's choice between GPUs joined
+ * by NVLink), PCIe peer-to-peer, host memory, network, not NVLink, any other (auto,
+ * MPI's choice); the document's summary has a column of each. */
+enum doc_path_rank { DOC_PATH_NVLINK, DOC_PATH_PCIE, DOC_PATH_HOST, DOC_PATH_NET, DOC_PATH_NOT_NVLINK, DOC_PATH_OTHER,
+                     DOC_PATH_RANKS };
+/* The rank of a column's path_name. */
+int doc_path_rank(const char *path_name);
+/* What a column's label says beyond its path and library ("" when nothing). */
+const char *doc_label_rest(const struct doc_column *c);
 /* Columns that differ only in their path side by side, best link first (NVLink,
  * host memory, network); otherwise in the order given. */
 void doc_order_columns(struct doc_column *cols, int n);

@@ -1,12 +1,13 @@
-/* config_internal.h — what config.c and config_ini.c share, and nothing else
- * includes: the value parser of the key table, its "accepted" text, the keys of
- * earlier versions, and the INI file reader. */
-#ifndef DPSCALE_CONFIG_INTERNAL_H
-#define DPSCALE_CONFIG_INTERNAL_H
+/* config_value.h — what the readers of a configuration (config.c, the command line;
+ * config_ini.c, the file) parse a value with, and nothing else includes. The
+ * structures are those of config.h, which this header leaves to its includer. */
+#ifndef DPSCALE_CONFIG_VALUE_H
+#define DPSCALE_CONFIG_VALUE_H
 
 #include <stddef.h>
 
-#include "config/config.h"
+struct config;
+struct config_key;
 
 /* Store `text` into the field of `key` in cfg. Returns 0, or -1 when it is not accepted. */
 int config_parse_value(struct config *cfg, const struct config_key *key, const char *text);
@@ -17,7 +18,5 @@ void config_describe_accepted(const struct config_key *key, char *buf, size_t le
 void config_quote_value(const char *value, char *buf, size_t len);
 /* The message for a key of an earlier version ("comm.transport is now comm.path"), or NULL. */
 const char *config_renamed_key(const char *section, const char *name);
-/* Apply the INI file at `path` to cfg. Returns 0, or -1 with "path:line: ..." in err. */
-int config_load_ini(struct config *cfg, const char *path, char *err, size_t errlen);
 
 #endif

@@ -1,12 +1,9 @@
-/* report_doc_appendix.c — the procurement document's sections after the models
+/* report_doc_busbw.c — the procurement document's section after the models
  * (report_doc.h): the allreduce busbw of the comm files by message size, one column
  * per sweep labelled like the models' columns (so that NVLink and host memory stand
- * side by side), and the provenance appendix: every attribute each file holds at its
- * root, in /system, /projection and /provenance, read generically (report_doc_read.c),
- * so a file shows what its schema recorded and nothing is required. */
+ * side by side). */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "report/report.h"
 #include "report/doc/report_doc.h"
@@ -87,41 +84,6 @@ void doc_write_busbw(FILE *out, const struct report_file *files, int n, const st
                 else fprintf(out, " %.1f |", s->busbw_gbps[at]);
             }
             fputc('\n', out);
-        }
-        fputc('\n', out);
-    }
-}
-
-void doc_write_provenance(FILE *out, const struct report_file *files, int n, const struct doc_info *infos)
-{
-    static const char *const kinds[] = {"run file", "comm file", "topo file", "dump file"};
-    fputs("## Appendix: provenance of each file\n\nEvery attribute each file holds at its root, in `/system`, "
-          "`/projection` and `/provenance` (a file shows what its schema recorded; `/config` holds every configuration "
-          "key and is left out here: `h5dump -A -g /config FILE`).\n\n", out);
-    for (int i = 0; i < n; i++) {
-        const struct doc_info *in = &infos[i];
-        fputs("### ", out);
-        report_md_text(out, doc_base_name(files[i].path));
-        fputs("\n\n`", out);
-        report_md_code(out, files[i].path);
-        fprintf(out, "`: %s%s, schema %d\n\n", files[i].projected ? "projection, " : "", kinds[files[i].kind], in->schema);
-        if (!in->readable) {
-            fputs("(its attributes could not be read again)\n\n", out);
-            continue;
-        }
-        fputs("| attribute | value |\n|---|---|\n", out);
-        if (in->hosts[0]) {
-            fputs("| hosts | ", out);
-            report_md_text(out, in->hosts);
-            fputs(" |\n", out);
-        }
-        for (int k = 0; k < in->nattrs; k++) {
-            if (strncmp(in->attrs[k].name, "config/", 7) == 0) continue;
-            fputs("| ", out);
-            report_md_text(out, in->attrs[k].name);
-            fputs(" | ", out);
-            report_md_text(out, in->attrs[k].value[0] ? in->attrs[k].value : "(empty)");
-            fputs(" |\n", out);
         }
         fputc('\n', out);
     }

@@ -1,10 +1,11 @@
-/* report_doc_label.c — the columns of the procurement document and the lines of a
- * plot, named by what differs between them (report_doc.h). Several runs of one
- * model used to carry one label ("NVIDIA H200, nccl over auto") though they differed
- * in overlap, NCCL CTAs or machine; here every column names its path and library,
- * then each fact (machine, host, versions, a configuration key, an NCCL variable)
- * whose value is not the same in every column that records it; the schema and the
- * dpscale version only where columns are alike without them, and the file name last.
+/* report_doc_columns.c — the columns of the procurement document and the lines of a
+ * plot, named by what differs between them (report_doc.h); the columns' order and
+ * their legend. Several runs of one model used to carry one label ("NVIDIA H200,
+ * nccl over auto") though they differed in overlap, NCCL CTAs or machine; here every
+ * column names its path and library, then each fact (machine, host, versions, a
+ * configuration key, an NCCL variable) whose value is not the same in every column
+ * that records it; the schema and the dpscale version only where columns are alike
+ * without them, and the file name last.
  * A fact an older file does not record is no difference; an NCCL variable that is
  * unset is one.
  *
@@ -304,4 +305,64 @@ void doc_label_columns(struct doc_column *cols, int n)
         for (int j = n - 1; j >= i; j--)
             if (j == i || strcmp(cols[i].label, cols[j].label) == 0) append(cols[j].label, sizeof cols[j].label, doc_base_name(cols[j].file->path));
     }
+}
+
+int doc_path_rank(const char *name)
+{
+    if (strncmp(name, "NVLink", 6) == 0 || strstr(name, "joined by NV") != NULL) return DOC_PATH_NVLINK;
+    if (strncmp(name, "PCIe", 4) == 0) return DOC_PATH_PCIE;
+    if (strncmp(name, "host memory", 11) == 0) return DOC_PATH_HOST;
+    if (strncmp(name, "network", 7) == 0) return DOC_PATH_NET;
+    if (strncmp(name, "not NVLink", 10) == 0) return DOC_PATH_NOT_NVLINK;
+    return DOC_PATH_OTHER;
+}
+
+const char *doc_label_rest(const struct doc_column *c)
+{
+    const size_t n = strlen(c->path_name) + 2 + strlen(c->library);
+    return strlen(c->label) > n + 1 ? c->label + n + 2 : "";
+}
+
+void doc_order_columns(struct doc_column *c, int n)
+{
+    int key[DOC_MAX_COLUMNS];
+    for (int i = 0; i < n; i++) {
+        key[i] = i;
+        for (int j = 0; j < i; j++)
+            if (strcmp(doc_label_rest(&c[j]), doc_label_rest(&c[i])) == 0) {
+                key[i] = key[j];
+                break;
+            }
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            const int a = key[j - 1], b = key[j];
+            if (a < b || (a == b && doc_path_rank(c[j - 1].path_name) <= doc_path_rank(c[j].path_name))) break;
+            const struct doc_column t = c[j];
+            c[j] = c[j - 1];
+            c[j - 1] = t;
+            key[j - 1] = b;
+            key[j] = a;
+        }
+}
+
+void doc_legend(FILE *out, const struct doc_column *c, int n, int runs)
+{
+    fprintf(out, "| column | file | path, and how it is known |%s\n|---|---|---|%s\n", runs ? " price per GPU-hour |" : "",
+            runs ? "---:|" : "");
+    for (int k = 0; k < n; k++) {
+        fputs("| ", out);
+        report_md_text(out, c[k].label);
+        fputs(" | ", out);
+        report_md_text(out, c[k].file->path);
+        if (runs && c[k].info->schema == 1 && !c[k].file->projected)
+            fputs(" (schema 1: its 1-GPU run still did a 1-rank allreduce every step, so efficiency is against a slower "
+                  "baseline)", out);
+        fputs(" | ", out);
+        report_md_text(out, c[k].proof);
+        if (!runs) fputs(" |\n", out);
+        else if (c[k].file->price_per_gpu_hour > 0) fprintf(out, " | %.4g |\n", c[k].file->price_per_gpu_hour);
+        else fputs(" | - |\n", out);
+    }
+    fputc('\n', out);
 }

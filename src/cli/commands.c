@@ -1,4 +1,4 @@
-/* cmd_help.c — the table of subcommands (commands.h): the line `dpscale --help`
+/* commands.c — the table of subcommands (commands.h): the line `dpscale --help`
  * gives each, and the --help of those that read the configuration, in one layout:
  * usage, what it does and prints, its options, the keys it reads (from the key
  * table itself, so a new key shows up in every --help that names its section). */
