@@ -186,9 +186,8 @@ int cmd_bench(int argc, char **argv)
             100.0 * gemm_s / step_s);
     }
     say("GEMM FLOP rate: step %.1f GFLOP/s, GEMMs alone %.1f GFLOP/s\n", flops / step_s / 1e9, flops / gemm_s / 1e9);
-    if (s.model->type == MODEL_RESNET)
-        say("GEMM share of the step: %.3f (no target for the resnet: batch norm and im2col / col2im are the rest, "
-            "below)\n", gemm_s / step_s);
+    if (s.model->gemm_share_note != NULL)
+        say("GEMM share of the step: %.3f (%s)\n", gemm_s / step_s, s.model->gemm_share_note);
     else
         say("GEMM share of the step: %.3f (target >= %.2f: %s)\n", gemm_s / step_s, target,
             gemm_s / step_s >= target ? "met" : "NOT met");

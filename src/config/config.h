@@ -30,11 +30,17 @@ enum comm_library { LIBRARY_AUTO = 0, LIBRARY_MPI = 1, LIBRARY_NCCL = 2 };
 enum comm_path { PATH_AUTO = 0, PATH_NVLINK = 1, PATH_PCIE = 2, PATH_HOST = 3, PATH_NET = 4 };
 enum allreduce_dtype { ALLREDUCE_FP32 = 0, ALLREDUCE_COMPUTE = 1 };
 enum allreduce_op { ALLREDUCE_AVG = 0, ALLREDUCE_SUM = 1 }; /* = enum reduce_op of dtype.h */
-/* model.type: every family's value and name, in the order of the values. The one list
- * of them: the key's accepted values (config_keys.c) and the registry of families
- * (src/model/registry.c), which describes each, are made from it. */
-#define MODEL_TYPES(X) X(MODEL_MLP, "mlp") X(MODEL_GPT, "gpt") X(MODEL_BERT, "bert") X(MODEL_RESNET, "resnet")
-#define MODEL_TYPE_VALUE(type, name) type,
+/* model.type: every family's value, its name, and the function of its family
+ * (src/model/families/) that describes the model, in the order of the values. The one
+ * list of them: the key's accepted values (config_keys.c) and the registry of families
+ * (src/model/registry.c, the only caller of the functions) are made from it, so a new
+ * family is one line here. */
+#define MODEL_TYPES(X)                                                                                  \
+    X(MODEL_MLP, "mlp", mlp_describe)                                                                   \
+    X(MODEL_GPT, "gpt", transformer_describe)                                                           \
+    X(MODEL_BERT, "bert", transformer_describe)                                                         \
+    X(MODEL_RESNET, "resnet", resnet_describe)
+#define MODEL_TYPE_VALUE(type, name, describe) type,
 enum model_type { MODEL_TYPES(MODEL_TYPE_VALUE) MODEL_NTYPES };
 #undef MODEL_TYPE_VALUE
 enum batchnorm_mode { BATCHNORM_BATCH = 0, BATCHNORM_FROZEN = 1 }; /* model.batchnorm (resnet) */

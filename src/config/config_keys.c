@@ -5,7 +5,7 @@
 
 #include "config/config.h"
 
-#define MODEL_TYPE_NAME(type, name) name,
+#define MODEL_TYPE_NAME(type, name, describe) name,
 static const char *const model_type_names[] = {MODEL_TYPES(MODEL_TYPE_NAME) NULL};
 #undef MODEL_TYPE_NAME
 static const char *const batchnorm_names[] = {"batch", "frozen", NULL};

@@ -54,8 +54,14 @@ struct model {
     double flops_per_sample;       /* GEMM FLOPs of one training step (forward + backward) per sample */
     int unit;                      /* enum sample_unit: what a sample is counted in */
     int units_per_sample;          /* tokens per sequence; 1 for samples and images */
+    /* dpscale bench: why the GEMM share of this model's step has no target (NULL: it has one) */
+    const char *gemm_share_note;
     void *impl;                    /* the model's own description (src/model/families/) */
 };
+
+/* A family's description of the model cfg asks for (config.h's MODEL_TYPES names one per
+ * model.type): m filled in, or -1 with a message in err. */
+typedef int model_describe_fn(const struct config *cfg, struct model *m, char *err, size_t errlen);
 
 /* What one rank allocates, by where it lives. The device figures are the step's
  * arenas (step_plan_memory, from the same layout step_buffers_alloc allocates) and

@@ -1,28 +1,26 @@
-/* registry.c — the registry of model families (registry.h): one table, every type of
- * config.h's MODEL_TYPES with its name there and the family function that describes
- * it. */
+/* registry.c — the registry of model families (registry.h): one table, made from
+ * config.h's MODEL_TYPES, of every type with its name and the family function that
+ * describes it. A new family adds its line there, none here. */
 #include "model/registry.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
-#include "model/families/mlp.h"
-#include "model/families/resnet.h"
-#include "model/families/transformer.h"
 
 struct model_family {
     int type;         /* enum model_type */
     const char *name; /* model.type's */
-    int (*describe)(const struct config *cfg, struct model *m, char *err, size_t errlen);
+    model_describe_fn *describe;
 };
 
-/* Each type's family (a type of MODEL_TYPES without one here does not compile). */
-#define FAMILY_OF_MODEL_MLP mlp_describe
-#define FAMILY_OF_MODEL_GPT transformer_describe
-#define FAMILY_OF_MODEL_BERT transformer_describe
-#define FAMILY_OF_MODEL_RESNET resnet_describe
-#define FAMILY(type, name) {type, name, FAMILY_OF_##type},
+/* Each family's describe function, declared as model.h's model_describe_fn (its own
+ * header declares it so too, and its definition is checked against that). */
+#define FAMILY_DECLARE(type, name, describe) model_describe_fn describe;
+MODEL_TYPES(FAMILY_DECLARE)
+#undef FAMILY_DECLARE
+
+#define FAMILY(type, name, describe) {type, name, describe},
 static const struct model_family families[] = {MODEL_TYPES(FAMILY)};
 #undef FAMILY
 #define NFAMILIES (sizeof families / sizeof families[0])

@@ -23,7 +23,7 @@ struct mlp {
 };
 
 /* The MLP of cfg into m (model_describe calls it for model.type = mlp). */
-int mlp_describe(const struct config *cfg, struct model *m, char *err, size_t errlen);
+model_describe_fn mlp_describe;
 /* The layer shapes of an MLP model. */
 static inline const struct mlp *mlp_of(const struct model *m) { return (const struct mlp *)m->impl; }
 

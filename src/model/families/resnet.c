@@ -146,6 +146,7 @@ int resnet_describe(const struct config *cfg, struct model *m, char *err, size_t
     m->nstages = p->nblocks + 2;
     m->unit = UNIT_IMAGES;
     m->units_per_sample = 1;
+    m->gemm_share_note = "no target for the resnet: batch norm and im2col / col2im are the rest, below";
     layout(p, cfg);
 
     /* Backward order: the head, the bottlenecks from the last (each in the order its

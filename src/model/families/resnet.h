@@ -59,7 +59,7 @@ struct resnet {
 };
 
 /* The ResNet of cfg into m (model_describe calls it for model.type = resnet). */
-int resnet_describe(const struct config *cfg, struct model *m, char *err, size_t errlen);
+model_describe_fn resnet_describe;
 static inline const struct resnet *resnet_of(const struct model *m) { return (const struct resnet *)m->impl; }
 
 #endif

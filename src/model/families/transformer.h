@@ -35,7 +35,7 @@ struct tf {
 };
 
 /* The transformer of cfg into m (model_describe calls it for model.type = gpt, bert). */
-int transformer_describe(const struct config *cfg, struct model *m, char *err, size_t errlen);
+model_describe_fn transformer_describe;
 static inline const struct tf *tf_of(const struct model *m) { return (const struct tf *)m->impl; }
 
 #endif
