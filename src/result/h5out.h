@@ -1,5 +1,5 @@
 /* h5out.h — the result file of one launch (HDF5; schema.h names every column and
- * dataset, the README documents the layout). Only rank 0 writes. The file is built in
+ * dataset, docs/schema.md documents the layout). Only rank 0 writes. The file is built in
  * memory and written all-or-nothing (h5file.h): a crash or a full disk never leaves a
  * half-written result, and an existing result is never overwritten. */
 #ifndef DPSCALE_H5OUT_H
