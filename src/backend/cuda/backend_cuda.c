@@ -283,7 +283,8 @@ static cublasLtMatmulAlgo_t fastest_algo(struct cuda_state *s, const struct gemm
 
 /* The cached cuBLASLt plan of one GEMM shape, made on first use.
  * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B
- * first, with the transposes swapped in meaning but not in flag: a row-major matrix read as column-major is its transpose. */
+ * first, with the transposes swapped in meaning but not in flag (a row-major matrix
+ * read as column-major is its transpose). */
 static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gemm_key *key, const struct gemm_args *g)
 {
     struct cuda_state *s = state(b);
