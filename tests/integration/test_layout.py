@@ -113,3 +113,27 @@ def test_user_facing_text_names_no_issue_or_session(doc):
 def test_gpu_scripts_are_named_by_purpose():
     named = [p.name for p in (ROOT / "tests").rglob("*") if re.search(r"(issue|session|call)\d", p.name, re.I)]
     assert not named, f"named after a ticket: {named}"
+
+
+# The ResNet's own files (docs/models.md, "Adding a model family"), and what names it.
+RESNET_OWN = re.compile(r"^(src/model/families/resnet|src/backend/rn_ops\.h|src/backend/cpu_resnet\.c"
+                        r"|src/backend/cuda/resnet_cuda\.|kernels/resnet|kernels/batchnorm\.cu|kernels/conv_shape\.h"
+                        r"|kernels/synthetic_images\.h)")
+RESNET_NAMES = re.compile(r"\b(rn_ops|cuda_rn_ops|cpu_rn_ops|MODEL_RESNET|resnet_describe|conv_shape|im2col|col2im"
+                          r"|batchnorm\w*|BATCHNORM\w*|maxpool\w*|avgpool\w*|synth_images|synth_pixel|IM2COL|POOL"
+                          r"|image_size|rn_supported)\b|->rn\b|\.rn\b|\"resnet\"")
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def test_a_model_family_costs_at_most_six_existing_files():
+    """Every source outside the ResNet's own files that names one of its types,
+    operations, kinds or keys in code (comments aside) is a file a family touches."""
+    touched = []
+    for top in ("src", "kernels"):
+        for path in sorted((ROOT / top).rglob("*")):
+            rel = str(path.relative_to(ROOT))
+            if path.suffix not in (".c", ".h", ".cu", ".cuh") or RESNET_OWN.match(rel):
+                continue
+            if RESNET_NAMES.search(COMMENT.sub(" ", path.read_text())):
+                touched.append(rel)
+    assert len(touched) <= 6, f"the ResNet reaches {len(touched)} files beyond its own: {touched}"
