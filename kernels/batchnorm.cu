@@ -23,8 +23,8 @@
 #include <stdint.h>
 
 #include "dtype_cuda.cuh"
-#include "kernels_cuda.h"
 #include "resnet_cpu.h" /* BATCHNORM_EPS */
+#include "resnet_kernels.h"
 #include "vector_cuda.cuh"
 
 #define BN_THREADS 256

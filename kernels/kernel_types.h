@@ -1,5 +1,6 @@
 /* kernel_types.h — the types the kernels take from their callers: element types,
- * activations, the optimizer's kind and hyperparameters, a convolution's geometry.
+ * activations, the optimizer's kind and hyperparameters (a model family's own types are
+ * in headers of its own: conv_shape.h).
  * The kernels are the lowest layer and include nothing of src/; the backend seam
  * (backend.h), the element types (base/dtype.h) and the configuration (config.h)
  * take these from here. C and C++ (nvcc) alike. */
@@ -23,15 +24,6 @@ struct optim_hparams {
     float lr, momentum, weight_decay, beta1, beta2, eps;
     float grad_scale; /* multiplies every gradient first: 1/N (the allreduce sum to a mean) x 1/loss_scale */
     long long step;   /* 1-based, for AdamW's bias correction */
-};
-
-/* The geometry of a convolution's or a pooling's windows over NHWC images: N images
- * of H x W x C in, windows of R x S moved by `stride`, `pad` zeros (pooling: nothing)
- * around, P x Q out, P = (H + 2 pad - R) / stride + 1 and Q likewise. */
-struct conv_shape {
-    int N, H, W, C;
-    int R, S, stride, pad;
-    int P, Q;
 };
 
 #endif

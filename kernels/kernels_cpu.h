@@ -17,12 +17,5 @@ void cpu_softmax_xent(float *dlogits, float *loss, const float *logits, const in
 void cpu_optimizer_step(float *params, const float *grads, float *state1, float *state2, size_t n,
                         const struct optim_hparams *h);
 void cpu_synth_batch(float *x, int *labels, uint64_t first_sample, int rows, int input_dim, int classes, uint64_t seed);
-/* B sequences of the token task (synthetic.h): tokens, segments [B*T]; targets [B*T]
- * (GPT) or [B*nmask] with mask_rows [B*nmask] (BERT). */
-void cpu_synth_tokens(int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first_sample, int B, int T,
-                      int V, int nmask, int bert, uint64_t seed);
-/* B images H x W x C (NHWC) of the image task (synthetic.h) and their labels [B]. */
-void cpu_synth_images(float *x, int *labels, uint64_t first_sample, int B, int H, int W, int C, int classes,
-                      uint64_t seed);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "dtype_cuda.cuh"
-#include "kernels_cuda.h"
+#include "transformer_kernels.h"
 #include "vector_cuda.cuh"
 
 #define TF_THREADS 256

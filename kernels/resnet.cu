@@ -1,9 +1,9 @@
 /* resnet.cu — the ResNet's window operations on the GPU (semantics: the CPU reference,
  * resnet_cpu.h): im2col and its adjoint col2im, max pooling with its argmax and
  * backward, global average pooling and its backward, and the synthetic images
- * (synthetic.h, the same pure function of (seed, sample) as the CPU's, so both backends
- * see the same bits). Batch norm is batchnorm.cu's; the residual add with ReLU is
- * transformer.cu's add kernel with a ReLU (cuda_add_relu).
+ * (synthetic_images.h, the same pure function of (seed, sample) as the CPU's, so both
+ * backends see the same bits). Batch norm is batchnorm.cu's; the residual add with ReLU
+ * is transformer.cu's add kernel with a ReLU (cuda_add_relu).
  *
  * NHWC: a pixel's C channels are contiguous, so a thread moves 16 bytes of one pixel
  * (V = 16 / sizeof(T) channels) where C is a multiple of V and the pointers are 16-byte
@@ -42,8 +42,8 @@
 #include <stdint.h>
 
 #include "dtype_cuda.cuh"
-#include "kernels_cuda.h"
-#include "synthetic.h"
+#include "resnet_kernels.h"
+#include "synthetic_images.h"
 #include "vector_cuda.cuh"
 
 #define RN_THREADS 256

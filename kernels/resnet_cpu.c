@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel_types.h"
+#include "conv_shape.h"
 #include "resnet_cpu.h"
 
 #define BN_CHUNK 512 /* rows of one partial sum of a channel */

@@ -1,21 +1,23 @@
 /* resnet_cpu.h — the CPU versions of the ResNet's own operations (the reference for
  * the CUDA ones to come): im2col and col2im, which make a convolution two GEMMs;
  * batch norm in training and frozen mode, with its ReLU fused; the residual add with
- * ReLU; max and global average pooling. Plain C over fp32 arrays, parallel with
- * OpenMP, and deterministic: every sum has a fixed order whatever the thread count
- * (a channel's sum over rows goes over fixed chunks of rows, added in chunk order;
- * col2im and the pooling backward gather, they never scatter).
+ * ReLU; max and global average pooling; the synthetic images (synthetic_cpu.c).
+ * Plain C over fp32 arrays, parallel with OpenMP, and deterministic: every sum has a
+ * fixed order whatever the thread count (a channel's sum over rows goes over fixed
+ * chunks of rows, added in chunk order; col2im and the pooling backward gather, they
+ * never scatter).
  *
  * Layout NHWC: N images of H x W x C are [N*H*W x C] row-major, a channel is a
  * column. Batch norm's statistics are then column sums; a 1x1 stride-1 convolution
  * is a GEMM on the activation itself; any other convolution's windows are
  * col [N*P*Q x R*S*C] (im2col, a row per output pixel, columns in (r, s, c) order),
  * and with its weight W [Cout x R*S*C] (KRSC) y [N*P*Q x Cout] = col W^T.
- * struct conv_shape (kernel_types.h) gives the geometry. */
+ * struct conv_shape (conv_shape.h) gives the geometry. */
 #ifndef DPSCALE_RESNET_CPU_H
 #define DPSCALE_RESNET_CPU_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct conv_shape;
 
@@ -57,5 +59,9 @@ void cpu_maxpool_backward(float *dx, const float *dy, const int *argmax, const s
 void cpu_avgpool_forward(float *y, const float *x, int N, int HW, int C);
 /* dx [N*HW x C] = dy[n] / HW on every row of image n. */
 void cpu_avgpool_backward(float *dx, const float *dy, int N, int HW, int C);
+
+/* B images H x W x C (NHWC) of the image task (synthetic_images.h) and their labels [B]. */
+void cpu_synth_images(float *x, int *labels, uint64_t first_sample, int B, int H, int W, int C, int classes,
+                      uint64_t seed);
 
 #endif

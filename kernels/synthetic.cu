@@ -3,6 +3,7 @@
 #include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
 #include "synthetic.h"
+#include "transformer_kernels.h"
 
 template <typename T>
 __global__ void synth_kernel(T *x, int *labels, uint64_t first, int rows, int dim, int classes, uint64_t seed,

@@ -1,6 +1,8 @@
 /* synthetic.h — the synthetic tasks (the MLP's classification, the transformers'
- * tokens, the ResNet's images), as pure functions of (seed, sample index, feature or position), shared by
- * the CPU loops and the CUDA kernels so that both backends see bit-identical data.
+ * tokens) as pure functions of (seed, sample index, feature or position), and the hash
+ * and uniform draws they are made of (the ResNet's images, synthetic_images.h, too),
+ * shared by the CPU loops and the CUDA kernels so that both backends see bit-identical
+ * data.
  *
  * Sample s has label hash(s) mod classes and features mean[label] + noise, the
  * noise uniform in [-1, 1): learnable, but not in one step. Because a sample is a
@@ -94,20 +96,6 @@ SYNTH_FN void synth_position(uint64_t seed, uint64_t sample, int t, int T, int V
             *token = V - 1;
         }
     }
-}
-
-/* The image task of the ResNet: image `sample` of class synth_label is its class's
- * picture, a 4 x 4 grid of tiles each of a colour drawn per (class, tile, channel) in
- * [-1, 1), plus noise uniform in [-1, 1) per pixel and channel: coarse enough for a
- * convolution to see, not separable in one step. Pixel (h, w, c) of an H x W x C image. */
-#define SYNTH_TILES 4
-
-SYNTH_FN float synth_pixel(uint64_t seed, uint64_t sample, int label, int h, int w, int c, int H, int W, int C)
-{
-    const int tile = (int)((int64_t)h * SYNTH_TILES / H) * SYNTH_TILES + (int)((int64_t)w * SYNTH_TILES / W);
-    const float colour = synth_uniform(synth_hash3(seed ^ 0x696d616765ULL, (uint64_t)label, (uint64_t)tile * C + c));
-    const float noise = synth_uniform(synth_hash3(seed ^ 0x706978656cULL, sample, ((uint64_t)h * W + w) * C + c));
-    return colour + noise;
 }
 
 #endif

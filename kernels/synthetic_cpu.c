@@ -1,6 +1,10 @@
-/* synthetic_cpu.c — a batch of the synthetic task on the CPU (see synthetic.h). */
+/* synthetic_cpu.c — a batch of the synthetic tasks on the CPU (see synthetic.h and
+ * synthetic_images.h). */
 #include "kernels_cpu.h"
+#include "resnet_cpu.h"
 #include "synthetic.h"
+#include "synthetic_images.h"
+#include "transformer_cpu.h"
 
 void cpu_synth_batch(float *x, int *labels, uint64_t first_sample, int rows, int input_dim, int classes, uint64_t seed)
 {

@@ -14,7 +14,8 @@
 #include <stdint.h>
 
 #include "dtype_cuda.cuh"
-#include "kernels_cuda.h"
+#include "resnet_kernels.h" /* cuda_add_relu */
+#include "transformer_kernels.h"
 #include "vector_cuda.cuh"
 
 #define TF_THREADS 256

@@ -1,6 +1,7 @@
 /* transformer_cpu.h — the CPU versions of the transformer's own operations (the
  * reference for the CUDA ones): embeddings, LayerNorm, attention, residual adds and
- * row gathers. Plain C over row-major fp32 arrays, parallel over rows with OpenMP.
+ * row gathers; the token task's sequences (synthetic_cpu.c). Plain C over row-major
+ * fp32 arrays, parallel over rows with OpenMP.
  * Every backward is deterministic: the same inputs give the same bits, whatever the
  * thread count (no atomics; every sum has a fixed order).
  *
@@ -10,6 +11,7 @@
 #define DPSCALE_TRANSFORMER_CPU_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* x[b,t,:] = wte[tokens[b,t],:] + wpe[t,:] (+ wse[segments[b,t],:] when wse is not NULL).
  * tokens, segments: [B*T]; wte [V x C], wpe [>= T x C], wse [S x C]; x [B*T x C]. */
@@ -50,5 +52,10 @@ void cpu_gather_rows(float *dst, const float *src, const int *rows, int n, int C
 /* dst[rows[i],:] = src[i,:] for i < n; the other rows of dst are left as they are (the
  * caller zeroes them). rows are distinct. */
 void cpu_scatter_rows(float *dst, const float *src, const int *rows, int n, int C);
+
+/* B sequences of the token task (synthetic.h): tokens, segments [B*T]; targets [B*T]
+ * (GPT) or [B*nmask] with mask_rows [B*nmask] (BERT). */
+void cpu_synth_tokens(int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first_sample, int B, int T,
+                      int V, int nmask, int bert, uint64_t seed);
 
 #endif

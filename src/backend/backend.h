@@ -26,7 +26,7 @@
 #include "backend/tf_ops.h"
 #include "base/dtype.h"
 #include "config/config.h"
-#include "kernels/kernel_types.h" /* struct optim_hparams, struct conv_shape */
+#include "kernels/kernel_types.h" /* struct optim_hparams */
 
 /* A layer's bias and GELU fused into its GEMM (cuBLASLt epilogues); rows of C are
  * samples, columns features, as in gemm. */

@@ -3,7 +3,6 @@
 #include "backend/backend.h"
 #include "backend/rn_ops.h"
 #include "base/error.h"
-#include "kernels/kernels_cpu.h"
 #include "kernels/resnet_cpu.h"
 
 static void need_f32(int grad_dtype)

@@ -8,7 +8,6 @@
 #include "backend/backend.h"
 #include "backend/tf_ops.h"
 #include "base/error.h"
-#include "kernels/kernels_cpu.h"
 #include "kernels/transformer_cpu.h"
 
 static void need_f32(int grad_dtype)

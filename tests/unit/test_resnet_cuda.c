@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels_cpu.h"
 #include "kernels/resnet_cpu.h"
 #include "backend/backend.h"
 #include "config/config.h"

@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "kernels/kernels_cpu.h"
 #include "kernels/resnet_cpu.h"
 #include "kernels/synthetic.h"
 #include "backend/backend.h"

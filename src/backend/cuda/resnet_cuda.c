@@ -12,7 +12,7 @@
 #include "backend/cuda/cuda_state.h"
 #include "base/cuda_check.h"
 #include "base/error.h"
-#include "kernels/kernels_cuda.h"
+#include "kernels/resnet_kernels.h"
 
 struct rn_cuda {
     float *bn_scratch;

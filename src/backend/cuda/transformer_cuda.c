@@ -27,7 +27,7 @@
 #include "base/cuda_check.h"
 #include "base/error.h"
 #include "kernels/flash_attention.h"
-#include "kernels/kernels_cuda.h"
+#include "kernels/transformer_kernels.h"
 
 struct tf_cuda {
     cublasHandle_t blas;
