@@ -46,8 +46,8 @@ LDLIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -Wl,-rpath,$(OPENBLA
 # every source under src/, one folder per seam (docs/layout.md); the CUDA host files only in a CUDA build
 SRC_ALL := $(shell find src -name '*.c' | LC_ALL=C sort)
 CUDA_HOST_SRC := $(filter %_cuda.c src/backend/cuda/%.c src/comm/comm_nccl.c,$(SRC_ALL))
-SRC := $(filter-out $(CUDA_HOST_SRC),$(SRC_ALL)) $(wildcard kernels/*_cpu.c)
-CUDA_SRC := $(wildcard kernels/*.cu)
+SRC := $(filter-out $(CUDA_HOST_SRC),$(SRC_ALL)) $(shell find kernels -name "*_cpu.c" | LC_ALL=C sort)
+CUDA_SRC := $(shell find kernels -name "*.cu" | LC_ALL=C sort)
 ifeq ($(CUDA),1)
 ifneq ($(CUDA_HOST_SRC),)
 CFLAGS += -DDPSCALE_HAVE_CUDA -I$(CUDA_HOME)/include

@@ -1,10 +1,10 @@
 /* activation.cu — bias + activation forward and the activation backward, fused
  * element-wise passes over [rows x cols], 16 bytes per thread per iteration when
  * the row length allows (it does for every width that is a multiple of 8). */
-#include "activation.h"
-#include "dtype_cuda.cuh"
-#include "kernel_types.h"
-#include "kernels_cuda.h"
+#include "kernels/activation.h"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/kernel_types.h"
+#include "kernels/kernels_cuda.h"
 
 __device__ __forceinline__ float act_fwd(float p, int act)
 {

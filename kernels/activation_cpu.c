@@ -1,8 +1,8 @@
 /* activation_cpu.c — bias + activation forward and backward, and the bias
  * gradient, on the CPU. */
-#include "activation.h"
-#include "kernel_types.h"
-#include "kernels_cpu.h"
+#include "kernels/activation.h"
+#include "kernels/kernel_types.h"
+#include "kernels/kernels_cpu.h"
 
 void cpu_bias_act_forward(float *out, float *pre, const float *bias, int rows, int cols, int act)
 {

@@ -6,8 +6,8 @@
  * else one column (V = 1). */
 #include <stdint.h>
 
-#include "dtype_cuda.cuh"
-#include "kernels_cuda.h"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/kernels_cuda.h"
 
 #define BG_WARPS 8             /* a block of the partial pass: warp w adds rows w, w + 8, ... of its chunk */
 #define BG_ROWS_PER_CHUNK 128

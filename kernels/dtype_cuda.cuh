@@ -6,7 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "kernel_types.h"
+#include "kernels/kernel_types.h"
 
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }

@@ -3,8 +3,8 @@
  * their mean summed in a fixed order by one block, so the loss is deterministic. */
 #include <cfloat>
 
-#include "dtype_cuda.cuh"
-#include "kernels_cuda.h"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/kernels_cuda.h"
 
 #define XENT_THREADS 128
 

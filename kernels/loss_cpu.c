@@ -1,7 +1,7 @@
 /* loss_cpu.c — softmax cross-entropy and its gradient on the CPU. */
 #include <math.h>
 
-#include "kernels_cpu.h"
+#include "kernels/kernels_cpu.h"
 
 void cpu_softmax_xent(float *dlogits, float *loss, const float *logits, const int *labels, int rows, int classes,
                       int ld, float grad_scale)

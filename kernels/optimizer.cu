@@ -6,9 +6,9 @@
  * where the slice is aligned); and the casts between fp32 and the compute dtype. */
 #include <stdint.h>
 
-#include "dtype_cuda.cuh"
-#include "kernel_types.h"
-#include "kernels_cuda.h"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/kernel_types.h"
+#include "kernels/kernels_cuda.h"
 
 /* The per-element rules, shared by the vector and the scalar kernel so that both
  * give the same bits. p: the fp32 master weight; g: the gradient already in fp32;

@@ -2,8 +2,8 @@
  * arena, in one pass (the CUDA version is one fused kernel too). */
 #include <math.h>
 
-#include "kernel_types.h"
-#include "kernels_cpu.h"
+#include "kernels/kernel_types.h"
+#include "kernels/kernels_cpu.h"
 
 void cpu_optimizer_step(float *params, const float *grads, float *state1, float *state2, size_t n,
                         const struct optim_hparams *h)

@@ -1,9 +1,9 @@
 /* synthetic.cu — a batch of the synthetic task generated on the GPU, from the
  * same functions as the CPU (synthetic.h), so both backends train on the same data. */
-#include "dtype_cuda.cuh"
-#include "kernels_cuda.h"
-#include "synthetic.h"
-#include "transformer_kernels.h"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/kernels_cuda.h"
+#include "kernels/synthetic.h"
+#include "kernels/transformer/transformer_kernels.h"
 
 template <typename T>
 __global__ void synth_kernel(T *x, int *labels, uint64_t first, int rows, int dim, int classes, uint64_t seed,

@@ -9,7 +9,7 @@
 
 #include <type_traits>
 
-#include "dtype_cuda.cuh"
+#include "kernels/dtype_cuda.cuh"
 
 static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 

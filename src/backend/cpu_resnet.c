@@ -1,9 +1,9 @@
 /* cpu_resnet.c — the CPU backend's ResNet operations (struct rn_ops, rn_ops.h):
- * thin wrappers over the loops of kernels/resnet_cpu.c. fp32 throughout. */
+ * thin wrappers over the loops of kernels/resnet/resnet_cpu.c. fp32 throughout. */
 #include "backend/backend.h"
 #include "backend/rn_ops.h"
 #include "base/error.h"
-#include "kernels/resnet_cpu.h"
+#include "kernels/resnet/resnet_cpu.h"
 
 static void need_f32(int grad_dtype)
 {

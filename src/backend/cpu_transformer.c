@@ -1,5 +1,5 @@
 /* cpu_transformer.c — the CPU backend's transformer operations (struct tf_ops,
- * tf_ops.h): thin wrappers over the loops of kernels/transformer_cpu.c, and the
+ * tf_ops.h): thin wrappers over the loops of kernels/transformer/transformer_cpu.c, and the
  * attention's products alone as cblas_sgemm calls. fp32 throughout. */
 #include <cblas.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include "backend/backend.h"
 #include "backend/tf_ops.h"
 #include "base/error.h"
-#include "kernels/transformer_cpu.h"
+#include "kernels/transformer/transformer_cpu.h"
 
 static void need_f32(int grad_dtype)
 {

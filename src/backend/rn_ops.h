@@ -1,4 +1,4 @@
-/* rn_ops.h — the ResNet's operations of a backend (kernels/resnet_cpu.h has their
+/* rn_ops.h — the ResNet's operations of a backend (kernels/resnet/resnet_cpu.h has their
  * exact semantics), a table beside the core (struct backend_ops, backend.h) that
  * struct backend points at (b->rn) where the backend has them; the ResNet is
  * refused, with a message, where it is NULL. Images are NHWC, [N*H*W x C]
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/conv_shape.h"
+#include "kernels/resnet/conv_shape.h"
 
 struct backend;
 
@@ -39,7 +39,7 @@ struct rn_ops {
     /* y [N x C] = the mean of each image's HW rows of x [N*HW x C]; backward spreads dy evenly. */
     void (*avgpool_forward)(struct backend *b, void *y, const void *x, int N, int HW, int C);
     void (*avgpool_backward)(struct backend *b, void *dx, const void *dy, int N, int HW, int C);
-    /* B images H x W x C of the image task from first_sample (kernels/synthetic_images.h), and their labels. */
+    /* B images H x W x C of the image task from first_sample (kernels/resnet/synthetic_images.h), and their labels. */
     void (*synth_images)(struct backend *b, void *x, int *labels, uint64_t first_sample, int B, int H, int W, int C,
                          int classes, uint64_t seed);
 };

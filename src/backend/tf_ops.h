@@ -1,4 +1,4 @@
-/* tf_ops.h — the transformer's operations of a backend (kernels/transformer_cpu.h
+/* tf_ops.h — the transformer's operations of a backend (kernels/transformer/transformer_cpu.h
  * has their exact semantics), a table beside the core (struct backend_ops,
  * backend.h) that struct backend points at (b->tf) where the backend has them; the
  * transformer is refused, with a message, where it is NULL. Activations and weights
@@ -35,7 +35,7 @@ struct tf_ops {
      * attention's GEMMs that `dpscale bench` times beside the dense ones. NULL: none. */
     void (*attention_products)(struct backend *b, int backward, void *io, void *dqkv, const void *qkv, int B, int T,
                                int C, int H);
-    /* Fused attention (kernels/flash_attention.h), the same product as attention_forward:
+    /* Fused attention (kernels/transformer/flash_attention.h), the same product as attention_forward:
      * it keeps lse [B x H x T] floats for backward instead of the probabilities, and
      * backward reads the forward's output. NULL where a backend has none;
      * flash_attention_ok says whether it takes head dimension D at the compute dtype. */

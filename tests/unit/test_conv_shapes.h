@@ -5,7 +5,7 @@
 #ifndef DPSCALE_TEST_CONV_SHAPES_H
 #define DPSCALE_TEST_CONV_SHAPES_H
 
-#include "kernels/conv_shape.h"
+#include "kernels/resnet/conv_shape.h"
 
 static inline struct conv_shape conv(int N, int H, int W, int C, int R, int stride, int pad)
 {

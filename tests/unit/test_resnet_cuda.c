@@ -1,5 +1,5 @@
 /* test_resnet_cuda.c — the cuda backend's ResNet operations against the CPU's
- * (kernels/resnet_cpu.h), in fp32 and bf16, through the backend table as the model
+ * (kernels/resnet/resnet_cpu.h), in fp32 and bf16, through the backend table as the model
  * calls them: im2col, col2im, the poolings, the add with ReLU and the synthetic images
  * give the CPU's bits (in bf16: the CPU's result on the same bf16 inputs, rounded once),
  * with 16-byte vectors and without (an odd channel count, a pointer one element off);
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/resnet_cpu.h"
+#include "kernels/resnet/resnet_cpu.h"
 #include "backend/backend.h"
 #include "config/config.h"
 #include "base/halfconv.h"

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "kernels/resnet_cpu.h"
+#include "kernels/resnet/resnet_cpu.h"
 #include "kernels/synthetic.h"
 #include "backend/backend.h"
 #include "check.h"

@@ -5,7 +5,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
-#include "kernels/transformer_cpu.h"
+#include "kernels/transformer/transformer_cpu.h"
 #include "check.h"
 #include "test_arrays.h"
 

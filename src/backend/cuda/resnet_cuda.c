@@ -1,5 +1,5 @@
 /* resnet_cuda.c — the CUDA backend's ResNet operations (cuda_rn_ops, resnet_cuda.h):
- * each enqueues its kernels (kernels/resnet.cu, kernels/batchnorm.cu) on the
+ * each enqueues its kernels (kernels/resnet/resnet.cu, kernels/resnet/batchnorm.cu) on the
  * backend's current stream in the compute dtype. Batch norm's partial sums live in
  * one scratch, the ResNet's slot of the backend's state (cuda_state.h), allocated on
  * first use (the warm-up steps) at the size of the largest batch norm seen, and kept. */
@@ -12,7 +12,8 @@
 #include "backend/cuda/cuda_state.h"
 #include "base/cuda_check.h"
 #include "base/error.h"
-#include "kernels/resnet_kernels.h"
+#include "kernels/kernels_cuda.h" /* cuda_add_relu, the residual add */
+#include "kernels/resnet/resnet_kernels.h"
 
 struct rn_cuda {
     float *bn_scratch;

@@ -11,7 +11,7 @@
  *   dV^T = dO^T P    gemm(N, T, D, T, T)    dP^T = V dO^T   gemm(T, N, T, T, D)
  *   dS = P (dP - rowsum(dP P))  (our kernel)
  *   dQ^T = K^T dS^T  gemm(N, N, D, T, T)    dK^T = Q^T dS   gemm(N, T, D, T, T), both x scale
- * With train.attention = flash the fused kernels of kernels/flash_attention.cu run instead.
+ * With train.attention = flash the fused kernels of kernels/transformer/flash_attention.cu run instead.
  * Scratch (the embeddings' sort, LayerNorm's partial sums, dP) and the cuBLAS handle
  * live in the transformer's slot of the backend's state (cuda_state.h); the scratch
  * is allocated on first use, during the warm-up steps, and kept. */
@@ -26,8 +26,9 @@
 #include "backend/cuda/cuda_state.h"
 #include "base/cuda_check.h"
 #include "base/error.h"
-#include "kernels/flash_attention.h"
-#include "kernels/transformer_kernels.h"
+#include "kernels/kernels_cuda.h" /* cuda_add, the residual add */
+#include "kernels/transformer/flash_attention.h"
+#include "kernels/transformer/transformer_kernels.h"
 
 struct tf_cuda {
     cublasHandle_t blas;

@@ -1,6 +1,6 @@
 /* transformer_cuda.h — the CUDA backend's transformer operations (struct tf_ops,
- * tf_ops.h), in transformer_cuda.c: our kernels (kernels/transformer.cu,
- * kernels/flash_attention.cu) and the attention's GEMMs as cuBLAS strided-batched
+ * tf_ops.h), in transformer_cuda.c: our kernels (kernels/transformer/transformer.cu,
+ * kernels/transformer/flash_attention.cu) and the attention's GEMMs as cuBLAS strided-batched
  * calls. What they need of the backend's state is in cuda_state.h. */
 #ifndef DPSCALE_TRANSFORMER_CUDA_H
 #define DPSCALE_TRANSFORMER_CUDA_H

@@ -1,6 +1,6 @@
 /* resnet.h — ResNet v1.5 (model.type = resnet) behind the model seam (model.h),
  * written by hand: the convolutions are GEMMs through the backend, batch norm,
- * pooling and the residual adds our own operations (backend.h, kernels/resnet_cpu.h).
+ * pooling and the residual adds our own operations (backend.h, kernels/resnet/resnet_cpu.h).
  *
  *   stem:   7x7/2 convolution to `width` channels, batch norm, ReLU, 3x3/2 max pool (pad 1);
  *   stages: model.blocks[s] bottlenecks each, m = width x 2^s: 1x1 convolution to m, BN,
@@ -12,7 +12,7 @@
  *
  * The convolutions have no bias (the BN after each has its shift). Stages of the table:
  * 0 the stem, 1..nblocks the bottlenecks in order, nblocks + 1 the head. Layout NHWC,
- * weights [Cout x k*k*Cin] in (r, s, c) order (KRSC): kernels/resnet_cpu.h. */
+ * weights [Cout x k*k*Cin] in (r, s, c) order (KRSC): kernels/resnet/resnet_cpu.h. */
 #ifndef DPSCALE_MODELS_RESNET_H
 #define DPSCALE_MODELS_RESNET_H
 

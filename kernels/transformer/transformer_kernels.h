@@ -32,7 +32,6 @@ cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, int gra
                                     int accumulate, float *partial, int dtype, cudaStream_t s);
 cudaError_t cuda_attention_softmax(void *p, int rows, int T, int causal, int dtype, cudaStream_t s);
 cudaError_t cuda_attention_softmax_backward(void *dp, const void *p, int rows, int T, int dtype, cudaStream_t s);
-cudaError_t cuda_add(void *y, const void *x, size_t n, int dtype, cudaStream_t s);
 cudaError_t cuda_move_rows(void *dst, const void *src, const int *rows, int n, int C, int scatter, int dtype,
                            cudaStream_t s);
 

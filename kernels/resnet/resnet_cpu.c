@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_shape.h"
-#include "resnet_cpu.h"
+#include "kernels/resnet/conv_shape.h"
+#include "kernels/resnet/resnet_cpu.h"
+#include "kernels/resnet/synthetic_images.h"
 
 #define BN_CHUNK 512 /* rows of one partial sum of a channel */
 
@@ -279,5 +280,22 @@ void cpu_avgpool_backward(float *dx, const float *dy, int N, int HW, int C)
         const float *d = dy + (size_t)(ni / HW) * C;
         float *o = dx + (size_t)ni * C;
         for (int c = 0; c < C; c++) o[c] = d[c] * inv;
+    }
+}
+
+/* The image task (synthetic_images.h): B images from first_sample, and their labels. */
+void cpu_synth_images(float *x, int *labels, uint64_t first_sample, int B, int H, int W, int C, int classes,
+                      uint64_t seed)
+{
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        const uint64_t sample = first_sample + (uint64_t)b;
+        const int label = synth_label(seed, sample, classes);
+        labels[b] = label;
+        float *img = x + (size_t)b * H * W * C;
+        for (int h = 0; h < H; h++)
+            for (int w = 0; w < W; w++)
+                for (int c = 0; c < C; c++)
+                    img[((size_t)h * W + w) * C + c] = synth_pixel(seed, sample, label, h, w, c, H, W, C);
     }
 }

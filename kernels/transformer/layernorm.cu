@@ -5,9 +5,9 @@
  * width or alignment. T: the compute dtype; G: the gradients' (fp32 or T). */
 #include <stdint.h>
 
-#include "dtype_cuda.cuh"
-#include "transformer_kernels.h"
-#include "vector_cuda.cuh"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/transformer/transformer_kernels.h"
+#include "kernels/vector_cuda.cuh"
 
 #define TF_THREADS 256
 #define TF_COLS 256       /* columns a block of the one-element column-sum kernels owns */

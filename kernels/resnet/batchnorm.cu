@@ -22,10 +22,10 @@
  * Performance notes (next steps): resnet.cu's header. */
 #include <stdint.h>
 
-#include "dtype_cuda.cuh"
-#include "resnet_cpu.h" /* BATCHNORM_EPS */
-#include "resnet_kernels.h"
-#include "vector_cuda.cuh"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/resnet/resnet_cpu.h" /* BATCHNORM_EPS */
+#include "kernels/resnet/resnet_kernels.h"
+#include "kernels/vector_cuda.cuh"
 
 #define BN_THREADS 256
 #define BN_TARGET_BLOCKS 1024 /* blocks wanted of a partial pass: about 8 an SM of an H200 */

@@ -41,10 +41,10 @@
  * - CUDA graphs for the step: ResNet-50 launches ~300 small kernels a step. */
 #include <stdint.h>
 
-#include "dtype_cuda.cuh"
-#include "resnet_kernels.h"
-#include "synthetic_images.h"
-#include "vector_cuda.cuh"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/resnet/resnet_kernels.h"
+#include "kernels/resnet/synthetic_images.h"
+#include "kernels/vector_cuda.cuh"
 
 #define RN_THREADS 256
 

@@ -7,7 +7,7 @@
 #ifndef DPSCALE_FLASH_ATTENTION_H
 #define DPSCALE_FLASH_ATTENTION_H
 
-#include "kernel_types.h"
+#include "kernels/kernel_types.h"
 
 /* 16-bit activations (bf16, fp16) and a head dimension the kernels are built for. */
 static inline int flash_attention_supports(int act_dtype, int head_dim)

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "synthetic.h"
+#include "kernels/synthetic.h"
 
 /* The image task of the ResNet: image `sample` of class synth_label is its class's
  * picture, a 4 x 4 grid of tiles each of a colour drawn per (class, tile, channel) in

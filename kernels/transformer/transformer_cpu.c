@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transformer_cpu.h"
+#include "kernels/transformer/transformer_cpu.h"
+#include "kernels/synthetic.h"
 
 /* columns per thread's share of a column-parallel sum over rows (128 bytes) */
 #define COL_BLOCK 32
@@ -247,4 +248,23 @@ void cpu_scatter_rows(float *dst, const float *src, const int *rows, int n, int 
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++) memcpy(dst + (size_t)rows[i] * C, src + (size_t)i * C, (size_t)C * sizeof *dst);
+}
+
+/* The token task (synthetic.h): B sequences from first_sample. */
+void cpu_synth_tokens(int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first_sample, int B, int T,
+                      int V, int nmask, int bert, uint64_t seed)
+{
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const int row = b * T + t;
+            int target, k;
+            synth_position(seed, first_sample + (uint64_t)b, t, T, V, nmask, bert, &tokens[row], &segments[row], &target,
+                           &k);
+            if (!bert) targets[row] = target;
+            else if (k >= 0) {
+                targets[b * nmask + k] = target;
+                mask_rows[b * nmask + k] = row;
+            }
+        }
 }

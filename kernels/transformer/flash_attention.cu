@@ -17,8 +17,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "dtype_cuda.cuh"
-#include "flash_attention.h"
+#include "kernels/dtype_cuda.cuh"
+#include "kernels/transformer/flash_attention.h"
 
 #define FA_ROWS 64   /* query rows of a forward / dQ block; key rows of a dK dV block */
 #define FA_TILE 64   /* rows of the tiles a block loops over */
