@@ -195,11 +195,12 @@ FUZZ_DIR := build/fuzz
 FUZZ_CC ?= clang
 FUZZ_FALLBACK_CC ?= gcc
 FUZZ_SECONDS ?= 120
-FUZZ_HARNESSES := config report_read
+FUZZ_HARNESSES := config result_read
 FUZZ_SRC_config := src/config/config.c src/config/config_ini.c src/config/config_keys.c src/config/config_value.c \
 	src/base/ini_lines.c src/base/safe_file.c src/base/utf8.c
-FUZZ_SRC_report_read := src/report/report_read.c src/report/report_read_runs.c src/report/report_read_comm.c \
-	src/report/report_read_topo.c src/result/h5read.c src/result/schema.c src/base/utf8.c src/result/checksum.c
+FUZZ_SRC_result_read := src/result/result_read.c src/result/result_read_runs.c src/result/result_read_comm.c \
+	src/result/result_read_topo.c src/result/result_read_compat.c src/result/result_in.c src/result/h5read.c \
+	src/result/schema.c src/result/checksum.c src/base/utf8.c src/base/error.c src/base/log.c
 # recursive (=): pkg-config and the probe run only when a fuzz target is made
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Isrc -I. $(SAN_FLAGS) $(shell $(PKG_CONFIG) --cflags hdf5 jansson inih)
 FUZZ_LDLIBS = $(shell $(PKG_CONFIG) --libs hdf5) -Wl,-Bstatic -linih -Wl,-Bdynamic -lm
@@ -211,7 +212,7 @@ FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:allocator_may_return_nul
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0
 
 $(FUZZ_DIR)/fuzz_config: $(FUZZ_SRC_config)
-$(FUZZ_DIR)/fuzz_report_read: $(FUZZ_SRC_report_read)
+$(FUZZ_DIR)/fuzz_result_read: $(FUZZ_SRC_result_read)
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/standalone_main.c $(shell find src -name '*.h')
 	@mkdir -p $(@D)
 	@if $(FUZZ_PROBE); then \

@@ -15,7 +15,7 @@
  *
  * A result file is data from whoever could write it: its strings are escaped for
  * each output (report_format.c, csv.c), and its figures checked as they are read
- * (report_read*.c). The names the report writes (--plot, --doc and its OUT-figs) are
+ * (result_read*.c). The names the report writes (--plot, --doc and its OUT-figs) are
  * checked before any file is read (their folder there, safe_dir_check_target: no
  * link, FIFO or device there, no control character in the name, room for the
  * temporary, more than an extension) and written through exclusive temporaries beside

@@ -5,7 +5,7 @@
  * sealed whose checksums do not match (sealing it would vouch for the change); one
  * whose checksums match is left as it is. The file is read once more, without
  * following a link and only while it is the file checked, and sealed in memory
- * (HDF5's core driver), checked, written to a copy beside it, NAME.seal.tmp (created
+ * (checksum_seal_image), checked, written to a copy beside it, NAME.seal.tmp (created
  * exclusively, never through a link: one that is there already is another seal's),
  * fsync'ed, then renamed over NAME (safe_file_commit), so that NAME is at every
  * moment the file as it was or the file sealed, never half of either. A link, a FIFO
@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include <unistd.h>
 
 #include "result/checksum.h"
+#include "result/result_in.h"
 #include "cli/commands.h"
 #include "report/report.h"
 #include "base/safe_file.h"
@@ -82,51 +82,6 @@ static void *read_all(int fd, size_t size, size_t *got)
     return buf;
 }
 
-/* A file's bytes opened as HDF5 in memory (the core driver, nothing on disk): the
- * seal is made on a copy no other process can reach, by name or otherwise. */
-static hid_t open_image(void *buf, size_t size, unsigned flags, const char *name)
-{
-    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    hid_t f = -1;
-    if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0 && H5Pset_file_image(fapl, buf, size) >= 0)
-        f = H5Fopen(name, flags, fapl);
-    if (fapl >= 0) H5Pclose(fapl);
-    return f;
-}
-
-/* The image sealed and read back as the report will read it: the sealed image
- * (malloc'ed, its size in sealed_size), or NULL with the reason in err. */
-static void *seal_image(void *buf, size_t size, size_t *sealed_size, char *err, size_t errlen)
-{
-    char why[512] = "";
-    void *out = NULL;
-    ssize_t n = -1;
-    hid_t f = open_image(buf, size, H5F_ACC_RDWR, "dpscale-seal");
-    int rc = f >= 0 && checksum_seal(f, why, sizeof why) == 0 && H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0 ? 0 : -1;
-    if (rc == 0 && (n = H5Fget_file_image(f, NULL, 0)) > 0 && (out = malloc((size_t)n)) != NULL &&
-        H5Fget_file_image(f, out, (size_t)n) != n)
-        rc = -1;
-    if (rc == 0 && (n <= 0 || out == NULL)) rc = -1;
-    if (f >= 0 && H5Fclose(f) < 0) rc = -1;
-    if (rc != 0) {
-        snprintf(err, errlen, "sealing it failed: %s", why[0] ? why : "HDF5 cannot write it");
-        free(out);
-        return NULL;
-    }
-    f = open_image(out, (size_t)n, H5F_ACC_RDONLY, "dpscale-seal-check");
-    if (f < 0 || checksum_verify(f, why, sizeof why) != 1) {
-        snprintf(err, errlen, "the sealed copy does not verify: %s", why[0] ? why : "it cannot be opened");
-        rc = -1;
-    }
-    if (f >= 0) H5Fclose(f);
-    if (rc != 0) {
-        free(out);
-        return NULL;
-    }
-    *sealed_size = (size_t)n;
-    return out;
-}
-
 enum seal_copy_rc { COPY_MADE = 0, COPY_NONE = -1, COPY_OURS = -2, COPY_OTHERS = -3 };
 
 /* `path` (opened without following a link, and only while it is the regular file
@@ -156,7 +111,7 @@ static int seal_copy(const struct safe_dir *d, const char *name, const struct st
         snprintf(err, errlen, "cannot read it: %s", strerror(errno));
         return COPY_NONE;
     }
-    void *sealed = seal_image(buf, size, &sealed_size, err, errlen);
+    void *sealed = checksum_seal_image(buf, size, &sealed_size, err, errlen);
     free(buf);
     if (sealed == NULL) return COPY_NONE;
     /* O_EXCL: a copy of another seal's (or anything else planted there) is never
@@ -303,7 +258,7 @@ int cmd_seal(int argc, char **argv)
         usage(stderr);
         return EXIT_BAD_INPUT;
     }
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a failure is said in one line, not HDF5's stack */
+    result_hdf5_quiet();
     int worst = EXIT_OK;
     for (int i = optind; i < argc; i++) {
         const int rc = seal_one(argv[i]);

@@ -1,7 +1,7 @@
 /* project.h — the projection of a data-parallel step onto N GPUs we did not run on
  * (docs/PROJECTION.md): one step simulated bucket by bucket, from a backward timeline
  * measured on one GPU and the target's allreduce time by message size. Pure
- * functions, no I/O: the caller reads the result files (cmd_project.c). */
+ * functions, no I/O: the caller reads the result files (project_read.h). */
 #ifndef DPSCALE_PROJECT_H
 #define DPSCALE_PROJECT_H
 

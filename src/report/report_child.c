@@ -3,7 +3,7 @@
  * itself crashes on it (HDF5 1.10 copies a variable-length string from wherever a
  * corrupt global-heap ID points) or loops; then that child dies or is killed at its
  * deadline, the report names the file, and every other file of the call is still
- * reported. The child reads the file (report_read: its checksums, its sizes, its
+ * reported. The child reads the file (result_read: its checksums, its sizes, its
  * tables) and, for --doc and --plot, its attributes as text (doc_read_info), and
  * hands the structures back through a pipe: a fork has the parent's layout, so they
  * travel as bytes, and the parent checks only that all of them came. The child has
@@ -89,8 +89,8 @@ static void child(int fd, const char *path, int flags)
     static struct report_file f;
     struct header h = {0};
     injected_fault(path);
-    h.rc = report_read(path, &f, h.err, sizeof h.err);
-    if (h.rc == 0 && (flags & REPORT_READ_SEALED) && (h.rc = report_require_seal(&f, h.err, sizeof h.err)) != 0)
+    h.rc = result_read(path, &f, h.err, sizeof h.err);
+    if (h.rc == 0 && (flags & REPORT_READ_SEALED) && (h.rc = result_require_seal(&f, h.err, sizeof h.err)) != 0)
         report_free(&f);
     if (h.rc == 0 && (flags & REPORT_READ_INFO) && (f.info = calloc(1, sizeof *f.info)) != NULL) doc_read_info(path, f.info);
     h.has_comm = f.comm != NULL;
@@ -182,6 +182,14 @@ static int unpack(const char *buf, size_t len, struct report_file *f, char *err,
         f->info->nattrs = f->info->cap = h.nattrs > 0 ? h.nattrs : 0;
     }
     return at == len ? 0 : -1;
+}
+
+void report_free(struct report_file *f)
+{
+    if (f->info != NULL) free(f->info->attrs); /* doc_free_info's work, without linking the document's reader */
+    free(f->info);
+    f->info = NULL;
+    result_free(f);
 }
 
 int report_read_isolated(const char *path, struct report_file *f, int flags, double timeout_s, char *err, size_t errlen)

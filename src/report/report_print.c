@@ -127,6 +127,20 @@ int report_distinct_systems(const struct report_file *f, int first_rows[])
     return n;
 }
 
+void report_label(struct report_file *files, int n)
+{
+    const struct report_file *first = NULL; /* the tags set run files apart; comm and topo files have none */
+    int overlaps_differ = 0;
+    for (int i = 0; i < n; i++) {
+        if (files[i].kind != REPORT_RUNS) continue;
+        if (first == NULL) first = &files[i];
+        overlaps_differ |= strcmp(files[i].overlap, first->overlap) != 0;
+    }
+    for (int i = 0; i < n; i++)
+        snprintf(files[i].tag, sizeof files[i].tag, "%s%.7s", overlaps_differ && files[i].kind == REPORT_RUNS ? "overlap " : "",
+                 overlaps_differ && files[i].kind == REPORT_RUNS ? files[i].overlap : "");
+}
+
 /* The rows of a file grouped by system, in the order the Markdown tables show them. */
 static int rows_in_order(const struct report_file *f, int order[REPORT_MAX_ROWS])
 {

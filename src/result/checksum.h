@@ -52,4 +52,10 @@ int checksum_seal(hid_t file, char *err, size_t errlen);
  * in err. */
 int checksum_verify(hid_t file, char *err, size_t errlen);
 
+/* A file's bytes (an HDF5 image of size bytes) sealed in memory (HDF5's core driver,
+ * nothing on disk: a copy no other process can reach) and read back as the report will
+ * verify it: the sealed image, malloc'ed, its size in *sealed_size; NULL with the reason
+ * in err ("sealing it failed: ...", "the sealed copy does not verify: ..."). */
+void *checksum_seal_image(void *buf, size_t size, size_t *sealed_size, char *err, size_t errlen);
+
 #endif

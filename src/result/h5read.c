@@ -62,6 +62,24 @@ int h5_attr_str(hid_t obj, const char *name, char *buf, size_t len)
     return rc;
 }
 
+char *h5_attr_text(hid_t obj, const char *name, size_t max)
+{
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : -1, s = a >= 0 ? H5Aget_space(a) : -1;
+    char *text = NULL, *v = NULL;
+    if (t >= 0 && s >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0 && H5Sget_simple_extent_npoints(s) == 1) {
+        hid_t m = H5Tcopy(H5T_C_S1);
+        H5Tset_size(m, H5T_VARIABLE);
+        H5Tset_cset(m, H5Tget_cset(t));
+        if (H5Aread(a, m, &v) >= 0 && v != NULL && strlen(v) < max) text = strdup(v);
+        if (v != NULL) H5free_memory(v);
+        H5Tclose(m);
+    }
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return text;
+}
+
 double h5_attr_double(hid_t obj, const char *name)
 {
     double v = NAN;

@@ -12,6 +12,11 @@
 /* 0 with the value in buf (truncated to len), or -1 ("" in buf) when absent or not a string. */
 int h5_attr_str(hid_t obj, const char *name, char *buf, size_t len);
 
+/* The scalar variable-length string attribute as the file holds it (no UTF-8 repair),
+ * malloc'ed; NULL when absent, not one variable-length string, unreadable, or `max`
+ * bytes long or longer. */
+char *h5_attr_text(hid_t obj, const char *name, size_t max);
+
 /* The attribute as a number (integers converted), or NaN when absent or not a number. */
 double h5_attr_double(hid_t obj, const char *name);
 

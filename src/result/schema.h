@@ -1,7 +1,7 @@
 /* schema.h — the result file's vocabulary, defined once: the name, units and meaning
  * of every table column and dataset, and the provenance attributes. The writer
  * (h5out*.c) takes units from here and refuses a dataset that is not listed; the
- * readers (report_read*.c) take the names, and the names they had before schema 5;
+ * readers (result_read*.c) take the names, and the names they had before schema 5;
  * tests/gpu/check.py and the tests parse this file, so Python cannot drift either.
  *
  * Units: SI, named in the field as well: `_s` seconds, `_bytes` bytes, `_GBps` 1e9

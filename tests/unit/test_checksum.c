@@ -1,16 +1,20 @@
 /* test_checksum.c — a result file's checksums (checksum.h): XXH64 gives the reference
  * values; a sealed file verifies; a changed value, attribute, name, an added or a
- * removed object is named; a file without checksums is read as before; and h5read
- * never reads an array attribute into room for one value. */
+ * removed object is named; a file without checksums is read as before; a file's
+ * image sealed in memory verifies; h5read never reads an array attribute into room for
+ * one value; and an open file (result_in.h) reads by the path of its groups. */
 #include <hdf5.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "result/checksum.h"
 #include "result/h5read.h"
+#include "result/result_in.h"
 #include "check.h"
 
 static char g_path[64];
@@ -204,6 +208,54 @@ TEST(an_array_attribute_is_never_read_as_one_value)
     H5Tclose(t);
     H5Sclose(s);
     H5Fclose(f);
+}
+
+TEST(an_image_sealed_in_memory_verifies_and_the_file_is_untouched)
+{
+    char err[512] = "";
+    write_file(0);
+    FILE *in = fopen(g_path, "rb");
+    CHECK(in != NULL);
+    static char bytes[1 << 20];
+    const size_t size = fread(bytes, 1, sizeof bytes, in);
+    fclose(in);
+    size_t sealed_size = 0;
+    void *sealed = checksum_seal_image(bytes, size, &sealed_size, err, sizeof err);
+    CHECK(sealed != NULL && sealed_size > 0);
+    CHECK(verify(err, sizeof err) == 0); /* the file on disk still has none */
+    FILE *out = fopen(g_path, "wb");
+    CHECK(out != NULL && fwrite(sealed, 1, sealed_size, out) == sealed_size);
+    fclose(out);
+    free(sealed);
+    CHECK(verify(err, sizeof err) == 1);
+}
+
+TEST(an_open_file_reads_by_group_path)
+{
+    char err[512] = "", text[64];
+    write_file(1);
+    struct result_in *in = result_in_open(g_path, err, sizeof err);
+    CHECK(in != NULL);
+    CHECK(result_in_attr_int(in, "", "schema_version", 0) == 5);
+    CHECK(result_in_attr_str(in, "", "writer", text, sizeof text) == 0 && strcmp(text, "dpscale") == 0);
+    double v = -1;
+    CHECK(result_in_attr_first(in, "runs/n2", "nranks", &v) == 1 && v == 2);
+    CHECK(result_in_attr_first(in, "runs/n2", "none", &v) == 0 && v == 2);
+    CHECK(result_in_attr_first(in, "nowhere", "nranks", &v) == 0);
+    CHECK(result_in_is_group(in, "runs/n2") && !result_in_is_group(in, "summary"));
+    char names[4][RESULT_NAME_LEN];
+    CHECK(result_in_children(in, "runs", names, 4) == 1 && strcmp(names[0], "n2") == 0);
+    CHECK(result_count_of("n2") == 2 && result_count_of("n") == 0 && result_count_of("n2x") == 0);
+    size_t n = 0, dims[3];
+    double *step = result_in_figures(in, "runs/n2", "step_s", 2, &n, dims, err, sizeof err);
+    CHECK(step != NULL && n == 6 && dims[0] == 2 && dims[1] == 3 && dims[2] == 1 && step[5] == 6);
+    free(step);
+    CHECK(result_in_figures(in, "runs/n2", "absent_s", 2, &n, dims, err, sizeof err) == NULL && err[0] == '\0');
+    CHECK(result_in_figures(in, "runs/n2", "step_s", 1, &n, dims, err, sizeof err) == NULL);
+    CHECK_CONTAINS(err, "damaged: /runs/n2/step_s has 2 dimensions; it must have 1 to 1");
+    result_in_close(in);
+    CHECK(result_in_open("/nonexistent/file.h5", err, sizeof err) == NULL);
+    CHECK_CONTAINS(err, "cannot open it: ");
 }
 
 int main(void)

@@ -429,7 +429,7 @@ TEST(the_host_path_is_written_host_and_read_back_as_host)
     H5Fclose(f);
     /* schema 6 writes host: the report reads it as it is (its pcie would be P2P over PCIe) */
     struct report_file rf;
-    CHECK(report_read(path, &rf, err, sizeof err) == 0);
+    CHECK(result_read(path, &rf, err, sizeof err) == 0);
     CHECK(rf.nrows == 2 && strcmp(rf.rows[1].library, "nccl") == 0 && strcmp(rf.rows[1].path, "host") == 0);
     char label[256];
     report_system_label(&rf, &rf.rows[1], label, sizeof label);

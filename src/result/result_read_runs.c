@@ -1,15 +1,15 @@
-/* report_read_runs.c — the scaling runs of a result file (dpscale run, or a
- * projection): /config, /model and the /summary table (report_read.h). Schema 2
- * names each run by library and path (/summary columns `library`, `path`); schema 1
- * (the files measured before, which cannot be measured again) by one `transport`
- * column (report_schema1_transport). Each figure is checked against its meaning in
- * schema.h before it is kept (figures[] below). */
+/* result_read_runs.c — the scaling runs of a result file (dpscale run, or a
+ * projection): /config, /model and the /summary table (result_read_internal.h).
+ * Schema 2 names each run by library and path (/summary columns `library`, `path`);
+ * schema 1 (the files measured before, which cannot be measured again) by one
+ * `transport` column (result_schema1_transport). Each figure is checked against its
+ * meaning in schema.h before it is kept (figures[] below). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "result/h5read.h"
-#include "report/report_read.h"
+#include "result/result_read_internal.h"
 #include "base/utf8.h"
 
 /* A count attribute, or 0 when absent (a NaN is no long long). */
@@ -76,7 +76,7 @@ static int has_column(hid_t dset, const char *name, int *vlen)
 /* One column of /summary by name, as doubles. */
 static int read_column(hid_t dset, const char *name, double *out)
 {
-    name = report_name_in(-1, dset, name);
+    name = result_name_in(-1, dset, name);
     if (!has_column(dset, name, NULL)) return -1;
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(double));
     H5Tinsert(t, name, 0, H5T_NATIVE_DOUBLE);
@@ -95,7 +95,7 @@ static int read_column(hid_t dset, const char *name, double *out)
 #define MAX_RATE 1e15
 static const struct {
     const char *column;
-    struct report_figure rule;
+    struct result_figure rule;
 } figures[] = {
     {"samples_per_s", {0, 1, MAX_RATE}},         {"samples_per_s_per_rank", {0, 1, MAX_RATE}},
     {"speedup", {1, 1, 1e6}},                    {"efficiency", {1, 1, 1e6}},
@@ -117,7 +117,7 @@ static int check_figures(const struct report_file *f, char *err, size_t errlen)
         for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
             char what[96];
             snprintf(what, sizeof what, "/summary's %s of row %d", figures[k].column, i + 1);
-            if (report_check_figure(what, v[k], figures[k].rule, err, errlen) != 0) return -1;
+            if (result_check_figure(what, v[k], figures[k].rule, err, errlen) != 0) return -1;
         }
     }
     return 0;
@@ -177,7 +177,7 @@ static void read_model(hid_t file, hid_t cfg, struct report_file *f)
 
 #define MAX_UNITS_PER_SAMPLE (1 << 24) /* tokens of one sequence: 16 M, past any model's context */
 
-int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, size_t errlen)
+int result_read_runs(hid_t file, int schema, struct report_file *f, char *err, size_t errlen)
 {
     int rc = -1;
     hid_t cfg = H5Gopen2(file, "config", H5P_DEFAULT), sum = H5Dopen2(file, "summary", H5P_DEFAULT), space = -1;
@@ -262,7 +262,7 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
         }
         for (int i = 0; i < f->nrows; i++) {
             utf8_copy(f->rows[i].library, sizeof f->rows[i].library, names[i]);
-            report_path_in(schema, paths[i], f->rows[i].path, sizeof f->rows[i].path);
+            result_path_in(schema, paths[i], f->rows[i].path, sizeof f->rows[i].path);
         }
     } else {
         if (read_text_column(sum, "transport", f->nrows, names) != 0) {
@@ -270,7 +270,7 @@ int report_read_runs(hid_t file, int schema, struct report_file *f, char *err, s
             goto done;
         }
         for (int i = 0; i < f->nrows; i++)
-            report_schema1_transport(names[i], f->rows[i].library, sizeof f->rows[i].library, f->rows[i].path,
+            result_schema1_transport(names[i], f->rows[i].library, sizeof f->rows[i].library, f->rows[i].path,
                                      sizeof f->rows[i].path);
     }
     rc = 0;

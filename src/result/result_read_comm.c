@@ -1,15 +1,16 @@
-/* report_read_comm.c — the allreduce sweeps of a dpscale comm file (report_read.h):
- * /collectives/<library>/<path>/n<N> from schema 2, /collectives/<transport>/n<N> in
- * schema 1. Each sweep keeps per size the time of one allreduce on its slowest rank,
- * algbw and busbw as the file holds them, and the count of wrong elements, each
- * checked to be a finite figure, not negative, below a ceiling no sweep reaches. */
+/* result_read_comm.c — the allreduce sweeps of a dpscale comm file
+ * (result_read_internal.h): /collectives/<library>/<path>/n<N> from schema 2,
+ * /collectives/<transport>/n<N> in schema 1. Each sweep keeps per size the time of
+ * one allreduce on its slowest rank, algbw and busbw as the file holds them, and the
+ * count of wrong elements, each checked to be a finite figure, not negative, below a
+ * ceiling no sweep reaches. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "result/h5read.h"
-#include "report/report_read.h"
+#include "result/result_read_internal.h"
 #include "base/utf8.h"
 
 #define MAX_CHILDREN 64
@@ -64,7 +65,7 @@ static int read_sweep(hid_t file, const char *group, struct report_sweep *s, cha
         goto done;
     }
     s->nsizes = (int)d[0];
-    const char *names[] = {report_name_in(g, -1, "algbw_GBps"), report_name_in(g, -1, "busbw_GBps"), "wrong_elements"};
+    const char *names[] = {result_name_in(g, -1, "algbw_GBps"), result_name_in(g, -1, "busbw_GBps"), "wrong_elements"};
     double *into[] = {s->algbw_gbps, s->busbw_gbps, s->wrong};
     for (int k = 0; k < 3; k++)
         if (h5_read_doubles(g, names[k], into[k], REPORT_MAX_SIZES, d) != 0 || (int)d[0] != s->nsizes || d[1] != 1) {
@@ -82,21 +83,21 @@ static int read_sweep(hid_t file, const char *group, struct report_sweep *s, cha
         snprintf(err, errlen, "damaged: /%s/time_s is missing or not [%d sizes x %d ranks]", group, s->nsizes, s->nranks);
         goto done;
     }
-    static const struct report_figure size_rule = {0, 1, 1e18}, time_rule = {0, 0, 1e6}, bw_rule = {0, 0, 1e7},
+    static const struct result_figure size_rule = {0, 1, 1e18}, time_rule = {0, 0, 1e6}, bw_rule = {0, 0, 1e7},
                                       wrong_rule = {0, 0, 9e15};
     for (int k = 0; k < s->nsizes; k++) {
-        const struct { const char *name; double v; struct report_figure rule; } fig[] = {
+        const struct { const char *name; double v; struct result_figure rule; } fig[] = {
             {"size_bytes", s->size_bytes[k], size_rule}, {names[0], s->algbw_gbps[k], bw_rule},
             {names[1], s->busbw_gbps[k], bw_rule},       {"wrong_elements", s->wrong[k], wrong_rule}};
         for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++) {
             char what[700];
             snprintf(what, sizeof what, "/%s/%s[%d]", group, fig[i].name, k);
-            if (report_check_figure(what, fig[i].v, fig[i].rule, err, errlen) != 0) goto done;
+            if (result_check_figure(what, fig[i].v, fig[i].rule, err, errlen) != 0) goto done;
         }
         for (size_t r = 0; r < dt[1]; r++) {
             char what[700];
             snprintf(what, sizeof what, "/%s/time_s[%d][%zu]", group, k, r);
-            if (report_check_figure(what, time_s[(size_t)k * dt[1] + r], time_rule, err, errlen) != 0) goto done;
+            if (result_check_figure(what, time_s[(size_t)k * dt[1] + r], time_rule, err, errlen) != 0) goto done;
         }
     }
     for (int k = 0; k < s->nsizes; k++) { /* the slowest rank sets the time, as algbw was computed */
@@ -119,7 +120,7 @@ static int by_system_then_ranks(const void *a, const void *b)
     return c != 0 ? c : (x->nranks > y->nranks) - (x->nranks < y->nranks);
 }
 
-int report_read_comm(hid_t file, int schema, struct report_file *f, char *err, size_t errlen)
+int result_read_comm(hid_t file, int schema, struct report_file *f, char *err, size_t errlen)
 {
     f->comm = calloc(1, sizeof *f->comm);
     if (f->comm == NULL) {
@@ -155,9 +156,9 @@ int report_read_comm(hid_t file, int schema, struct report_file *f, char *err, s
                 snprintf(sweep, sizeof sweep, "%s/%s", group, leaf.name[k]);
                 if (schema >= 2) {
                     utf8_copy(s->library, sizeof s->library, top.name[i]);
-                    report_path_in(schema, mid.name[j], s->path, sizeof s->path);
+                    result_path_in(schema, mid.name[j], s->path, sizeof s->path);
                 } else {
-                    report_schema1_transport(top.name[i], s->library, sizeof s->library, s->path, sizeof s->path);
+                    result_schema1_transport(top.name[i], s->library, sizeof s->library, s->path, sizeof s->path);
                 }
                 if (read_sweep(file, sweep, s, err, errlen) != 0) return -1;
                 c->nsweeps++;

@@ -1,10 +1,10 @@
-/* fuzz_report_read.c — libFuzzer harness of the result-file reader of `dpscale
- * report` (report_read() in src/report/report_read.c, and through it the readers of run,
- * comm and topo files): the input is written to a file of its own and opened as a
- * result file, the way the report meets a damaged or hostile file. A refusal is
- * expected; a crash, an out-of-bounds access, a leak or an HDF5 identifier left
- * open is the bug. HDF5 itself is
- * not instrumented: a crash inside libhdf5 is HDF5's, but still worth a report. */
+/* fuzz_result_read.c — libFuzzer harness of the result-file reader of `dpscale
+ * report`, `project` and `seal` (result_read() in src/result/result_read.c, and
+ * through it the readers of run, comm and topo files): the input is written to a file
+ * of its own and opened as a result file, the way the report meets a damaged or
+ * hostile file. A refusal is expected; a crash, an out-of-bounds access, a leak or an
+ * HDF5 identifier left open is the bug. HDF5 itself is not instrumented: a crash
+ * inside libhdf5 is HDF5's, but still worth a report. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 
 #include <hdf5.h>
 
-#include "report/report.h"
+#include "result/result_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     close(fd);
     struct report_file f;
     char err[1024];
-    if (report_read(path, &f, err, sizeof err) == 0) report_free(&f);
+    if (result_read(path, &f, err, sizeof err) == 0) result_free(&f);
     else if (err[0] == '\0') __builtin_trap(); /* a refusal says why */
     if (H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL) != 0) __builtin_trap(); /* every identifier closed, file included */
     unlink(path);

@@ -1,4 +1,4 @@
-/* report_read_topo.c — the node of a dpscale topo file (report_read.h):
+/* result_read_topo.c — the node of a dpscale topo file (result_read_internal.h):
  * /system/topology's link matrix, each GPU's PCIe link, NUMA node, CPU affinity and
  * NVLinks, the network adapters, and the copy matrices when they were measured.
  * Every number is NaN or finite and within +-1e9 (a NUMA node of -1 is "unknown"):
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "result/h5read.h"
-#include "report/report_read.h"
+#include "result/result_read_internal.h"
 #include "base/utf8.h"
 
 #define G REPORT_MAX_GPUS
@@ -75,7 +75,7 @@ static int read_nics(hid_t g, struct report_topo *t)
     if (h5_read_strings(g, "nic_state", &t->nic_state[0][0], sizeof t->nic_state[0], REPORT_MAX_NICS, &got) != 0 ||
         got != (size_t)t->nnics)
         return -1;
-    if (h5_read_doubles(g, report_name_in(g, -1, "nic_rate_Gbps"), t->nic_rate_gbps, REPORT_MAX_NICS, d) != 0 ||
+    if (h5_read_doubles(g, result_name_in(g, -1, "nic_rate_Gbps"), t->nic_rate_gbps, REPORT_MAX_NICS, d) != 0 ||
         d[0] != (size_t)t->nnics || plausible(t->nic_rate_gbps, d[0]) != 0)
         return -1;
     if (h5_read_doubles(g, "nic_numa_node", t->nic_numa_node, REPORT_MAX_NICS, d) != 0 || d[0] != (size_t)t->nnics ||
@@ -84,7 +84,7 @@ static int read_nics(hid_t g, struct report_topo *t)
     return 0;
 }
 
-int report_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen)
+int result_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen)
 {
     f->topo = calloc(1, sizeof *f->topo);
     if (f->topo == NULL) {
@@ -114,10 +114,10 @@ int report_read_topo(hid_t file, struct report_file *f, char *err, size_t errlen
                  "infinite or past 1e9");
         goto done;
     }
-    if (h5_exists(g, report_name_in(g, -1, "peer_unidir_GBps"))) { /* measured: all four matrices */
-        if (read_matrix(g, report_name_in(g, -1, "peer_unidir_GBps"), t->ngpus, t->unidir_gbps) != 0 ||
-            read_matrix(g, report_name_in(g, -1, "peer_bidir_GBps"), t->ngpus, t->bidir_gbps) != 0 ||
-            read_matrix(g, report_name_in(g, -1, "peer_host_GBps"), t->ngpus, t->host_gbps) != 0 ||
+    if (h5_exists(g, result_name_in(g, -1, "peer_unidir_GBps"))) { /* measured: all four matrices */
+        if (read_matrix(g, result_name_in(g, -1, "peer_unidir_GBps"), t->ngpus, t->unidir_gbps) != 0 ||
+            read_matrix(g, result_name_in(g, -1, "peer_bidir_GBps"), t->ngpus, t->bidir_gbps) != 0 ||
+            read_matrix(g, result_name_in(g, -1, "peer_host_GBps"), t->ngpus, t->host_gbps) != 0 ||
             read_matrix(g, "peer_latency_us", t->ngpus, t->latency_us) != 0) {
             snprintf(err, errlen, "damaged: /system/topology's copy matrices are not all %d x %d finite figures",
                      t->ngpus, t->ngpus);
