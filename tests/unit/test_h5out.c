@@ -10,6 +10,7 @@
 
 #include "result/h5out.h"
 #include "result/h5w.h"
+#include "train/stats.h"
 #include "report/report.h"
 #include "check.h"
 #include "test_model_of.h"
@@ -95,7 +96,7 @@ TEST(file_reads_back_with_schema_runs_and_summary)
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/a.h5", g_dir);
     const struct model *m = test_model_of(2, 8, 16, 4);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0, NULL}, err, sizeof err) == 0);
 
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     CHECK(f >= 0);
@@ -236,7 +237,7 @@ TEST(existing_file_is_never_overwritten)
     struct run_result runs[2];
     struct run_summary sums[2];
     fake_runs(runs, sums, &cfg);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) != 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0, NULL}, err, sizeof err) != 0);
     f = fopen(path, "r");
     char buf[16] = "";
     CHECK(fgets(buf, sizeof buf, f) != NULL && strcmp(buf, "precious") == 0);
@@ -259,7 +260,7 @@ TEST(full_disk_leaves_no_file_behind)
     signal(SIGXFSZ, SIG_IGN);
     small.rlim_max = old.rlim_max;
     setrlimit(RLIMIT_FSIZE, &small);
-    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err);
+    int rc = h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0, NULL}, err, sizeof err);
     setrlimit(RLIMIT_FSIZE, &old);
     CHECK(rc != 0);
     CHECK_CONTAINS(err, "nothing was kept");
@@ -308,7 +309,7 @@ TEST(every_dataset_has_units_and_every_string_is_utf8_of_variable_length)
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/units.h5", g_dir);
     const struct model *m = test_model_of(2, 8, 16, 4);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0, NULL}, err, sizeof err) == 0);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     int bad = 0;
     CHECK(H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, check_dataset, &bad) >= 0);
@@ -340,7 +341,7 @@ TEST(provenance_is_at_the_root_on_system_and_per_rank)
     char path[128], err[512], text[256];
     fake_runs(runs, sums, &cfg);
     snprintf(path, sizeof path, "%s/prov.h5", g_dir);
-    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &g_sys, &(struct h5out_contents){NULL, runs, sums, 2, NULL, 0, NULL, 0, 0, NULL}, err, sizeof err) == 0);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     read_attr_text(f, "git_commit", text, sizeof text);
     CHECK(text[0] != '\0');
@@ -414,7 +415,7 @@ TEST(the_host_path_is_written_host_and_read_back_as_host)
     sys.library = "nccl", sys.path = asked;
     snprintf(path, sizeof path, "%s/host.h5", g_dir);
     const struct model *m = test_model_of(2, 8, 16, 4);
-    CHECK(h5out_write(path, &cfg, &sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0}, err, sizeof err) == 0);
+    CHECK(h5out_write(path, &cfg, &sys, &(struct h5out_contents){m, runs, sums, 2, NULL, 0, NULL, 0, 0, NULL}, err, sizeof err) == 0);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     char text[64];
     hid_t g = H5Gopen2(f, "runs/nccl/host/n2", H5P_DEFAULT);
