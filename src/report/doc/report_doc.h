@@ -10,7 +10,7 @@
  *   report_doc.c          writes the document: the models' sections;
  *   report_doc_busbw.c    its busbw section;
  *   report_doc_provenance.c  its provenance appendix.
- * (report_tables.c is the other report: the tables of every kind, on stdout.) */
+ * (src/report/report_tables.c is the other report: the tables of every kind, on stdout.) */
 #ifndef DPSCALE_REPORT_DOC_H
 #define DPSCALE_REPORT_DOC_H
 
@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "report/report.h"
+#include "result/result_in.h"
 
 #define DOC_VALUE_LEN 1024
 
@@ -29,13 +30,6 @@ struct doc_attr {
 };
 
 /* A run of /runs as it proves its path: the NVLink counters around its timed steps. */
-struct doc_run {
-    char library[16], path[16];
-    int nranks;
-    double nvlink_tx_bytes, nvlink_expected_bytes; /* NaN when not recorded */
-    char proof[192];                               /* path_proof: "verified: ...", "not asked (path auto)" */
-};
-
 struct doc_info {
     int readable; /* 0: the file could not be opened again (the attributes below are empty) */
     int schema;
@@ -45,7 +39,7 @@ struct doc_info {
     int topo_ngpus;         /* /system/topology ngpus; 0 when absent */
     char link01[8];         /* the link between GPU 0 and GPU 1 ("NV18", "SYS"), or "" */
     int nruns;
-    struct doc_run runs[REPORT_MAX_ROWS];
+    struct result_run_proof runs[REPORT_MAX_ROWS]; /* the path each run took, and its proof */
 };
 
 /* Read a file's attributes again (report_read read its tables). Never fails: what

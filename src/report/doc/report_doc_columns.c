@@ -36,11 +36,11 @@ struct facts {
 };
 
 /* The largest run of a system that communicated (its proof says most). */
-static const struct doc_run *largest_run(const struct doc_info *info, const char *library, const char *path)
+static const struct result_run_proof *largest_run(const struct doc_info *info, const char *library, const char *path)
 {
-    const struct doc_run *best = NULL;
+    const struct result_run_proof *best = NULL;
     for (int i = 0; i < info->nruns; i++) {
-        const struct doc_run *r = &info->runs[i];
+        const struct result_run_proof *r = &info->runs[i];
         if (r->nranks > 1 && strcmp(r->library, library) == 0 && strcmp(r->path, path) == 0 && (!best || r->nranks > best->nranks))
             best = r;
     }
@@ -53,7 +53,7 @@ void doc_path_name(const char *library, const char *path, const struct doc_info 
     char p2p_off[16], shm_off[16];
     const int p2p = doc_nccl_env(info, "NCCL_P2P_DISABLE", p2p_off, sizeof p2p_off) && strcmp(p2p_off, "0") != 0;
     const int shm = doc_nccl_env(info, "NCCL_SHM_DISABLE", shm_off, sizeof shm_off) && strcmp(shm_off, "0") != 0;
-    const struct doc_run *run = largest_run(info, library, path);
+    const struct result_run_proof *run = largest_run(info, library, path);
     const int verified = run != NULL && strncmp(run->proof, "verified", 8) == 0;
     proof[0] = '\0';
     static const struct { const char *path, *name, *settings; } asked[] = {

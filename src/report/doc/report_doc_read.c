@@ -14,10 +14,6 @@
 #include "base/utf8.h"
 
 _Static_assert(sizeof((struct doc_attr *)0)->value == RESULT_TEXT_LEN, "an attribute's text as result_in.h gives it");
-_Static_assert(sizeof((struct doc_run *)0)->library == sizeof((struct result_run_proof *)0)->library &&
-                   sizeof((struct doc_run *)0)->path == sizeof((struct result_run_proof *)0)->path &&
-                   sizeof((struct doc_run *)0)->proof == sizeof((struct result_run_proof *)0)->proof,
-               "a run's proof as result_in.h gives it");
 
 /* Append text to buf (len bytes), keeping it NUL-terminated; 0 once it is full. */
 static int append(char *buf, size_t len, const char *text)
@@ -98,18 +94,7 @@ static void read_topology(const struct result_in *in, struct doc_info *info)
 
 static void read_runs(const struct result_in *in, struct doc_info *info)
 {
-    static struct result_run_proof runs[REPORT_MAX_ROWS];
-    info->nruns = result_in_run_proofs(in, info->schema, runs, REPORT_MAX_ROWS);
-    for (int i = 0; i < info->nruns; i++) {
-        struct doc_run *r = &info->runs[i];
-        memset(r, 0, sizeof *r);
-        memcpy(r->library, runs[i].library, sizeof r->library);
-        memcpy(r->path, runs[i].path, sizeof r->path);
-        memcpy(r->proof, runs[i].proof, sizeof r->proof);
-        r->nranks = runs[i].nranks;
-        r->nvlink_tx_bytes = runs[i].nvlink_tx_bytes;
-        r->nvlink_expected_bytes = runs[i].nvlink_expected_bytes;
-    }
+    info->nruns = result_in_run_proofs(in, info->schema, info->runs, REPORT_MAX_ROWS);
 }
 
 void doc_read_info(const char *path, struct doc_info *info)
