@@ -34,7 +34,7 @@ PKG_CONFIG := PKG_CONFIG_PATH=$(if $(wildcard $(OPENBLAS_OPENMP_PC)/openblas.pc)
 PKGS := hdf5 openblas jansson
 CFLAGS ?= -O3 -g
 # -fno-trapping-math lets GCC if-convert the clamps of the element-wise loops, and so vectorise them.
-# includes name their folder from src/ ("model/model.h") or the tree's root ("kernels/loss.h");
+# includes name their folder from src/ ("model/model.h") or the tree's root ("kernels/kernels_cuda.h");
 # -MMD -MP: each object's header dependencies, written beside it and read back below
 CPPFLAGS_TREE := -Isrc -I.
 CFLAGS += $(CPPFLAGS_TREE) -MMD -MP

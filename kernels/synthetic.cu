@@ -1,9 +1,9 @@
-/* synthetic.cu — a batch of the synthetic task generated on the GPU, from the
- * same functions as the CPU (synthetic.h), so both backends train on the same data. */
+/* synthetic.cu — a batch of the MLP's synthetic task generated on the GPU, from the
+ * same functions as the CPU (synthetic.h), so both backends train on the same data
+ * (the families' own tasks are beside their kernels). */
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/kernels_cuda.h"
 #include "kernels/synthetic.h"
-#include "kernels/transformer/transformer_kernels.h"
 
 template <typename T>
 __global__ void synth_kernel(T *x, int *labels, uint64_t first, int rows, int dim, int classes, uint64_t seed,
@@ -33,28 +33,4 @@ extern "C" cudaError_t cuda_synth_batch(void *x, int *labels, uint64_t first_sam
                                         int classes, uint64_t seed, int dtype, cudaStream_t stream)
 {
     return DISPATCH_DTYPE(dtype, launch, x, labels, first_sample, rows, input_dim, classes, seed, stream);
-}
-
-__global__ void synth_tokens_kernel(int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first, int B,
-                                    int T, int V, int nmask, int bert, uint64_t seed)
-{
-    const int row = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= B * T) return;
-    const int b = row / T, t = row % T;
-    int target, k;
-    synth_position(seed, first + (uint64_t)b, t, T, V, nmask, bert, &tokens[row], &segments[row], &target, &k);
-    if (!bert) targets[row] = target;
-    else if (k >= 0) {
-        targets[b * nmask + k] = target;
-        mask_rows[b * nmask + k] = row;
-    }
-}
-
-extern "C" cudaError_t cuda_synth_tokens(int *tokens, int *segments, int *targets, int *mask_rows, uint64_t first_sample,
-                                         int B, int T, int V, int nmask, int bert, uint64_t seed, cudaStream_t stream)
-{
-    const int rows = B * T;
-    synth_tokens_kernel<<<(rows + 255) / 256, 256, 0, stream>>>(tokens, segments, targets, mask_rows, first_sample, B, T,
-                                                                V, nmask, bert, seed);
-    return cudaGetLastError();
 }

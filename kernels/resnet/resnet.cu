@@ -3,7 +3,7 @@
  * backward, global average pooling and its backward, and the synthetic images
  * (synthetic_images.h, the same pure function of (seed, sample) as the CPU's, so both
  * backends see the same bits). Batch norm is batchnorm.cu's; the residual add with ReLU
- * is transformer.cu's add kernel with a ReLU (cuda_add_relu).
+ * is the families' residual add (cuda_add_relu, kernels/residual_add.cu).
  *
  * NHWC: a pixel's C channels are contiguous, so a thread moves 16 bytes of one pixel
  * (V = 16 / sizeof(T) channels) where C is a multiple of V and the pointers are 16-byte

@@ -1,7 +1,7 @@
 /* resnet_cpu.h — the CPU versions of the ResNet's own operations (the reference for
  * the CUDA ones to come): im2col and col2im, which make a convolution two GEMMs;
  * batch norm in training and frozen mode, with its ReLU fused; the residual add with
- * ReLU; max and global average pooling; the synthetic images (synthetic_cpu.c).
+ * ReLU; max and global average pooling; the synthetic images (resnet_cpu.c, synthetic_images.h).
  * Plain C over fp32 arrays, parallel with OpenMP, and deterministic: every sum has a
  * fixed order whatever the thread count (a channel's sum over rows goes over fixed
  * chunks of rows, added in chunk order; col2im and the pooling backward gather, they

@@ -1,6 +1,6 @@
 /* transformer_cpu.h — the CPU versions of the transformer's own operations (the
  * reference for the CUDA ones): embeddings, LayerNorm, attention, residual adds and
- * row gathers; the token task's sequences (synthetic_cpu.c). Plain C over row-major
+ * row gathers; the token task's sequences (transformer_cpu.c, synthetic.h). Plain C over row-major
  * fp32 arrays, parallel over rows with OpenMP.
  * Every backward is deterministic: the same inputs give the same bits, whatever the
  * thread count (no atomics; every sum has a fixed order).

@@ -44,6 +44,13 @@ struct rn_ops {
                          int classes, uint64_t seed);
 };
 
+/* A table the ResNet can run on: every one of its operations is there. */
+static inline int rn_ops_complete(const struct rn_ops *o)
+{
+    return o != NULL && o->im2col && o->col2im && o->batchnorm_forward && o->batchnorm_backward && o->add_relu &&
+           o->maxpool_forward && o->maxpool_backward && o->avgpool_forward && o->avgpool_backward && o->synth_images;
+}
+
 extern const struct rn_ops cpu_rn_ops; /* cpu_resnet.c; the CUDA backend's: cuda/resnet_cuda.h */
 
 #endif

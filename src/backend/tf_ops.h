@@ -52,6 +52,15 @@ struct tf_ops {
     void (*scatter_rows)(struct backend *b, void *dst, const void *src, const int *rows, int n, int C);
 };
 
+/* A table the transformer can run on: every operation it calls unconditionally is there
+ * (attention_products and the flash entries are optional, tested where they are used). */
+static inline int tf_ops_complete(const struct tf_ops *o)
+{
+    return o != NULL && o->embed_forward && o->embed_backward && o->layernorm_forward && o->layernorm_backward &&
+           o->attention_forward && o->attention_backward && o->add && o->gather_rows && o->scatter_rows &&
+           o->synth_tokens;
+}
+
 extern const struct tf_ops cpu_tf_ops; /* cpu_transformer.c; the CUDA backend's: cuda/transformer_cuda.h */
 
 #endif

@@ -1,4 +1,4 @@
-/* bench.c — `dpscale bench`: how much of one rank's training step is GEMM.
+/* cmd_bench.c — `dpscale bench`: how much of one rank's training step is GEMM.
  *
  * In one process it times (1) the real step, split by phase, and (2) the same
  * GEMMs on the same shapes and buffers with nothing else, and prints the ratio.

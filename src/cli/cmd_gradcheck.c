@@ -1,4 +1,4 @@
-/* gradcheck.c — `dpscale gradcheck`: the data-parallel gradient (each rank's
+/* cmd_gradcheck.c — `dpscale gradcheck`: the data-parallel gradient (each rank's
  * backward pass, summed by the allreduce and averaged) against central finite
  * differences of the global loss, on a sample of coordinates of every tensor.
  * Run it with a tiny model (configs/mlp-tiny.ini); it works on any backend and any

@@ -8,8 +8,8 @@
 #include <stdio.h>
 
 int cmd_run(int argc, char **argv);       /* the scaling sweep (cmd_run.c) */
-int cmd_gradcheck(int argc, char **argv); /* backward pass against finite differences (gradcheck.c) */
-int cmd_bench(int argc, char **argv);     /* the step against its GEMMs alone (bench.c) */
+int cmd_gradcheck(int argc, char **argv); /* backward pass against finite differences (cmd_gradcheck.c) */
+int cmd_bench(int argc, char **argv);     /* the step against its GEMMs alone (cmd_bench.c) */
 int cmd_dump(int argc, char **argv);      /* one step laid open for an independent implementation (cmd_dump.c) */
 int cmd_comm(int argc, char **argv);      /* allreduce bandwidth sweep (cmd_comm.c) */
 int cmd_topo(int argc, char **argv);      /* the node's GPU, PCIe, NVLink and network topology (cmd_topo.c) */

@@ -1,7 +1,7 @@
 /* step.h — the pieces of one training step on one rank: the buffers it needs, the
  * forward pass with the loss, the backward pass, the data, and the GEMMs alone (for
  * the benchmark that measures how much of the step is GEMM). The timed loop
- * (run_loop.c), the gradient check (gradcheck.c) and the benchmark (bench.c) are
+ * (run_loop.c), the gradient check (cmd_gradcheck.c) and the benchmark (cmd_bench.c) are
  * built from these, and know no model: each step_* function hands over to the
  * model's own (struct model_ops, src/model/families/<type>.c).
  *

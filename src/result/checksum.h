@@ -19,7 +19,7 @@
  * first object whose hash does not match. A file without `checksums` is one written
  * before dpscale sealed its files only when its schema is older than
  * CHECKSUM_SINCE_SCHEMA: the report reads those as before, with a note, and refuses
- * any later one as damaged (report_require_seal, report.h).
+ * any later one as damaged (result_require_seal, result/result_read.h).
  *
  * The checksums tell a changed byte, not who changed it: anyone can seal a file
  * (dpscale seal), so the report checks the figures it reads all the same. */

@@ -117,6 +117,12 @@ TEST(a_backend_without_the_resnet_operations_is_refused)
     be.rn = NULL; /* a backend without them */
     CHECK(m.ops->supported(&m, &be, err, sizeof err) != 0);
     CHECK_CONTAINS(err, "the cpu backend lacks the resnet's operations; use --backend=cpu");
+    struct rn_ops partial = cpu_rn_ops; /* a table with one of them missing */
+    partial.batchnorm_backward = NULL;
+    be.rn = &partial;
+    err[0] = '\0';
+    CHECK(m.ops->supported(&m, &be, err, sizeof err) != 0);
+    CHECK_CONTAINS(err, "the cpu backend lacks the resnet's operations; use --backend=cpu");
     model_free(&m);
 }
 

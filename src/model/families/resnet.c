@@ -273,11 +273,11 @@ static void rn_summary(const struct model *m, char *buf, size_t len)
              p->frozen ? "frozen batch norm" : "batch norm over each rank's batch");
 }
 
-/* The backend has the ResNet's operations (rn_ops.h). */
+/* The backend has the ResNet's operations, all of them (rn_ops.h). */
 static int rn_supported(const struct model *m, const struct backend *be, char *err, size_t errlen)
 {
     (void)m;
-    if (be->rn != NULL) return 0;
+    if (rn_ops_complete(be->rn)) return 0;
     snprintf(err, errlen, "the %s backend lacks the resnet's operations; use --backend=cpu", be->ops->name);
     return -1;
 }

@@ -204,7 +204,7 @@ static int tf_supported(const struct model *m, const struct backend *be, char *e
 {
     struct tf *p = m->impl;
     const struct tf_ops *o = be->tf;
-    if (o == NULL) {
+    if (!tf_ops_complete(o)) {
         snprintf(err, errlen, "the %s backend has no transformer kernels yet (embeddings, LayerNorm, attention); run "
                  "model.type = gpt or bert with run.backend = cpu", be->ops->name);
         return -1;

@@ -42,7 +42,7 @@ struct doc_info {
     struct result_run_proof runs[REPORT_MAX_ROWS]; /* the path each run took, and its proof */
 };
 
-/* Read a file's attributes again (report_read read its tables). Never fails: what
+/* Read a file's attributes again (result_read read its tables). Never fails: what
  * cannot be read is left out. doc_free_info releases it. */
 void doc_read_info(const char *path, struct doc_info *info);
 void doc_free_info(struct doc_info *info);
