@@ -96,11 +96,11 @@ def error_lines(text):
     return [l for l in text.splitlines() if l.startswith("dpscale: error:")]
 
 
-def start(np, base, outdir, *args, name="r.h5", wrap=()):
+def start(np, base, outdir, *args, name="r.h5", wrap=(), env=None):
     cmd = [*wrap, "mpirun", "-np", str(np), str(BINARY), "run", "--config", str(TINY), f"--run.output_dir={outdir}",
            f"--run.output={name}", *map(str, args)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=mpi_env({"DPSCALE_HEARTBEAT_DIR": str(base)}))
+                            env=mpi_env({"DPSCALE_HEARTBEAT_DIR": str(base), **(env or {})}))
 
 
 def kill_session(sid):
@@ -396,7 +396,16 @@ def test_a_live_folder_survives_another_launchs_cleanup(base, tmp_path, outdir, 
         os.utime(dead, (hour_ago, hour_ago))
         b_out = tmp_path / "b"
         b_out.mkdir()
-        rc_b, err_b = finish(start(2, base, b_out, name="b.h5", wrap=wrap))
+        # Open MPI names its session folder after mpirun's pid: in a pid namespace of its
+        # own, B's low pid can be that of another job's folder (orte_init: "getting local
+        # rank failed"), so B keeps its session folder apart (a short path: its sockets' names
+        # must fit in 108 bytes)
+        session = tempfile.mkdtemp(prefix="ompi-b.", dir="/tmp")
+        try:
+            rc_b, err_b = finish(start(2, base, b_out, name="b.h5", wrap=wrap,
+                                       env={"OMPI_MCA_orte_tmpdir_base": session} if wrap else None))
+        finally:
+            shutil.rmtree(session, ignore_errors=True)
         assert_ended_normally(rc_b, err_b, f"launch B ({namespace} pid namespace)")
         assert not os.path.exists(dead), "expected B's cleanup to remove a dead job's folder (did it run?)"
         still_running(a, "launch B ended")
