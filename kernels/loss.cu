@@ -1,12 +1,20 @@
-/* loss.cu — softmax cross-entropy and its gradient: one block per row (the online
- * maximum and sum of exponentials in one read, then the gradient), the row losses into a scratch array, and
- * their mean summed in a fixed order by one block, so the loss is deterministic. */
+/* loss.cu — softmax cross-entropy and its gradient, the classifier's loss: one block
+ * per row. A vocabulary-wide row is read once into the block's registers (maximum, sum
+ * of exponentials and gradient from there); a narrower one is read twice (the online
+ * maximum and sum in one read, then the gradient). The gradient may overwrite the
+ * logits (the transformers' head does so: one [rows x vocabulary] buffer, not two).
+ * The row losses go to a scratch array and their mean is summed in a fixed order by
+ * one block, so the loss is deterministic. */
 #include <cfloat>
+#include <cstdint>
 
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/kernels_cuda.h"
 
 #define XENT_THREADS 128
+#define XENT_WIDE_THREADS 1024 /* a block of the register-resident kernel */
+#define XENT_WIDE_MAX_K 8      /* its 16-byte vectors a thread: 65,536 bf16 classes, 32,768 fp32 */
+#define XENT_WIDE_MIN 8192     /* classes from which a row is read once (narrower rows: L1 and L2 serve the re-read) */
 
 __device__ float block_reduce(float v, bool is_max)
 {
@@ -47,7 +55,9 @@ __device__ __forceinline__ void online_merge(float &m, float &s, float m2, float
 
 /* One block per row of `classes` logits, rows `ld` apart: one read for the maximum and
  * the denominator together, one more to write the gradient. 16-byte loads and stores
- * where the row is aligned (ld a multiple of the vector width). */
+ * where the row is aligned (ld a multiple of the vector width). dlogits may be logits:
+ * each element is read and then written by the same thread, the label's logit is read
+ * first. The padding columns [classes, ld) get a zero gradient. */
 template <typename T>
 __global__ void softmax_xent_rows(T *dlogits, float *row_loss, const T *logits, const int *labels, int classes, int ld,
                                   float grad_scale)
@@ -68,7 +78,8 @@ __global__ void softmax_xent_rows(T *dlogits, float *row_loss, const T *logits, 
     const float M = block_reduce(m, true);
     const float S = block_reduce(m == -FLT_MAX ? 0.0f : s * __expf(m - M), false);
     const int label = labels[blockIdx.x];
-    const float inv = 1.0f / S;
+    const float zlabel = to_f32(z[label]), inv = 1.0f / S;
+    __syncthreads(); /* every thread has read z[label] before any writes over it */
     for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
         const pack16<T> x = reinterpret_cast<const pack16<T> *>(z)[v];
         pack16<T> d;
@@ -81,7 +92,64 @@ __global__ void softmax_xent_rows(T *dlogits, float *row_loss, const T *logits, 
     }
     for (int j = nvec * N + threadIdx.x; j < classes; j += blockDim.x)
         dz[j] = from_f32<T>((__expf(to_f32(z[j]) - M) * inv - (j == label ? 1.0f : 0.0f)) * grad_scale);
-    if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(S) + M - to_f32(z[label]);
+    for (int j = classes + threadIdx.x; j < ld; j += blockDim.x) dz[j] = from_f32<T>(0.0f);
+    if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(S) + M - zlabel;
+}
+
+/* The same for a wide row (a vocabulary) that fits in the block's registers: K 16-byte
+ * vectors a thread, the row read once from memory, then its maximum, its sum of
+ * exponentials and the gradient from the registers, written over the row's place (in
+ * place or not). ld is a multiple of the vector width and the rows 16-byte aligned;
+ * the padding vectors are read and masked, and written 0. */
+template <typename T, int K>
+__global__ void __launch_bounds__(XENT_WIDE_THREADS)
+    softmax_xent_wide(T *dlogits, float *row_loss, const T *logits, const int *labels, int classes, int ld,
+                      float grad_scale)
+{
+    constexpr int N = pack16<T>::N;
+    const size_t base = (size_t)blockIdx.x * ld;
+    const pack16<T> *z = reinterpret_cast<const pack16<T> *>(logits + base);
+    pack16<T> *dz = reinterpret_cast<pack16<T> *>(dlogits + base);
+    const int nvec = ld / N, label = labels[blockIdx.x];
+    pack16<T> x[K];
+    float m = -FLT_MAX;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int v = threadIdx.x + k * XENT_WIDE_THREADS;
+        if (v < nvec) {
+            x[k] = z[v];
+#pragma unroll
+            for (int i = 0; i < N; i++)
+                if (v * N + i < classes) m = fmaxf(m, to_f32(x[k].v[i]));
+        }
+    }
+    const float zlabel = to_f32(logits[base + label]); /* before any thread writes over the row */
+    const float M = block_reduce(m, true);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int v = threadIdx.x + k * XENT_WIDE_THREADS;
+        if (v < nvec)
+#pragma unroll
+            for (int i = 0; i < N; i++)
+                if (v * N + i < classes) s += __expf(to_f32(x[k].v[i]) - M);
+    }
+    const float S = block_reduce(s, false), inv = 1.0f / S; /* block_reduce's barriers: z[label] is read */
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int v = threadIdx.x + k * XENT_WIDE_THREADS;
+        if (v < nvec) {
+            pack16<T> d;
+#pragma unroll
+            for (int i = 0; i < N; i++) {
+                const int j = v * N + i;
+                const float g = j < classes ? __expf(to_f32(x[k].v[i]) - M) * inv - (j == label ? 1.0f : 0.0f) : 0.0f;
+                d.v[i] = from_f32<T>(g * grad_scale);
+            }
+            dz[v] = d;
+        }
+    }
+    if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(S) + M - zlabel;
 }
 
 __global__ void mean_of(float *out, const float *values, int n)
@@ -92,13 +160,34 @@ __global__ void mean_of(float *out, const float *values, int n)
     if (threadIdx.x == 0) *out = sum / n;
 }
 
+template <typename T, int K>
+static void launch_wide(void *dlogits, float *row_loss, const void *logits, const int *labels, int rows, int classes,
+                        int ld, float grad_scale, cudaStream_t s)
+{
+    softmax_xent_wide<T, K><<<rows, XENT_WIDE_THREADS, 0, s>>>((T *)dlogits, row_loss, (const T *)logits, labels,
+                                                               classes, ld, grad_scale);
+}
+
 template <typename T>
 static cudaError_t launch(void *dlogits, float *loss, const void *logits, const int *labels, int rows, int classes,
                           int ld, float grad_scale, float *row_loss, cudaStream_t s)
 {
-    const int threads = classes >= 8192 ? 512 : XENT_THREADS;
-    softmax_xent_rows<T><<<rows, threads, 0, s>>>((T *)dlogits, row_loss, (const T *)logits, labels, classes, ld,
-                                                  grad_scale);
+    constexpr int N = pack16<T>::N;
+    const int k = (ld / N + XENT_WIDE_THREADS - 1) / XENT_WIDE_THREADS;
+    const int wide = classes >= XENT_WIDE_MIN && ld % N == 0 && k <= XENT_WIDE_MAX_K &&
+                     ((uintptr_t)logits | (uintptr_t)dlogits) % 16 == 0;
+    if (!wide) {
+        const int threads = classes >= 8192 ? 512 : XENT_THREADS;
+        softmax_xent_rows<T><<<rows, threads, 0, s>>>((T *)dlogits, row_loss, (const T *)logits, labels, classes, ld,
+                                                      grad_scale);
+    } else {
+        switch (k) {
+        case 1: case 2: launch_wide<T, 2>(dlogits, row_loss, logits, labels, rows, classes, ld, grad_scale, s); break;
+        case 3: case 4: launch_wide<T, 4>(dlogits, row_loss, logits, labels, rows, classes, ld, grad_scale, s); break;
+        case 5: case 6: launch_wide<T, 6>(dlogits, row_loss, logits, labels, rows, classes, ld, grad_scale, s); break;
+        default: launch_wide<T, 8>(dlogits, row_loss, logits, labels, rows, classes, ld, grad_scale, s); break;
+        }
+    }
     mean_of<<<1, 1024, 0, s>>>(loss, row_loss, rows);
     return cudaGetLastError();
 }

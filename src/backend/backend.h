@@ -105,8 +105,9 @@ struct backend_ops {
     /* dbias[j] = sum over rows of d[i][j], summed in fp32, stored as dbias_dtype (fp32 or the compute dtype). */
     void (*bias_grad)(struct backend *b, void *dbias, int dbias_dtype, const void *d, int rows, int cols);
     /* Mean softmax cross-entropy of the rows into *loss (fp32, backend memory);
-     * dlogits = (softmax - onehot) * grad_scale. Rows are ld >= classes elements apart
-     * (a padded row keeps a GEMM's rows 16-byte aligned; the padding is not read). */
+     * dlogits = (softmax - onehot) * grad_scale. Rows are ld >= classes elements apart:
+     * the padding columns (a padded vocabulary's) are masked, not read, and their
+     * gradient is written 0. dlogits may be logits (the gradient over the logits). */
     void (*softmax_xent)(struct backend *b, void *dlogits, float *loss, const void *logits, const int *labels,
                          int rows, int classes, int ld, float grad_scale);
     /* One optimizer step over n elements of the flat arenas (all of it, or a bucket's

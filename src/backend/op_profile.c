@@ -20,6 +20,7 @@ static struct {
     struct op_profile *p;
     struct backend_event **ev; /* [2 x capacity]: a pair per call of the current step */
     int *kind;                 /* [capacity] */
+    int *shape;                /* [capacity]: the GEMM shape of the call (p->gemm), or -1 */
     int ncalls, capacity;
 } g;
 
@@ -60,15 +61,18 @@ static int open_call(int kind)
     if (g.ncalls == g.capacity) {
         const int cap = g.capacity ? 2 * g.capacity : 256;
         struct backend_event **ev = realloc(g.ev, (size_t)cap * 2 * sizeof *ev);
-        int *k = realloc(g.kind, (size_t)cap * sizeof *k);
+        int *k = realloc(g.kind, (size_t)cap * sizeof *k), *sh = realloc(g.shape, (size_t)cap * sizeof *sh);
         CHECK_ALLOC(ev);
         CHECK_ALLOC(k);
+        CHECK_ALLOC(sh);
         for (int i = 2 * g.capacity; i < 2 * cap; i++) ev[i] = g.orig->event_create(g.be);
         g.ev = ev;
         g.kind = k;
+        g.shape = sh;
         g.capacity = cap;
     }
     g.kind[g.ncalls] = kind;
+    g.shape[g.ncalls] = -1;
     g.orig->event_record(g.be, g.ev[2 * g.ncalls]);
     return g.ncalls++;
 }
@@ -83,16 +87,40 @@ static void close_call(int i) { g.orig->event_record(g.be, g.ev[2 * i + 1]); }
         close_call(call_);                \
     } while (0)
 
+/* The index in g.p->gemm of a GEMM's shape (added when new; -1 when the table is full). */
+static int gemm_shape(const struct op_gemm_shape *c)
+{
+    struct op_profile *p = g.p;
+    for (int i = 0; i < p->ngemm; i++) {
+        const struct op_gemm_shape *q = &p->gemm[i];
+        if (q->fused == c->fused && q->ta == c->ta && q->tb == c->tb && q->m == c->m && q->n == c->n &&
+            q->k == c->k && q->lda == c->lda && q->ldb == c->ldb && q->ldc == c->ldc && q->c_is_f32 == c->c_is_f32 &&
+            q->beta == c->beta && q->f.kind == c->f.kind && (q->f.residual != NULL) == (c->f.residual != NULL))
+            return i;
+    }
+    if (p->ngemm == OP_GEMM_SHAPES_MAX) return -1;
+    p->gemm[p->ngemm] = *c;
+    return p->ngemm++;
+}
+
 /* The core's (struct backend_ops). */
 static void w_gemm(struct backend *b, int ta, int tb, int m, int n, int k, float alpha, const void *A, int lda,
                    const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc)
 {
-    TIMED(OPK_GEMM, orig, gemm, b, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, c_is_f32, ldc);
+    const struct op_gemm_shape c = {0, ta, tb, m, n, k, lda, ldb, ldc, c_is_f32, alpha, beta, A, B, C, {0}, 0.0, 0};
+    const int call = open_call(OPK_GEMM);
+    g.shape[call] = gemm_shape(&c);
+    g.orig->gemm(b, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, c_is_f32, ldc);
+    close_call(call);
 }
 static void w_gemm_fused(struct backend *b, int ta, int tb, int m, int n, int k, const void *A, int lda, const void *B,
                          int ldb, void *C, int ldc, const struct gemm_fusion *f)
 {
-    TIMED(OPK_GEMM_FUSED, orig, gemm_fused, b, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, f);
+    const struct op_gemm_shape c = {1, ta, tb, m, n, k, lda, ldb, ldc, 0, 1.0f, 0.0f, A, B, C, *f, 0.0, 0};
+    const int call = open_call(OPK_GEMM_FUSED);
+    g.shape[call] = gemm_shape(&c);
+    g.orig->gemm_fused(b, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, f);
+    close_call(call);
 }
 static void w_bias_act(struct backend *b, void *out, void *pre, const void *bias, int bias_dtype, int rows, int cols,
                        int act)
@@ -308,8 +336,13 @@ void op_profile_step_end(struct backend *be)
 {
     g.orig->synchronize(be);
     for (int i = 0; i < g.ncalls; i++) {
-        g.p->seconds[g.kind[i]] += g.orig->event_elapsed_s(be, g.ev[2 * i], g.ev[2 * i + 1]);
+        const double t = g.orig->event_elapsed_s(be, g.ev[2 * i], g.ev[2 * i + 1]);
+        g.p->seconds[g.kind[i]] += t;
         g.p->calls[g.kind[i]]++;
+        if (g.shape[i] >= 0) {
+            g.p->gemm[g.shape[i]].seconds += t;
+            g.p->gemm[g.shape[i]].calls++;
+        }
     }
     g.p->steps++;
     g.ncalls = 0;
@@ -323,5 +356,42 @@ void op_profile_end(struct backend *be)
     for (int i = 0; i < 2 * g.capacity; i++) be->ops->event_destroy(be, g.ev[i]);
     free(g.ev);
     free(g.kind);
+    free(g.shape);
     memset(&g, 0, sizeof g);
+}
+
+static void run_shape(struct backend *be, const struct op_gemm_shape *c)
+{
+    if (c->fused)
+        be->ops->gemm_fused(be, c->ta, c->tb, c->m, c->n, c->k, c->A, c->lda, c->B, c->ldb, c->C, c->ldc, &c->f);
+    else
+        be->ops->gemm(be, c->ta, c->tb, c->m, c->n, c->k, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C,
+                      c->c_is_f32, c->ldc);
+}
+
+void op_profile_gemm_alone(struct backend *be, const struct op_profile *p, int iters, double *alone_s)
+{
+    struct backend_event *t0 = be->ops->event_create(be), *t1 = be->ops->event_create(be);
+    for (int i = 0; i < p->ngemm; i++) {
+        for (int w = 0; w < 3; w++) run_shape(be, &p->gemm[i]);
+        be->ops->event_record(be, t0);
+        for (int r = 0; r < iters; r++) run_shape(be, &p->gemm[i]);
+        be->ops->event_record(be, t1);
+        be->ops->synchronize(be);
+        alone_s[i] = be->ops->event_elapsed_s(be, t0, t1) / iters;
+    }
+    be->ops->event_destroy(be, t0);
+    be->ops->event_destroy(be, t1);
+}
+
+const char *op_gemm_shape_name(const struct op_gemm_shape *c)
+{
+    if (!c->fused) return c->beta != 0.0f ? "gemm+C" : "gemm";
+    switch (c->f.kind) {
+    case EPI_BIAS: return c->f.residual != NULL ? "gemm+bias+residual" : "gemm+bias";
+    case EPI_GELU_BIAS: return "gemm+bias+GELU";
+    case EPI_DGELU_BGRAD: return "gemm*GELU'+bgrad";
+    case EPI_DGELU: return "gemm*GELU'";
+    default: return "gemm";
+    }
 }

@@ -82,6 +82,40 @@ static int median_gemm_only_s(struct session *s, int B, double *dense_s, double 
     return with_products;
 }
 
+/* The step's GEMMs by shape, the longest first: each one's time in the profiled steps
+ * and run alone on the same operands (GEMM_ALONE_ITERS calls back to back), as TFLOP/s.
+ * A shape slower in the step than alone loses to its neighbours (clocks, caches,
+ * streams); one slow alone too loses to its layout, its epilogue or its output type.
+ * tests/gpu/gemm_shapes_reference.py reads the table and times cuBLAS through PyTorch
+ * on the same shapes. */
+#define GEMM_ALONE_ITERS 10
+static void print_gemm_shapes(struct backend *be, const struct op_profile *p)
+{
+    if (p->ngemm == 0 || p->steps == 0) return;
+    double alone[OP_GEMM_SHAPES_MAX];
+    int order[OP_GEMM_SHAPES_MAX];
+    op_profile_gemm_alone(be, p, GEMM_ALONE_ITERS, alone);
+    for (int i = 0; i < p->ngemm; i++) order[i] = i;
+    for (int i = 1; i < p->ngemm; i++)
+        for (int j = i; j > 0 && p->gemm[order[j - 1]].seconds < p->gemm[order[j]].seconds; j--) {
+            const int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    say("\nthe step's GEMMs by shape (C[m x n] = op(A)[m x k] op(B)[k x n]; in the step, and alone on the same "
+        "operands):\n");
+    say("%-20s %2s %2s %6s %6s %6s %-4s %6s %10s %8s %10s %8s\n", "op", "tA", "tB", "m", "n", "k", "C",
+        "calls", "us/call", "TFLOP/s", "alone us", "TFLOP/s");
+    const char *cname = be->act_dtype == DT_F32 ? "f32" : be->act_dtype == DT_F16 ? "f16" : "bf16";
+    for (int i = 0; i < p->ngemm; i++) {
+        const struct op_gemm_shape *c = &p->gemm[order[i]];
+        const double per = c->seconds / (double)c->calls, flop = 2.0 * c->m * (double)c->n * c->k;
+        say("%-20s %2d %2d %6d %6d %6d %-4s %6.1f %10.1f %8.1f %10.1f %8.1f\n", op_gemm_shape_name(c),
+            c->ta, c->tb, c->m, c->n, c->k, c->c_is_f32 ? "f32" : cname, (double)c->calls / p->steps, 1e6 * per,
+            flop / per / 1e12, 1e6 * alone[order[i]], flop / alone[order[i]] / 1e12);
+    }
+}
+
 /* Steps of forward, loss, backward and one update of the whole arena, every backend
  * operation timed; prints the operations by time, their share of the timed total,
  * and names the largest that is not a GEMM. */
@@ -112,6 +146,7 @@ static void profile_operations(struct session *s, int B)
         else be->ops->synchronize(be);
     }
     op_profile_end(be);
+    print_gemm_shapes(be, &p);
     step_buffers_free(be, m, &rb);
     double total = 0.0;
     int order[OP_KINDS_MAX], n = 0, largest = -1;

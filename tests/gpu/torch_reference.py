@@ -88,7 +88,9 @@ def transformer_loss(cfg, P, inputs, B, bert):
         h = x.reshape(B * T, C)[torch.tensor(inputs["mask_rows"].astype(np.int64))]
     else:
         h = ln(x, P, "lnf", C).reshape(B * T, C)
-    return F.cross_entropy(h @ P["wte"].T, targets)
+    # dpscale pads the head's rows (wte's) to a multiple of 64 with zeros; the loss reads the
+    # real vocabulary, so the padding's gradient here is 0, as dpscale's must be
+    return F.cross_entropy(h @ P["wte"][:V].T, targets)
 
 
 def mlp_loss(cfg, P, inputs, B):

@@ -112,6 +112,26 @@ def test_dump_lays_open_the_first_step_of_a_run(kind, outdir):
     assert d["dump/params"].shape == grads.shape == (d["model"].attrs["parameters"],)
 
 
+@pytest.mark.parametrize("kind", ["gpt", "bert"])
+def test_a_padded_vocabulary_is_masked_and_never_trained(kind, outdir):
+    """A vocabulary of 61 pads the head to 64 rows: the padding rows of wte start at 0,
+    get a zero gradient (were the padding's logits, 0, in the softmax, theirs would not
+    be 0 and neither would the rows'), and stay 0 through training."""
+    import h5py
+    p = dpscale(1, "dump", "--config", CONFIGS[kind], "--model.vocab=61", f"--run.output_dir={outdir}",
+                "--run.output=d.h5")
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = h5py.File(outdir / "d.h5", "r")
+    wte = next(r for r in d["model/tensors"][:] if r["name"].decode() == "wte")
+    assert int(wte["rows"]) == 64
+    off, C = int(wte["offset"]), int(wte["cols"])
+    pad = slice(off + 61 * C, off + 64 * C)
+    assert not d["dump/params"][pad].any() and not d["dump/grads"][pad].any()
+    assert np.abs(d["dump/grads"][off:off + 61 * C]).max() > 0
+    f, _ = run(kind, 1, outdir, "--model.vocab=61", "--sweep=1", "--train.iters=4", "--run.save_params=on")
+    assert not f["runs/mpi/auto/n1/params"][pad].any()
+
+
 def test_dump_is_one_rank(outdir):
     p = dpscale(2, "dump", "--config", CONFIGS["gpt"], f"--run.output_dir={outdir}")
     assert p.returncode == 2 and "one rank" in p.stderr, p.stderr
@@ -149,3 +169,22 @@ def test_bench_breaks_the_step_down_by_operation():
     shares = [float(l.split()[-1].rstrip("%")) for l in table]
     assert abs(sum(shares) - 100.0) < 1.0, shares
     assert "largest operation that is not a GEMM:" in p.stdout
+
+
+def test_bench_lists_the_gemms_by_shape_with_the_head_padded():
+    """bench's table of GEMMs by shape holds every GEMM call of the step (GPT-tiny:
+    6 per block forward and backward, plus the head's 3) and, with a vocabulary of 61,
+    runs the head on 64 rows: no GEMM has 61 as a dimension."""
+    p = dpscale(1, "bench", "--config", CONFIGS["gpt"], "--train.iters=3", "--model.vocab=61")
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    first = next(i for i, l in enumerate(lines) if l.startswith("the step's GEMMs by shape")) + 2
+    rows = [l.split() for l in lines[first:first + 100] if l.strip()]
+    rows = rows[:next((i for i, r in enumerate(rows) if r[0] == "where"), len(rows))]
+    dims = [tuple(int(x) for x in r[3:6]) for r in rows]
+    assert any(d == (16 * 4, 64, 32) for d in dims), dims  # forward head: [B T x C] wte^T over 64 rows
+    assert not any(61 in d for d in dims), dims
+    first = next(i for i, l in enumerate(lines) if l.startswith("operation") and "calls/step" in l) + 1
+    ops = {" ".join(l.split()[:-3]): float(l.split()[-3])
+           for l in lines[first:next(i for i, l in enumerate(lines) if l.startswith("largest operation"))]}
+    assert sum(float(r[7]) for r in rows if r[0] in ("gemm", "gemm+C")) == pytest.approx(ops["gemm"]), (rows, ops)

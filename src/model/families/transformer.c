@@ -37,7 +37,7 @@ struct tf_acts {
     struct tf_block_acts *blk;  /* [L] */
     void *hf;                   /* GPT: LNf(x[L]); BERT: the gathered rows x[L][masked] [M x C] */
     float *mean_f, *rstd_f;
-    void *logits, *dlogits;     /* [M x V] */
+    void *logits;               /* [M x Vp]: the logits, then (the loss runs in place) their gradient */
     void *dx, *dt1;             /* [R x C] the residual stream's gradient, and scratch */
     void *datty;                /* [R x C] */
     void *dqkv;                 /* [R x 3C] */
@@ -71,7 +71,12 @@ int transformer_describe(const struct config *cfg, struct model *m, char *err, s
     p->H = cfg->heads;
     p->T = cfg->seq_len;
     p->V = cfg->vocab;
-    p->Vld = (p->V + 63) / 64 * 64; /* GPT-2's 50257, BERT's 30522: logits rows 16-byte aligned for the GEMMs */
+    /* The head's rows padded to a multiple of 64 (GPT-2's 50,257 to 50,304, BERT's 30,522
+     * to 30,528, as llm.c and Megatron do): an odd N runs the head's GEMMs at a fifth of
+     * the blocks' rate on an H200 (docs/PERFORMANCE.md). The padding rows of wte are zero,
+     * their logits masked in the loss (gradient 0), so they are never trained; FLOPs and
+     * the loss count the real vocabulary. */
+    p->Vp = (p->V + 63) / 64 * 64;
     p->F = 4 * cfg->hidden_dim;
     p->S = bert ? 2 : 0;
     p->attention = cfg->attention;
@@ -116,7 +121,7 @@ int transformer_describe(const struct config *cfg, struct model *m, char *err, s
         bad |= add_tensor(m, "wse", "", TENSOR_MATRIX, p->S, C, 0, &p->wse);
     }
     bad |= add_tensor(m, "wpe", "", TENSOR_MATRIX, p->T, C, 0, &p->wpe);
-    bad |= add_tensor(m, "wte", "", TENSOR_MATRIX, p->V, C, 0, &p->wte); /* tied to the head: complete last */
+    bad |= add_tensor(m, "wte", "", TENSOR_MATRIX, p->Vp, C, 0, &p->wte); /* tied to the head: complete last */
     if (bad) {
         snprintf(err, errlen, "the model's parameter count overflows a 64-bit size; make it smaller");
         return -1;
@@ -141,7 +146,7 @@ static int tf_plan_activations(const struct model *m, size_t E, int batch, size_
 {
     const struct tf *p = tf_of(m);
     const size_t R = (size_t)batch * (size_t)p->T, M = (size_t)batch * (size_t)p->nmask, C = (size_t)p->C;
-    const size_t F = (size_t)p->F, V = (size_t)p->Vld, BH = (size_t)batch * (size_t)p->H, T = (size_t)p->T;
+    const size_t F = (size_t)p->F, V = (size_t)p->Vp, BH = (size_t)batch * (size_t)p->H, T = (size_t)p->T;
     const size_t S = sizeof(float);
     int bad = 0;
     for (int l = 0; l < p->L; l++) { /* what tf_alloc_acts allocates per block (x[l+1] is its r2 or n2) */
@@ -156,7 +161,7 @@ static int tf_plan_activations(const struct model *m, size_t E, int batch, size_
     if (p->bert) bad |= model_add_bytes(act, R, C, E);     /* emb */
     bad |= model_add_bytes(act, R, p->bert ? 4 : 2, S);    /* LNf's mean and rstd (BERT: and LNe's) */
     bad |= model_add_bytes(act, p->bert ? M : R, C, E);    /* hf */
-    bad |= model_add_bytes(act, M, 2 * V, E);              /* logits, dlogits */
+    bad |= model_add_bytes(act, M, V, E);                  /* logits, and in place their gradient */
     bad |= model_add_bytes(act, R, 6 * C + F, E);          /* dx, dt1, datty, dqkv, dfc */
     if (p->flash) bad |= model_add_bytes(act, BH, T, S);   /* backward's scratch: rowsum(dO O), or */
     else bad |= model_add_bytes(act, BH * T, T, E);        /* dP of every head (the backend allocates it) */
@@ -181,7 +186,8 @@ static void tf_init_params(const struct model *m, uint64_t seed, float *params)
         } else if (t->kind == TENSOR_MATRIX) {
             const int is_out = strstr(t->name, "proj.weight") != NULL || strstr(t->name, "fc2.weight") != NULL;
             const float bound = is_out ? a_out : a;
-            for (size_t j = 0; j < t->count; j++)
+            const size_t used = t->offset == p->wte ? (size_t)p->V * (size_t)p->C : t->count; /* the padding stays 0 */
+            for (size_t j = 0; j < used; j++)
                 w[j] = bound * synth_uniform(synth_hash3(seed ^ 0x7472616e73ULL, (uint64_t)i, j));
         }
     }
@@ -190,9 +196,9 @@ static void tf_init_params(const struct model *m, uint64_t seed, float *params)
 static void tf_summary(const struct model *m, char *buf, size_t len)
 {
     const struct tf *p = tf_of(m);
-    snprintf(buf, len, "%s, %d x %d, %d heads, seq %d, vocab %d%s, %s attention",
-             p->bert ? "post-LN encoder" : "pre-LN decoder", p->L, p->C, p->H, p->T, p->V, p->bert ? "" : ", causal",
-             p->flash ? "flash" : "unfused");
+    snprintf(buf, len, "%s, %d x %d, %d heads, seq %d, vocab %d (head padded to %d)%s, %s attention",
+             p->bert ? "post-LN encoder" : "pre-LN decoder", p->L, p->C, p->H, p->T, p->V, p->Vp,
+             p->bert ? "" : ", causal", p->flash ? "flash" : "unfused");
     if (p->bert) {
         const size_t used = strlen(buf);
         snprintf(buf + used, len - used, ", %d of %d positions predicted", p->nmask, p->T);
@@ -267,14 +273,13 @@ static void tf_alloc_acts(struct backend *be, const struct model *m, int B, stru
     a->hf = step_alloc(be, (p->bert ? M : R) * C, e);
     a->mean_f = step_alloc(be, R, sizeof(float));
     a->rstd_f = step_alloc(be, R, sizeof(float));
-    a->logits = step_alloc(be, M * (size_t)p->Vld, e);
-    a->dlogits = step_alloc(be, M * (size_t)p->Vld, e);
+    a->logits = step_alloc(be, M * (size_t)p->Vp, e);
     a->dx = step_alloc(be, R * C, e);
     a->dt1 = step_alloc(be, R * C, e);
     a->datty = step_alloc(be, R * C, e);
     a->dqkv = step_alloc(be, R * 3 * C, e);
     a->dfc = step_alloc(be, R * F, e);
-    if (be->ops->reserve != NULL) be->ops->reserve(be, a->R > a->M ? a->R : a->M, p->V > p->F ? p->V : p->F);
+    if (be->ops->reserve != NULL) be->ops->reserve(be, a->R > a->M ? a->R : a->M, p->Vp > p->F ? p->Vp : p->F);
 }
 
 static void tf_free_acts(struct backend *be, const struct model *m, struct step_buffers *rb)
@@ -290,7 +295,7 @@ static void tf_free_acts(struct backend *be, const struct model *m, struct step_
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) f(be, bufs[i]);
     }
     void *bufs[] = {a->tokens, a->segments, a->targets, a->mask_rows, a->x[0], a->hf, a->mean_f, a->rstd_f,
-                    a->logits, a->dlogits, a->dx, a->dt1, a->datty, a->dqkv, a->dfc};
+                    a->logits, a->dx, a->dt1, a->datty, a->dqkv, a->dfc};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) f(be, bufs[i]);
     if (p->bert) {
         f(be, a->emb);
@@ -430,8 +435,8 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     } else if (wel) {
         be->tf->gather_rows(be, a->hf, a->x[p->L], a->mask_rows, a->M, C);
     }
-    be->ops->gemm(be, 0, 1, a->M, p->V, C, 1.0f, a->hf, C, step_weight_at(rb, p->wte), C, 0.0f, a->logits, 0,
-                  p->Vld);
+    be->ops->gemm(be, 0, 1, a->M, p->Vp, C, 1.0f, a->hf, C, step_weight_at(rb, p->wte), C, 0.0f, a->logits, 0,
+                  p->Vp);
 }
 
 static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int with_elementwise,
@@ -442,15 +447,15 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
     const int R = a->R, C = p->C, F = p->F, wel = with_elementwise;
     const size_t nel = (size_t)R * (size_t)C;
     /* the head: wte's gradient starts here (overwritten), the embedding adds to it */
-    be->ops->gemm(be, 1, 0, p->V, C, a->M, 1.0f, a->dlogits, p->Vld, a->hf, C, 0.0f, step_grad_at(rb, p->wte),
+    be->ops->gemm(be, 1, 0, p->Vp, C, a->M, 1.0f, a->logits, p->Vp, a->hf, C, 0.0f, step_grad_at(rb, p->wte),
                   rb->grad_dtype == DT_F32, C);
     if (!p->bert) {
-        be->ops->gemm(be, 0, 0, R, C, p->V, 1.0f, a->dlogits, p->Vld, step_weight_at(rb, p->wte), C, 0.0f, a->dt1,
+        be->ops->gemm(be, 0, 0, R, C, p->Vp, 1.0f, a->logits, p->Vp, step_weight_at(rb, p->wte), C, 0.0f, a->dt1,
                       0, C);
         layernorm_backward(be, rb, a->dx, a->dt1, a->x[p->L], a->mean_f, a->rstd_f, p->lnf_g, p->lnf_b, R, C, wel, 0);
         step_hook_stage_done(m, hook, p->L + 1);
     } else {
-        be->ops->gemm(be, 0, 0, a->M, C, p->V, 1.0f, a->dlogits, p->Vld, step_weight_at(rb, p->wte), C, 0.0f, a->dt1,
+        be->ops->gemm(be, 0, 0, a->M, C, p->Vp, 1.0f, a->logits, p->Vp, step_weight_at(rb, p->wte), C, 0.0f, a->dt1,
                       0, C);
         if (wel) {
             be->ops->zero(be, a->dx, nel * rb->elem);
@@ -522,7 +527,7 @@ static void tf_forward_loss(struct backend *be, const struct model *m, struct st
     const struct tf *p = tf_of(m);
     struct tf_acts *a = rb->acts;
     forward_pass(be, m, rb, 1, 0, hook);
-    be->ops->softmax_xent(be, a->dlogits, rb->loss + slot, a->logits, a->targets, a->M, p->V, p->Vld,
+    be->ops->softmax_xent(be, a->logits, rb->loss + slot, a->logits, a->targets, a->M, p->V, p->Vp,
                           loss_scale / (float)a->M);
 }
 

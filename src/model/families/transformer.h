@@ -26,7 +26,7 @@ struct tf_block {
 struct tf {
     int bert;                  /* 1: BERT, 0: GPT */
     int L, C, H, T, V, F, S;   /* blocks, width, heads, sequence, vocabulary, FFN width (4C), segments (BERT: 2) */
-    int Vld;                   /* the logits' row stride: V rounded up to 64 */
+    int Vp;                    /* the head's rows (wte's, the logits' columns): V rounded up to 64, the rest zero */
     int nmask;                 /* predicted positions per sequence: T (GPT), round(mask_fraction x T) (BERT) */
     int attention;             /* train.attention as asked (enum attention_impl) */
     int flash;                 /* the fused attention runs (settled by the backend: tf_supported) */
