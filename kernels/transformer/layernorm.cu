@@ -1,23 +1,75 @@
 /* layernorm.cu — LayerNorm forward and backward on the GPU (semantics: the CPU reference
- * in transformer_cpu.h): a warp per row, the row in registers with 16-byte loads where
- * the width and alignment allow, and the gains' gradients as fixed-order partial sums
- * per block (no atomics: the same bits on every run); a one-element path for any other
- * width or alignment. T: the compute dtype; G: the gradients' (fp32 or T). */
+ * in transformer_cpu.h), at memory speed for rows of any width.
+ *
+ * Forward: a warp per row; the row in registers (16-byte loads) up to 2,048 elements of
+ * 16 bits or 1,024 of fp32, wider rows read three times (the second and third reads hit
+ * the cache); one element at a time where the width or a pointer does not allow vectors.
+ *
+ * Backward: a persistent grid (LN_BWD_BLOCKS_PER_SM blocks an SM) walks tiles of a few
+ * rows (64 KiB of dy and x). A tile is read twice: first a warp (or a few warps) per row
+ * adds the row's two sums, then each thread, owning a fixed set of columns for the whole
+ * kernel, reads the tile's rows again (from the L1 or L2, where the first read left them),
+ * writes dx and adds its columns' gain sums. HBM traffic is the floor: dy and x read once,
+ * dx written once (and read once, prefetched into the L2, when accumulating), plus a partial
+ * row of the gains a block. Every column of a block's gain sums has one owner, who adds its
+ * rows in a fixed order; ln_bwd_sum adds the blocks' rows in a fixed order too: the
+ * gradients are the same bits on every run, without atomics. The one-element form of the
+ * same kernel takes any width and alignment. T: the compute dtype; G: the gradients' (fp32
+ * or T). */
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/transformer/transformer_kernels.h"
 #include "kernels/vector_cuda.cuh"
 
-#define TF_THREADS 256
-#define TF_COLS 256       /* columns a block of the one-element column-sum kernels owns */
-#define TF_CHUNK_ROWS 256 /* rows a block of the one-element LayerNorm gain partials adds */
-#define TF_SUM_WARPS 32   /* warps of a sum over partial rows: warp w adds rows w, w + 32, ... */
-#define LN_BLOCKS 264     /* blocks wanted of the fused LayerNorm backward: 2 an SM of an H100 */
-#define LN_FWD_MAX_E 64   /* elements of a row one lane keeps in registers: forward, */
-#define LN_BWD_MAX_E 32   /* backward (the row and its gain sums: C <= 1024) */
+#define TF_THREADS 256  /* the forward's blocks: a row a warp */
+#define LN_FWD_MAX_E 64 /* elements of a row one lane of the forward keeps in registers */
 
-/* ---- LayerNorm: one warp per row ----------------------------------------------------- */
+#define LN_BWD_THREADS 512 /* the backward's blocks (16 warps) */
+#define LN_BWD_WARPS (LN_BWD_THREADS / 32)
+#define LN_BWD_BLOCKS_PER_SM 2 /* 1,024 threads an SM: at most 64 registers a thread */
+/* dy and x of one tile: the tiles of the whole grid (264 blocks on an H100/H200: 17 MB) stay
+ * in the L2 between their two reads, and a tile of rows up to 1,024 wide is 16 rows or more */
+#define LN_BWD_TILE_BYTES (64 << 10)
+#define LN_BWD_MAX_TILE_ROWS 32
+/* 16-byte vectors of dy and x a lane loads before it adds any, in the row step: 8 loads, 128
+ * bytes a lane in flight. Under 64 registers this spills a few values that do not change in
+ * a row's loop (read back from the L1 once a row or a chunk); 2 spills none, with half the
+ * bytes in flight. */
+#define LN_BWD_ROW_BATCH 4
+#define LN_MAX_GPUS 64
+#define TF_SUM_WARPS 32 /* warps of a sum over partial rows: warp w adds rows w, w + 32, ... */
+
+/* ---- the GPU's shape, asked once a device ----------------------------------------------- */
+
+struct ln_gpu {
+    int sms;           /* multiprocessors */
+    size_t smem_optin; /* shared memory a block may have (static and dynamic) */
+};
+
+static cudaError_t ln_gpu_current(ln_gpu *g, int *device)
+{
+    static ln_gpu known[LN_MAX_GPUS]; /* sms == 0: not asked yet */
+    int dev = 0, sms = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    *device = dev;
+    if (dev >= 0 && dev < LN_MAX_GPUS && known[dev].sms > 0) {
+        *g = known[dev];
+        return cudaSuccess;
+    }
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess)
+        return e;
+    g->sms = sms > 0 ? sms : 1;
+    g->smem_optin = (size_t)optin;
+    if (dev >= 0 && dev < LN_MAX_GPUS) known[dev] = *g;
+    return cudaSuccess;
+}
+
+/* ---- LayerNorm forward: one warp per row ------------------------------------------------ */
 
 /* The forward with the row of C = NV * 32 * V elements at most in registers (read once),
  * 16-byte vectors: lane l holds vectors l, l + 32, ... */
@@ -68,175 +120,275 @@ __global__ void __launch_bounds__(TF_THREADS)
     }
 }
 
-/* The forward for any C and alignment, one element at a time. */
-template <typename T>
-__global__ void ln_fwd(T *y, float *mean, float *rstd, const T *x, const T *gamma, const T *beta, int R, int C)
+/* The forward of a row too wide for registers (V: 16-byte vectors) or of any width and
+ * alignment (V = 1): the row read three times, for its mean, its variance and y. */
+template <typename T, int V>
+__global__ void __launch_bounds__(TF_THREADS)
+    ln_fwd(T *y, float *mean, float *rstd, const T *x, const T *gamma, const T *beta, int R, int C)
 {
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (TF_THREADS / 32) + threadIdx.x / 32, lane = threadIdx.x % 32, nvec = C / V;
     if (row >= R) return;
     const T *xr = x + (size_t)row * C;
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) s += to_f32(xr[c]);
-    const float m = warp_sum(s) / C;
-    float v = 0.0f;
-    for (int c = lane; c < C; c += 32) {
-        const float d = to_f32(xr[c]) - m;
-        v += d * d;
+#pragma unroll 4
+    for (int j = lane; j < nvec; j += 32) {
+        float v[V];
+        load_f32<V>(v, xr + (size_t)j * V);
+#pragma unroll
+        for (int i = 0; i < V; i++) s += v[i];
     }
-    const float r = rsqrtf(warp_sum(v) / C + 1e-5f);
-    for (int c = lane; c < C; c += 32)
-        y[(size_t)row * C + c] = from_f32<T>((to_f32(xr[c]) - m) * r * to_f32(gamma[c]) + to_f32(beta[c]));
+    const float m = warp_sum(s) / C;
+    float var = 0.0f;
+#pragma unroll 4
+    for (int j = lane; j < nvec; j += 32) {
+        float v[V];
+        load_f32<V>(v, xr + (size_t)j * V);
+#pragma unroll
+        for (int i = 0; i < V; i++) var += (v[i] - m) * (v[i] - m);
+    }
+    const float r = rsqrtf(warp_sum(var) / C + 1e-5f);
+    T *yr = y + (size_t)row * C;
+#pragma unroll 2
+    for (int j = lane; j < nvec; j += 32) {
+        float v[V], gm[V], bt[V];
+        load_f32<V>(v, xr + (size_t)j * V);
+        load_f32<V>(gm, gamma + (size_t)j * V);
+        load_f32<V>(bt, beta + (size_t)j * V);
+#pragma unroll
+        for (int i = 0; i < V; i++) v[i] = (v[i] - m) * r * gm[i] + bt[i];
+        store_f32<V>(yr + (size_t)j * V, v);
+    }
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = r;
     }
 }
 
-/* The fused backward: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma, one warp a
- * row held in registers (16-byte vectors, lane l: vectors l, l + 32, ...); and the block's
- * partial row of the gains, partial[block][0][c] = sum of dy xhat and partial[block][1][c]
- * = sum of dy over its rows_per_block rows. Each lane adds its columns' sums of dy in
- * registers and of dy xhat in its warp's row of shared memory [warps x C]: both in
- * registers would leave room for one block an SM, too few rows in flight to keep the
- * memory busy (measured on an H200, GPT-2 small: 32 us against 40 us). The warps' sums
- * are then added in warp order. */
-template <typename T, int NV>
-__global__ void __launch_bounds__(TF_THREADS, sizeof(T) == 4 && NV > 4 ? 1 : 2)
-    ln_bwd_fused(T *dx, float *partial, const T *dy, const T *x, const float *mean, const float *rstd, const T *gamma,
-                 int R, int C, int rows_per_block, int accumulate)
+/* ---- LayerNorm backward ----------------------------------------------------------------- */
+
+/* V elements of T as one load or store: 16 or 8 bytes as 32-bit words (two 16-bit elements
+ * a word, unpacked with integer operations as they are used: a vector in flight takes a
+ * register a word, not one an element), or one element (V = 1). */
+template <typename T, int V> struct ln_vec {
+    static constexpr int WORDS = V * sizeof(T) / 4;
+    typename std::conditional<V * sizeof(T) == 16, uint4,
+                              typename std::conditional<V * sizeof(T) == 8, uint2, T>::type>::type raw;
+};
+
+template <typename T, int V> __device__ __forceinline__ float ln_get(const ln_vec<T, V> &a, int i)
 {
-    constexpr int V = pack16<T>::N, NW = TF_THREADS / 32;
-    extern __shared__ float red[];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nvec = C / V;
-    const int r0 = blockIdx.x * rows_per_block, r1 = min(R, r0 + rows_per_block);
-    const pack16<T> *gv = reinterpret_cast<const pack16<T> *>(gamma);
-    float *mine = red + (size_t)warp * C; /* this warp's sums of dy xhat */
-    for (int c = lane; c < C; c += 32) mine[c] = 0.0f;
-    __syncwarp();
-    float sdy[NV][V] = {};
-    for (int r = r0 + warp; r < r1; r += NW) {
-        const pack16<T> *dyr = reinterpret_cast<const pack16<T> *>(dy + (size_t)r * C);
-        const pack16<T> *xr = reinterpret_cast<const pack16<T> *>(x + (size_t)r * C);
-        pack16<T> d[NV], xv[NV];
+    if constexpr (V == 1) {
+        return to_f32(a.raw);
+    } else {
+        const uint32_t *w = reinterpret_cast<const uint32_t *>(&a.raw);
+        if constexpr (sizeof(T) == 4) return __uint_as_float(w[i]);
+        else if constexpr (std::is_same<T, __nv_bfloat16>::value)
+            return __uint_as_float(i % 2 ? w[i / 2] & 0xffff0000u : w[i / 2] << 16);
+        else return __half2float(__ushort_as_half((unsigned short)(w[i / 2] >> (16 * (i % 2)))));
+    }
+}
+
+template <typename T, int V> __device__ __forceinline__ void ln_set(ln_vec<T, V> &a, const float (&f)[V])
+{
+    if constexpr (V == 1) {
+        a.raw = from_f32<T>(f[0]);
+    } else {
+        uint32_t *w = reinterpret_cast<uint32_t *>(&a.raw);
 #pragma unroll
-        for (int k = 0; k < NV; k++)
-            if (lane + 32 * k < nvec) {
-                d[k] = dyr[lane + 32 * k];
-                xv[k] = xr[lane + 32 * k];
+        for (int k = 0; k < ln_vec<T, V>::WORDS; k++) {
+            if constexpr (sizeof(T) == 4) {
+                w[k] = __float_as_uint(f[k]);
+            } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+                const __nv_bfloat162 h = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
+                w[k] = *reinterpret_cast<const uint32_t *>(&h);
+            } else {
+                const __half2 h = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
+                w[k] = *reinterpret_cast<const uint32_t *>(&h);
             }
-        const float m = mean[r], rs = rstd[r];
-        float sg[NV], sgx[NV];
+        }
+    }
+}
+
+/* Asks the L2 for the line of p, ahead of a load of it (no register waits for it). */
+__device__ __forceinline__ void ln_prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+/* acc[0..V) += v: as float4s or float2s where V fills them (acc then aligned to them) */
+template <int V> __device__ __forceinline__ void ln_acc_add(float *acc, const float (&v)[V])
+{
+    if constexpr (V % 4 == 0) {
 #pragma unroll
-        for (int k = 0; k < NV; k++) {
-            sg[k] = sgx[k] = 0.0f;
-            const int j = lane + 32 * k;
-            if (j < nvec) {
-                const pack16<T> gm = gv[j];
-                float4 *acc = reinterpret_cast<float4 *>(mine + (size_t)j * V);
+        for (int q = 0; q < V / 4; q++) {
+            float4 a = reinterpret_cast<float4 *>(acc)[q];
+            a.x += v[4 * q], a.y += v[4 * q + 1], a.z += v[4 * q + 2], a.w += v[4 * q + 3];
+            reinterpret_cast<float4 *>(acc)[q] = a;
+        }
+    } else if constexpr (V == 2) {
+        float2 a = *reinterpret_cast<float2 *>(acc);
+        a.x += v[0], a.y += v[1];
+        *reinterpret_cast<float2 *>(acc) = a;
+    } else {
 #pragma unroll
-                for (int q = 0; q < V / 4; q++) {
-                    float4 a = acc[q];
-                    float *af = reinterpret_cast<float *>(&a);
+        for (int i = 0; i < V; i++) acc[i] += v[i];
+    }
+}
+
+/* Elements a thread of the backward's column step takes at a time: half the row step's
+ * 16-byte vector (8 bytes: its gain sums then take 4 or 2 registers a row, not 8 or 4),
+ * or one element. */
+__host__ __device__ constexpr int ln_col_width(int V) { return V > 1 ? V / 2 : 1; }
+
+/* dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma; and the block's partial row of
+ * the gains, partial[block][0][c] = sum of dy xhat and partial[block][1][c] = sum of dy over
+ * the rows of its tiles (tiles blockIdx.x, blockIdx.x + gridDim.x, ... of tile_rows rows).
+ * V: elements of the row step's vectors (16 bytes, or 1 for any width and alignment), VB
+ * the column step's (8 bytes, or 1); chunk j of a row is its elements j * VB .. j * VB + VB - 1.
+ *
+ * A tile goes in two steps, one __syncthreads apart:
+ *   rows:    wpr warps a row (wpr = 16 / tile_rows, or 1 for tiles of 16 rows or more; warp q
+ *            of a row its q-th contiguous part) add sum g and sum g xhat over the row, and the row's factors (mean, rstd, b, c) go
+ *            to stat[] (b = -rstd mean(g), c = -rstd mean(g xhat): dx = rstd g + c xhat + b);
+ *            with several warps a row, their sums go to part[] and, after a second
+ *            __syncthreads, one thread a row adds them in warp order;
+ *   columns: thread (s, j0) owns chunks j0, j0 + 512, ... of rows s, s + slices, ... of
+ *            each tile (slices > 1 where a row has at most 256 chunks: slice s is threads
+ *            s * nchunk .. s * nchunk + nchunk - 1); it reads those rows' dy and x again,
+ *            writes dx, and adds dy xhat and dy over them into its own columns of acc, slice
+ *            s's gain sums: in shared memory [slices][2][C], or the block's partial row
+ *            itself (acc_in_shared = 0: a width whose sums do not fit, slices = 1).
+ * stat[] has two buffers (tile parity): a warp may start the next tile's rows while others
+ * still read this tile's factors; part[] is read before the second __syncthreads, so one.
+ * The row step loads LN_BWD_ROW_BATCH vectors of dy and x before it uses any, so that they
+ * are in flight together, and asks the L2 for dx's lines when accumulating (the column step
+ * reads them). At the end the slices of acc are added in slice order into the partial row. */
+template <typename T, int V>
+__global__ void __launch_bounds__(LN_BWD_THREADS, LN_BWD_BLOCKS_PER_SM)
+    ln_bwd_tiled(T *__restrict__ dx, float *__restrict__ partial, const T *__restrict__ dy,
+                 const T *__restrict__ x, const float *__restrict__ mean, const float *__restrict__ rstd,
+                 const T *__restrict__ gamma, int R, int C, int tile_rows, int slices, int acc_in_shared,
+                 int accumulate)
+{
+    constexpr int NT = LN_BWD_THREADS, NW = LN_BWD_WARPS, VB = ln_col_width(V);
+    constexpr int BA = LN_BWD_ROW_BATCH;
+    typedef ln_vec<T, V> vrow;
+    typedef ln_vec<T, VB> vcol;
+    extern __shared__ float4 ln_dynamic[]; /* acc, when acc_in_shared */
+    __shared__ float4 stat[2][LN_BWD_MAX_TILE_ROWS];
+    __shared__ float2 part[NW];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nvec = C / V, nchunk = C / VB;
+    const int wpr = tile_rows < NW ? NW / tile_rows : 1, q = warp % wpr;
+    /* part q of a row: vectors q * seg .. seg_end - 1 (seg a multiple of 32: lane offsets fixed) */
+    const int seg = (nvec + 32 * wpr - 1) / (32 * wpr) * 32, seg_end = min(nvec, q * seg + seg);
+    const int tiles = (R - 1) / tile_rows + 1;
+    const int span = slices > 1 ? nchunk : NT, s = threadIdx.x / span, j0 = threadIdx.x % span;
+    float *const acc = acc_in_shared ? reinterpret_cast<float *>(ln_dynamic) + (size_t)s * 2 * C
+                                     : partial + (size_t)blockIdx.x * 2 * C;
+    if (s < slices) /* this thread's columns of acc, which no other thread touches until the end */
+#pragma unroll 1
+        for (int j = j0; j < nchunk; j += NT)
 #pragma unroll
-                    for (int u = 0; u < 4; u++) {
-                        const int i = q * 4 + u;
-                        const float dyi = to_f32(d[k].v[i]), g = dyi * to_f32(gm.v[i]);
-                        const float xh = (to_f32(xv[k].v[i]) - m) * rs;
-                        sg[k] += g;
-                        sgx[k] = fmaf(g, xh, sgx[k]);
-                        af[u] = fmaf(dyi, xh, af[u]);
-                        sdy[k][i] += dyi;
+            for (int i = 0; i < VB; i++) acc[j * VB + i] = acc[C + j * VB + i] = 0.0f;
+
+#pragma unroll 1
+    for (int tile = blockIdx.x, it = 0; tile < tiles; tile += gridDim.x, it++) {
+        const int buf = it & 1, r0 = tile * tile_rows, nrows = min(tile_rows, R - r0);
+        /* rows: warp w adds part q = w % wpr of row w / wpr (and of row w + 16 where a tile has
+         * 32 rows), lane l vectors q * seg + l, q * seg + l + 32, ... */
+#pragma unroll 1
+        for (int lr = warp / wpr; lr < nrows; lr += NW / wpr) {
+            const int r = r0 + lr;
+            const float m = mean[r], rs = rstd[r];
+            const vrow *dyv = reinterpret_cast<const vrow *>(dy + (size_t)r * C);
+            const vrow *xrv = reinterpret_cast<const vrow *>(x + (size_t)r * C);
+            const vrow *gv = reinterpret_cast<const vrow *>(gamma);
+            const vrow *dxv = reinterpret_cast<const vrow *>(dx + (size_t)r * C); /* read back in the column step */
+            float sg = 0.0f, sgx = 0.0f;
+#pragma unroll 1
+            for (int j = q * seg + lane; j < seg_end; j += 32 * BA) {
+                vrow d[BA], xv[BA];
+#pragma unroll
+                for (int u = 0; u < BA; u++)
+                    if (j + 32 * u < seg_end) {
+                        d[u] = dyv[j + 32 * u], xv[u] = xrv[j + 32 * u];
+                        if (V > 1 && accumulate) ln_prefetch_l2(dxv + j + 32 * u);
                     }
-                    acc[q] = a;
-                }
+#pragma unroll
+                for (int u = 0; u < BA; u++)
+                    if (j + 32 * u < seg_end) {
+                        const vrow gm = gv[j + 32 * u];
+#pragma unroll
+                        for (int i = 0; i < V; i++) {
+                            const float g = ln_get(d[u], i) * ln_get(gm, i);
+                            sg += g;
+                            sgx = fmaf(g, (ln_get(xv[u], i) - m) * rs, sgx);
+                        }
+                    }
+            }
+            sg = warp_sum(sg);
+            sgx = warp_sum(sgx);
+            if (lane == 0) {
+                if (wpr == 1) stat[buf][lr] = make_float4(m, rs, -rs * (sg / C), -rs * (sgx / C));
+                else part[lr * wpr + q] = make_float2(sg, sgx);
             }
         }
-#pragma unroll
-        for (int k = 1; k < NV; k++) {
-            sg[0] += sg[k];
-            sgx[0] += sgx[k];
-        }
-        /* dx = rs g - rs mean(g) - rs mean(g xhat) xhat */
-        const float b = -rs * (warp_sum(sg[0]) / C), c = -rs * (warp_sum(sgx[0]) / C);
-        pack16<T> *dxr = reinterpret_cast<pack16<T> *>(dx + (size_t)r * C);
-#pragma unroll
-        for (int k = 0; k < NV; k++) {
-            const int j = lane + 32 * k;
-            if (j < nvec) {
-                const pack16<T> gm = gv[j];
-                pack16<T> o;
-                if (accumulate) o = dxr[j];
-#pragma unroll
-                for (int i = 0; i < V; i++) {
-                    const float g = to_f32(d[k].v[i]) * to_f32(gm.v[i]);
-                    const float xh = (to_f32(xv[k].v[i]) - m) * rs;
-                    const float v = fmaf(rs, g, fmaf(c, xh, b));
-                    o.v[i] = from_f32<T>(accumulate ? to_f32(o.v[i]) + v : v);
+        __syncthreads();
+        if (wpr > 1) { /* uniform: the same for every thread of the grid */
+            if ((int)threadIdx.x < nrows) {
+                const int lr = threadIdx.x, r = r0 + lr;
+                float sg = 0.0f, sgx = 0.0f;
+#pragma unroll 1
+                for (int k = 0; k < wpr; k++) {
+                    const float2 p = part[lr * wpr + k];
+                    sg += p.x;
+                    sgx += p.y;
                 }
-                dxr[j] = o;
+                const float rs = rstd[r];
+                stat[buf][lr] = make_float4(mean[r], rs, -rs * (sg / C), -rs * (sgx / C));
             }
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int q = 0; q < 2; q++) {
-        if (q == 1) { /* the sums of dy, from registers into the same rows */
-            __syncthreads();
-#pragma unroll
-            for (int k = 0; k < NV; k++)
-                if (lane + 32 * k < nvec)
-#pragma unroll
-                    for (int i = 0; i < V; i++) mine[(lane + 32 * k) * V + i] = sdy[k][i];
             __syncthreads();
         }
-        for (int c = threadIdx.x; c < C; c += TF_THREADS) {
-            float sum = 0.0f;
-            for (int w = 0; w < NW; w++) sum += red[w * C + c];
-            partial[((size_t)blockIdx.x * 2 + q) * C + c] = sum;
+        /* columns */
+        if (s < slices)
+#pragma unroll 1
+            for (int j = j0; j < nchunk; j += NT) {
+                const vcol gm = reinterpret_cast<const vcol *>(gamma)[j];
+                const size_t first = (size_t)r0 * C + (size_t)j * VB; /* the chunk in the tile's first row */
+                float ag[VB] = {}, ab[VB] = {};
+#pragma unroll 1
+                for (int lr = s; lr < nrows; lr += slices) {
+                    const size_t at = first + (size_t)lr * C;
+                    const vcol d = *reinterpret_cast<const vcol *>(dy + at);
+                    const vcol xv = *reinterpret_cast<const vcol *>(x + at);
+                    vcol o;
+                    if (accumulate) o = *reinterpret_cast<const vcol *>(dx + at);
+                    const float4 st = stat[buf][lr]; /* mean, rstd, b, c */
+                    float out[VB];
+#pragma unroll
+                    for (int i = 0; i < VB; i++) {
+                        const float di = ln_get(d, i), xh = (ln_get(xv, i) - st.x) * st.y;
+                        const float v = fmaf(st.y, di * ln_get(gm, i), fmaf(st.w, xh, st.z));
+                        out[i] = accumulate ? ln_get(o, i) + v : v;
+                        ag[i] = fmaf(di, xh, ag[i]);
+                        ab[i] += di;
+                    }
+                    ln_set(o, out);
+                    *reinterpret_cast<vcol *>(dx + at) = o;
+                }
+                ln_acc_add<VB>(acc + (size_t)j * VB, ag);
+                ln_acc_add<VB>(acc + C + (size_t)j * VB, ab);
+            }
+    }
+
+    if (acc_in_shared) { /* the slices' sums, in slice order, into the block's partial row */
+        __syncthreads();
+        const float *all = reinterpret_cast<const float *>(ln_dynamic);
+        float *out = partial + (size_t)blockIdx.x * 2 * C;
+        for (int c = threadIdx.x; c < 2 * C; c += NT) {
+            float v = all[c];
+#pragma unroll 1
+            for (int k = 1; k < slices; k++) v += all[(size_t)k * 2 * C + c];
+            out[c] = v;
         }
     }
-}
-
-/* The backward's dx for any C and alignment, one element at a time (ln_bwd_partials adds the gains). */
-template <typename T>
-__global__ void ln_bwd_dx(T *dx, const T *dy, const T *x, const float *mean, const float *rstd, const T *gamma, int R,
-                          int C, int accumulate)
-{
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= R) return;
-    const T *xr = x + (size_t)row * C, *dyr = dy + (size_t)row * C;
-    const float m = mean[row], r = rstd[row];
-    float sg = 0.0f, sgx = 0.0f;
-    for (int c = lane; c < C; c += 32) {
-        const float g = to_f32(dyr[c]) * to_f32(gamma[c]), xh = (to_f32(xr[c]) - m) * r;
-        sg += g;
-        sgx += g * xh;
-    }
-    sg = warp_sum(sg) / C;
-    sgx = warp_sum(sgx) / C;
-    for (int c = lane; c < C; c += 32) {
-        const float g = to_f32(dyr[c]) * to_f32(gamma[c]), xh = (to_f32(xr[c]) - m) * r;
-        const float v = r * (g - sg - xh * sgx);
-        dx[(size_t)row * C + c] = from_f32<T>(accumulate ? to_f32(dx[(size_t)row * C + c]) + v : v);
-    }
-}
-
-/* partial[chunk][0][c] = sum of dy xhat, partial[chunk][1][c] = sum of dy, over the chunk's rows */
-template <typename T>
-__global__ void ln_bwd_partials(float *partial, const T *dy, const T *x, const float *mean, const float *rstd, int R,
-                                int C)
-{
-    const int c = blockIdx.x * TF_COLS + threadIdx.x;
-    if (c >= C) return;
-    const int r0 = blockIdx.y * TF_CHUNK_ROWS, r1 = min(R, r0 + TF_CHUNK_ROWS);
-    float sg = 0.0f, sb = 0.0f;
-    for (int r = r0; r < r1; r++) {
-        const float d = to_f32(dy[(size_t)r * C + c]);
-        sg += d * (to_f32(x[(size_t)r * C + c]) - mean[r]) * rstd[r];
-        sb += d;
-    }
-    partial[((size_t)blockIdx.y * 2) * C + c] = sg;
-    partial[((size_t)blockIdx.y * 2 + 1) * C + c] = sb;
 }
 
 /* dgamma[c] = sum over chunks k of partial[k][0][c], dbeta[c] of partial[k][1][c], in a
@@ -269,35 +421,19 @@ __global__ void __launch_bounds__(TF_SUM_WARPS * 32) ln_bwd_sum(G *dgamma, G *db
     }
 }
 
-/* Vectors of 16 bytes a lane takes so that one warp holds a row of C (1, 2, 3, 4, 6 or 8,
- * at most max_e elements), or 0 when C is not a whole number of vectors or too long. */
-template <typename T> static int ln_vectors_per_lane(int C, int max_e)
+/* ---- launches --------------------------------------------------------------------------- */
+
+/* Vectors of 16 bytes a lane of the forward takes so that one warp holds a row of C (1, 2,
+ * 3, 4, 6 or 8, at most LN_FWD_MAX_E elements), or 0 when C is not a whole number of
+ * vectors or too long. */
+template <typename T> static int ln_fwd_vectors_per_lane(int C)
 {
     constexpr int V = pack16<T>::N;
     static const int choices[] = {1, 2, 3, 4, 6, 8};
     if (C <= 0 || C % V != 0) return 0;
     for (int nv : choices)
-        if (32 * nv * V >= C) return nv * V <= max_e ? nv : 0;
+        if (32 * nv * V >= C) return nv * V <= LN_FWD_MAX_E ? nv : 0;
     return 0;
-}
-
-/* Rows of one block of the fused backward, a multiple of its 8 warps: about LN_BLOCKS
- * blocks in all, so that the rows in flight fill the GPU while the partial rows stay few. */
-static int ln_bwd_rows_per_block(int R)
-{
-    const int warps = TF_THREADS / 32, rows = (R + LN_BLOCKS - 1) / LN_BLOCKS;
-    return rows <= warps ? warps : (rows + warps - 1) / warps * warps;
-}
-
-static int ln_fused_blocks(int R)
-{
-    return R <= 0 ? 0 : (R + ln_bwd_rows_per_block(R) - 1) / ln_bwd_rows_per_block(R);
-}
-
-extern "C" size_t cuda_layernorm_scratch_floats(int R, int C)
-{
-    const size_t fused = (size_t)ln_fused_blocks(R), chunks = (size_t)((R + TF_CHUNK_ROWS - 1) / TF_CHUNK_ROWS);
-    return (fused > chunks ? fused : chunks) * 2 * (size_t)C;
 }
 
 template <typename T, int NV>
@@ -318,21 +454,19 @@ static cudaError_t launch_ln_fwd(void *y_, float *mean, float *rstd, const void 
     T *y = (T *)y_;
     const T *x = (const T *)x_, *gamma = (const T *)gamma_, *beta = (const T *)beta_;
     if (R <= 0) return cudaSuccess;
-    const int nv = aligned16(y) && aligned16(x) && aligned16(gamma) && aligned16(beta)
-                       ? ln_vectors_per_lane<T>(C, LN_FWD_MAX_E)
-                       : 0;
-    switch (nv) {
+    const bool vectors = vectors_fit<T>(C, y, x, gamma, beta);
+    const int rows_per_block = TF_THREADS / 32, blocks = (R + rows_per_block - 1) / rows_per_block;
+    switch (vectors ? ln_fwd_vectors_per_lane<T>(C) : 0) {
     case 1: launch_ln_fwd_nv<T, 1>(y, mean, rstd, x, gamma, beta, R, C, s); break;
     case 2: launch_ln_fwd_nv<T, 2>(y, mean, rstd, x, gamma, beta, R, C, s); break;
     case 3: launch_ln_fwd_nv<T, 3>(y, mean, rstd, x, gamma, beta, R, C, s); break;
     case 4: launch_ln_fwd_nv<T, 4>(y, mean, rstd, x, gamma, beta, R, C, s); break;
     case 6: launch_ln_fwd_nv<T, 6>(y, mean, rstd, x, gamma, beta, R, C, s); break;
     case 8: launch_ln_fwd_nv<T, 8>(y, mean, rstd, x, gamma, beta, R, C, s); break;
-    default: {
-        const int rows_per_block = TF_THREADS / 32;
-        ln_fwd<T><<<(R + rows_per_block - 1) / rows_per_block, TF_THREADS, 0, s>>>(y, mean, rstd, x, gamma, beta, R,
-                                                                                   C);
-    }
+    default:
+        with_vector_width<T>(vectors, [&](auto v) {
+            ln_fwd<T, decltype(v)::value><<<blocks, TF_THREADS, 0, s>>>(y, mean, rstd, x, gamma, beta, R, C);
+        });
     }
     return cudaGetLastError();
 }
@@ -343,15 +477,71 @@ extern "C" cudaError_t cuda_layernorm_forward(void *y, float *mean, float *rstd,
     return DISPATCH_DTYPE(dtype, launch_ln_fwd, y, mean, rstd, x, gamma, beta, R, C, s);
 }
 
-template <typename T, int NV>
-static void launch_ln_bwd_nv(T *dx, float *partial, const T *dy, const T *x, const float *mean, const float *rstd,
-                             const T *gamma, int R, int C, int accumulate, cudaStream_t s)
+/* Rows of a backward tile: the most (a power of two, at most 32) whose dy and x fit in
+ * LN_BWD_TILE_BYTES, at least 1. A power of two divides the 16 warps when smaller. */
+static int ln_bwd_tile_rows(int C, size_t elem)
 {
-    if constexpr (NV * pack16<T>::N <= LN_BWD_MAX_E) {
-        const size_t smem = (size_t)(TF_THREADS / 32) * C * sizeof(float); /* <= 32 KiB: C <= 1024 */
-        ln_bwd_fused<T, NV><<<ln_fused_blocks(R), TF_THREADS, smem, s>>>(dx, partial, dy, x, mean, rstd, gamma, R, C,
-                                                                         ln_bwd_rows_per_block(R), accumulate);
-    }
+    const size_t row_bytes = 2 * elem * (size_t)C;
+    int rows = 1;
+    while (rows < LN_BWD_MAX_TILE_ROWS && 2 * (size_t)rows * row_bytes <= LN_BWD_TILE_BYTES) rows *= 2;
+    return rows;
+}
+
+/* Blocks of the backward, each a partial row of the gains: LN_BWD_BLOCKS_PER_SM an SM, at
+ * most one a tile. The same on every call for a given GPU, R and C: the sums' order too.
+ * (Rows over about 14,000 wide have gain sums too large for 2 blocks' shared memory an SM:
+ * the grid then runs in two waves.) */
+static int ln_bwd_blocks(int tiles, int sms)
+{
+    const long long most = (long long)LN_BWD_BLOCKS_PER_SM * sms;
+    return (int)(tiles < most ? tiles : most);
+}
+
+extern "C" size_t cuda_layernorm_scratch_floats(int R, int C)
+{
+    ln_gpu g;
+    int dev;
+    if (R <= 0 || C <= 0) return 0;
+    /* a row a tile bounds the blocks of every dtype; 1024 SMs where the GPU cannot be asked
+     * (its launch then fails too) */
+    const int sms = ln_gpu_current(&g, &dev) == cudaSuccess ? g.sms : 1024;
+    return (size_t)ln_bwd_blocks(R, sms) * 2 * (size_t)C;
+}
+
+/* Dynamic shared memory over 48 KiB needs the kernel's leave, once a device. */
+template <typename T, int V> static cudaError_t ln_bwd_allow_smem(int dev, size_t bytes)
+{
+    static size_t allowed[LN_MAX_GPUS];
+    if (bytes <= (48u << 10) || (dev >= 0 && dev < LN_MAX_GPUS && allowed[dev] >= bytes)) return cudaSuccess;
+    const cudaError_t e =
+        cudaFuncSetAttribute(ln_bwd_tiled<T, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e == cudaSuccess && dev >= 0 && dev < LN_MAX_GPUS) allowed[dev] = bytes;
+    return e;
+}
+
+/* ln_bwd_tiled over R >= 1 rows; *blocks: the partial rows it writes. */
+template <typename T, int V>
+static cudaError_t launch_ln_bwd_tiled(T *dx, float *partial, const T *dy, const T *x, const float *mean,
+                                       const float *rstd, const T *gamma, int R, int C, int accumulate, int *blocks,
+                                       cudaStream_t s)
+{
+    ln_gpu g;
+    int dev;
+    cudaError_t e = ln_gpu_current(&g, &dev);
+    if (e != cudaSuccess) return e;
+    const int nchunk = C / ln_col_width(V), tile_rows = ln_bwd_tile_rows(C, sizeof(T)), tiles = (R - 1) / tile_rows + 1;
+    const size_t static_smem = sizeof(float4) * 2 * LN_BWD_MAX_TILE_ROWS + sizeof(float2) * LN_BWD_WARPS;
+    int slices = LN_BWD_THREADS / nchunk;
+    slices = slices < 1 ? 1 : slices > tile_rows ? tile_rows : slices;
+    if ((size_t)slices * 2 * C * sizeof(float) + static_smem > g.smem_optin) slices = 1;
+    size_t smem = (size_t)slices * 2 * C * sizeof(float);
+    const int in_shared = smem + static_smem <= g.smem_optin;
+    if (!in_shared) smem = 0; /* the sums in the partial rows themselves */
+    if ((e = ln_bwd_allow_smem<T, V>(dev, smem)) != cudaSuccess) return e;
+    *blocks = ln_bwd_blocks(tiles, g.sms);
+    ln_bwd_tiled<T, V><<<*blocks, LN_BWD_THREADS, smem, s>>>(dx, partial, dy, x, mean, rstd, gamma, R, C, tile_rows,
+                                                             slices, in_shared, accumulate);
+    return cudaGetLastError();
 }
 
 template <typename T>
@@ -362,28 +552,14 @@ static cudaError_t launch_ln_bwd(void *dx_, void *dgamma, void *dbeta, int grads
     T *dx = (T *)dx_;
     const T *dy = (const T *)dy_, *x = (const T *)x_, *gamma = (const T *)gamma_;
     if (C <= 0) return cudaSuccess;
-    const int nv = R > 0 && aligned16(dx) && aligned16(dy) && aligned16(x) && aligned16(gamma)
-                       ? ln_vectors_per_lane<T>(C, LN_BWD_MAX_E)
-                       : 0;
-    int chunks = ln_fused_blocks(R);
-    switch (nv) {
-    case 1: launch_ln_bwd_nv<T, 1>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
-    case 2: launch_ln_bwd_nv<T, 2>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
-    case 3: launch_ln_bwd_nv<T, 3>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
-    case 4: launch_ln_bwd_nv<T, 4>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
-    case 6: launch_ln_bwd_nv<T, 6>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
-    case 8: launch_ln_bwd_nv<T, 8>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s); break;
-    default: {
-        const int rows_per_block = TF_THREADS / 32;
-        chunks = (R + TF_CHUNK_ROWS - 1) / TF_CHUNK_ROWS;
-        if (R > 0) {
-            ln_bwd_dx<T><<<(R + rows_per_block - 1) / rows_per_block, TF_THREADS, 0, s>>>(dx, dy, x, mean, rstd, gamma,
-                                                                                         R, C, accumulate);
-            ln_bwd_partials<T><<<dim3((C + TF_COLS - 1) / TF_COLS, chunks), TF_COLS, 0, s>>>(partial, dy, x, mean,
-                                                                                           rstd, R, C);
-        }
-    }
-    }
+    int chunks = 0; /* R = 0: no rows, gains of zero */
+    cudaError_t e = cudaSuccess;
+    if (R > 0)
+        with_vector_width<T>(vectors_fit<T>(C, dx, dy, x, gamma), [&](auto v) {
+            e = launch_ln_bwd_tiled<T, decltype(v)::value>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate,
+                                                           &chunks, s);
+        });
+    if (e != cudaSuccess) return e;
     const int sum_blocks = (C + 31) / 32;
     if (grads_in_t)
         ln_bwd_sum<T><<<sum_blocks, TF_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, partial, chunks, C);
