@@ -68,6 +68,8 @@ OBJ := $(patsubst %.c,build/%.o,$(SRC)) $(patsubst %.cu,build/%.o,$(if $(filter 
 LIB_OBJ := $(filter-out build/src/cli/main.o,$(OBJ))
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,bin/tests/%,$(wildcard tests/unit/test_*.c))
+# a CUDA build's: the Hopper backward's layouts and TMA descriptors, checked on the host (no GPU needed)
+UNIT_TESTS += $(if $(filter -DDPSCALE_HAVE_CUDA,$(CFLAGS)),bin/tests/test_flash_sm90_layouts)
 
 .PHONY: all deps demo test unit integration bench fuzz-report clean FORCE
 all: deps bin/dpscale
@@ -100,13 +102,19 @@ build/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) -O3 -std=c++17 $(CPPFLAGS_TREE) -MMD -MP $(CUDA_ARCH) -Xcompiler -fPIC -c -o $@ $<
 
-# the one object built for sm_90a alone, against CUTLASS (see SM90A_ARCH)
+# the one object built for sm_90a alone, against CUTLASS (see SM90A_ARCH), and its host-side check
+CUTLASS_FOUND = @[ -f "$(CUTLASS_INCLUDE)/cute/tensor.hpp" ] || { \
+	echo "dpscale: error: CUTLASS's CuTe headers not found (CUTLASS_INCLUDE='$(CUTLASS_INCLUDE)')" >&2; \
+	echo "hint: tools/deps.sh install   (or: $(PYTHON) -m pip install --no-deps nvidia-cutlass==4.2.0.0)" >&2; exit 1; }
 build/kernels/transformer/flash_attention_sm90.o: kernels/transformer/flash_attention_sm90.cu
 	@mkdir -p $(@D)
-	@[ -f "$(CUTLASS_INCLUDE)/cute/tensor.hpp" ] || { \
-		echo "dpscale: error: CUTLASS's CuTe headers not found (CUTLASS_INCLUDE='$(CUTLASS_INCLUDE)')" >&2; \
-		echo "hint: tools/deps.sh install   (or: $(PYTHON) -m pip install --no-deps nvidia-cutlass==4.2.0.0)" >&2; exit 1; }
+	$(CUTLASS_FOUND)
 	$(NVCC) -O3 -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -MMD -MP $(SM90A_ARCH) -Xcompiler -fPIC -c -o $@ $<
+
+bin/tests/test_flash_sm90_layouts: tests/unit/test_flash_sm90_layouts.cu
+	@mkdir -p $(@D)
+	$(CUTLASS_FOUND)
+	$(NVCC) -O1 -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -MMD -MP $(SM90A_ARCH) -o $@ $<
 
 bin/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(@D)

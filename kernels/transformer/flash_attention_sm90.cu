@@ -23,7 +23,8 @@
  *   dQ:     S = Q K^T, dP = dO V^T, dS = P (dP - delta), dQ += dS K.
  * Keys (queries) in the tile this warpgroup sees as rows come straight from the
  * accumulators as A operands: an m64nN accumulator holds, thread by thread, the m64k16
- * A fragments of N / 16 k-steps in order (checked by the layout algebra in tests/gpu).
+ * A fragments of N / 16 k-steps in order (tests/unit/test_flash_sm90_layouts.cu checks
+ * this, the smem views and the TMA descriptors on the host).
  *
  * Shared memory per block: 2 x 128 x 64 (own rows) + 2 x kStages x 64 x 64 (tiles) 16-bit
  * elements, 128-byte swizzled as wgmma and TMA want them, + lse and delta stages: 83 KiB.
@@ -139,7 +140,8 @@ template <typename E> __device__ __forceinline__ Smem<E> &shared_storage()
     return *reinterpret_cast<Smem<E> *>(smem_raw + ((1024u - (a & 1023u)) & 1023u));
 }
 
-/* c (=|+=) a b over the k-steps of a (registers) and b (smem descriptors); one batch, not waited */
+/* c (=|+=) a b over the k-steps of a (registers) and b (smem descriptors); one batch, not
+ * waited: the caller fences c again after its warpgroup_wait, before reading it */
 template <bool Zero, class Mma, class TA, class TB, class TC>
 __device__ __forceinline__ void mma_rs(Mma &mma, TA &a, TB const &b, TC &c)
 {
@@ -314,7 +316,8 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
             mma_rs<true>(mma_s, rV, dOs(_, _, _, s), accP);
             const float *L = sm.lse[s], *Dl = sm.delta[s];
             const bool mask = q0 + kTile > T || (Causal && q0 < k0w + 63);
-            warpgroup_wait<1>();
+            warpgroup_wait<1>(); /* S done, dP in flight */
+            warpgroup_fence_operand(accS);
             CUTE_UNROLL
             for (int i = 0; i < size(accS); i++) {
                 const int key = k0w + get<0>(cS(i)), c = get<1>(cS(i)), q = q0 + c;
@@ -323,6 +326,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
                 accS(i) = pv;
             }
             warpgroup_wait<0>();
+            warpgroup_fence_operand(accP);
             CUTE_UNROLL
             for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[get<1>(cS(i))]);
             acc_to_a<E>(rP, accS);
@@ -330,6 +334,8 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
             mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
             mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
             warpgroup_wait<0>();
+            warpgroup_fence_operand(accV);
+            warpgroup_fence_operand(accK);
         }
         arrive_barrier(sm.empty[s]);
     }
@@ -449,7 +455,8 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
             mma_rs<true>(mma_s, rQ, dKs(_, _, _, s), accS);
             mma_rs<true>(mma_s, rO, dVs(_, _, _, s), accP);
             const bool mask = k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w);
-            warpgroup_wait<1>();
+            warpgroup_wait<1>(); /* S done, dP in flight */
+            warpgroup_fence_operand(accS);
             CUTE_UNROLL
             for (int i = 0; i < size(accS); i++) {
                 const int r = (i >> 1) & 1, q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
@@ -458,11 +465,13 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
                 accS(i) = pv;
             }
             warpgroup_wait<0>();
+            warpgroup_fence_operand(accP);
             CUTE_UNROLL
             for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[(i >> 1) & 1]);
             acc_to_a<E>(rS, accP);
             mma_rs<false>(mma_o, rS, dKt(_, _, _, s), accQ);
             warpgroup_wait<0>();
+            warpgroup_fence_operand(accQ);
         }
         arrive_barrier(sm.empty[s]);
     }
