@@ -101,8 +101,8 @@ template <typename E> struct Params {
 template <typename E> struct Smem {
     alignas(1024) E own[2][kBlock * kD];
     alignas(1024) E tile[2][kStages * kTile * kD];
-    alignas(16) float lse[kStages][kTile];
-    alignas(16) float delta[kStages][kTile];
+    alignas(128) float lse[kStages][kTile]; /* TMA writes shared memory at 128-byte boundaries */
+    alignas(128) float delta[kStages][kTile];
     alignas(8) uint64_t own_full, full[kStages], empty[kStages];
 };
 template <typename E> constexpr size_t smem_bytes() { return sizeof(Smem<E>) + 1024; /* alignment slack */ }
