@@ -16,6 +16,11 @@ NVCC ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_120,code=[sm_120,compute_120]
 PYTHON ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3)
+# The Hopper attention backward (kernels/transformer/flash_attention_sm90.cu: wgmma, TMA) exists only for
+# sm_90a, the one target with those instructions; a binary with it still runs elsewhere, where the launcher
+# never calls it. It needs CUTLASS's CuTe headers (header-only; PyPI's nvidia-cutlass, which tools/deps.sh
+# installs), found through $(PYTHON) once; CUTLASS_INCLUDE=DIR names another copy.
+SM90A_ARCH := -gencode arch=compute_90a,code=sm_90a
 MPIRUN ?= mpirun
 # The integration tests in parallel (pytest-xdist), one worker a core, at most 4, each test
 # file on one worker (its module fixtures, a Slurm controller among them, start once): most of a
@@ -49,6 +54,9 @@ CUDA_HOST_SRC := $(filter %_cuda.c src/backend/cuda/%.c src/comm/comm_nccl.c,$(S
 SRC := $(filter-out $(CUDA_HOST_SRC),$(SRC_ALL)) $(shell find kernels -name "*_cpu.c" | LC_ALL=C sort)
 CUDA_SRC := $(shell find kernels -name "*.cu" | LC_ALL=C sort)
 ifeq ($(CUDA),1)
+ifeq ($(origin CUTLASS_INCLUDE),undefined)
+CUTLASS_INCLUDE := $(shell $(PYTHON) -c 'import os, cutlass_library as c; print(os.path.join(os.path.dirname(c.__file__), "source", "include"))' 2>/dev/null)
+endif
 ifneq ($(CUDA_HOST_SRC),)
 CFLAGS += -DDPSCALE_HAVE_CUDA -I$(CUDA_HOME)/include
 SRC += $(CUDA_HOST_SRC)
@@ -60,6 +68,8 @@ OBJ := $(patsubst %.c,build/%.o,$(SRC)) $(patsubst %.cu,build/%.o,$(if $(filter 
 LIB_OBJ := $(filter-out build/src/cli/main.o,$(OBJ))
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,bin/tests/%,$(wildcard tests/unit/test_*.c))
+# a CUDA build's: the Hopper backward's layouts and TMA descriptors, checked on the host (no GPU needed)
+UNIT_TESTS += $(if $(filter -DDPSCALE_HAVE_CUDA,$(CFLAGS)),bin/tests/test_flash_sm90_layouts)
 
 .PHONY: all deps demo test unit integration bench fuzz-report clean FORCE
 all: deps bin/dpscale
@@ -91,6 +101,20 @@ build/%.o: %.c
 build/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) -O3 -std=c++17 $(CPPFLAGS_TREE) -MMD -MP $(CUDA_ARCH) -Xcompiler -fPIC -c -o $@ $<
+
+# the one object built for sm_90a alone, against CUTLASS (see SM90A_ARCH), and its host-side check
+CUTLASS_FOUND = @[ -f "$(CUTLASS_INCLUDE)/cute/tensor.hpp" ] || { \
+	echo "dpscale: error: CUTLASS's CuTe headers not found (CUTLASS_INCLUDE='$(CUTLASS_INCLUDE)')" >&2; \
+	echo "hint: tools/deps.sh install   (or: $(PYTHON) -m pip install --no-deps nvidia-cutlass==4.2.0.0)" >&2; exit 1; }
+build/kernels/transformer/flash_attention_sm90.o: kernels/transformer/flash_attention_sm90.cu
+	@mkdir -p $(@D)
+	$(CUTLASS_FOUND)
+	$(NVCC) -O3 -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -MMD -MP $(SM90A_ARCH) -Xcompiler -fPIC -c -o $@ $<
+
+bin/tests/test_flash_sm90_layouts: tests/unit/test_flash_sm90_layouts.cu
+	@mkdir -p $(@D)
+	$(CUTLASS_FOUND)
+	$(NVCC) -O1 -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -MMD -MP $(SM90A_ARCH) -o $@ $<
 
 bin/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(@D)

@@ -12,13 +12,20 @@
  *
  * Fragments (PTX ISA, mma.m16n8k16): lane = 4 g + t; an accumulator holds rows g and
  * g + 8, columns 2t and 2t + 1 of its 16 x 8 tile; two neighbouring accumulator tiles,
- * rounded to 16 bits, are the A operand of the next product (P, dS) as they lie. */
+ * rounded to 16 bits, are the A operand of the next product (P, dS) as they lie.
+ *
+ * On Hopper (compute capability 9.0, head dimension 64) the backward's two kernels are
+ * flash_attention_sm90.cu's instead (wgmma, TMA); the launcher below chooses
+ * (flash_attention_sm90.h says how), after the same delta kernel. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/transformer/flash_attention.h"
+#include "kernels/transformer/flash_attention_sm90.h"
 
 #define FA_ROWS 64   /* query rows of a forward / dQ block; key rows of a dK dV block */
 #define FA_TILE 64   /* rows of the tiles a block loops over */
@@ -513,14 +520,21 @@ static cudaError_t forward_typed(void *out, float *lse, const void *qkv, int B, 
     return cudaGetLastError();
 }
 
+template <typename T> constexpr int dtype_enum();
+template <> constexpr int dtype_enum<__nv_bfloat16>() { return DT_BF16; }
+template <> constexpr int dtype_enum<__half>() { return DT_F16; }
+
+/* delta, then dK dV and dQ: the FA2 kernels, or the Hopper ones where `sm90` */
 template <typename T, int D>
 static cudaError_t backward_typed(void *dqkv, const void *dout, const void *out, const void *qkv, const float *lse,
-                                  float *delta, int B, int T_, int C, int H, int causal, cudaStream_t s)
+                                  float *delta, int B, int T_, int C, int H, int causal, int sm90, cudaStream_t s)
 {
     const float scale = 1.0f / sqrtf((float)D), sl2 = 1.4426950408889634f * scale;
     const size_t warps = (size_t)B * T_ * H;
     fa_delta<T, D><<<(unsigned)((warps * 32 + 255) / 256), 256, 0, s>>>(delta, (const T *)out, (const T *)dout, B, T_,
                                                                       H, C);
+    if (sm90)
+        return fa_sm90_backward(dqkv, dout, qkv, lse, delta, B, T_, C, H, causal, dtype_enum<T>(), s);
     for (int b0 = 0; b0 < B; b0 += seqs_per_launch(H)) {
         const int nb = min(seqs_per_launch(H), B - b0);
         const size_t x3 = (size_t)b0 * T_ * 3 * C, x1 = (size_t)b0 * T_ * C, r = (size_t)b0 * H * T_;
@@ -548,11 +562,65 @@ extern "C" cudaError_t cuda_flash_attention_forward(void *out, float *lse, const
 
 extern "C" size_t cuda_flash_attention_scratch_floats(int B, int T_, int H) { return (size_t)B * T_ * H; }
 
+/* ---- which backward ------------------------------------------------------------------------ */
+
+/* Whether the current device has compute capability 9.0 (the sm_90a kernels' one target),
+ * asked once per device. */
+static int device_is_sm90(void)
+{
+    static int known[64]; /* per device ordinal: 0 not asked yet, 1 no, 2 yes */
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    if (dev >= 0 && dev < 64 && known[dev]) return known[dev] == 2;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+        return 0;
+    const int yes = major == 9 && minor == 0;
+    if (dev >= 0 && dev < 64) known[dev] = yes ? 2 : 1;
+    return yes;
+}
+
+/* DPSCALE_FLASH_BACKWARD=fa2 keeps the FA2 kernels everywhere; read once */
+static int env_wants_fa2(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DPSCALE_FLASH_BACKWARD");
+        v = e != NULL && strcmp(e, "fa2") == 0;
+    }
+    return v;
+}
+
+extern "C" int cuda_flash_attention_sm90_applies(const void *dqkv, const void *dout, const void *qkv,
+                                                 const float *lse, const float *scratch, int B, int T_, int C, int H,
+                                                 int dtype)
+{
+    return H > 0 && C % H == 0 && fa_sm90_backward_takes(dtype, C / H, dqkv, dout, qkv, lse, scratch, B, T_, C, H) &&
+           device_is_sm90();
+}
+
+extern "C" cudaError_t cuda_flash_attention_backward_using(enum flash_backward_kernels which, void *dqkv,
+                                                           const void *dout, const void *out, const void *qkv,
+                                                           const float *lse, float *scratch, int B, int T_, int C,
+                                                           int H, int causal, int dtype, cudaStream_t s)
+{
+    if (H <= 0 || C % H != 0 || !flash_attention_supports(dtype, C / H)) return cudaErrorInvalidValue;
+    const int D = C / H;
+    int sm90 = 0;
+    if (which == FLASH_BACKWARD_SM90) {
+        if (!cuda_flash_attention_sm90_applies(dqkv, dout, qkv, lse, scratch, B, T_, C, H, dtype))
+            return cudaErrorNotSupported;
+        sm90 = 1;
+    } else if (which == FLASH_BACKWARD_AUTO) {
+        sm90 = !env_wants_fa2() && cuda_flash_attention_sm90_applies(dqkv, dout, qkv, lse, scratch, B, T_, C, H, dtype);
+    }
+    return FA_DISPATCH(dtype, D, backward_typed, dqkv, dout, out, qkv, lse, scratch, B, T_, C, H, causal, sm90, s);
+}
+
 extern "C" cudaError_t cuda_flash_attention_backward(void *dqkv, const void *dout, const void *out, const void *qkv,
                                                      const float *lse, float *scratch, int B, int T_, int C, int H,
                                                      int causal, int dtype, cudaStream_t s)
 {
-    const int D = C / H;
-    if (!flash_attention_supports(dtype, D) || C % H != 0) return cudaErrorInvalidValue;
-    return FA_DISPATCH(dtype, D, backward_typed, dqkv, dout, out, qkv, lse, scratch, B, T_, C, H, causal, s);
+    return cuda_flash_attention_backward_using(FLASH_BACKWARD_AUTO, dqkv, dout, out, qkv, lse, scratch, B, T_, C, H,
+                                               causal, dtype, s);
 }

@@ -1,0 +1,569 @@
+/* flash_attention_sm90.cu — the fused attention's backward for Hopper (sm_90a), head
+ * dimension 64, bf16 / fp16: FlashAttention-3's machinery (warpgroup MMA, TMA loads into
+ * mbarrier pipelines, a producer warp beside consumer warpgroups) on dpscale's
+ * deterministic two-kernel scheme. flash_attention.cu picks it (flash_attention_sm90.h).
+ *
+ * Why two kernels and not FlashAttention-3's one: FA3 adds each key block's dQ into an
+ * fp32 buffer with atomics, whose order varies from run to run; here dK dV come from one
+ * kernel (a block per 128 keys, looping over tiles of 64 queries) and dQ from another (a
+ * block per 128 queries, looping over tiles of 64 keys), each output written once. That
+ * costs S = QK^T and dP = dO V^T a second time (7 products of 64 x 64 x 64 per pair of
+ * tiles instead of 5), and buys the same bits on every run, as the FA2 kernels.
+ *
+ * A block: warpgroup 0 loads (one thread issues every TMA copy, its registers given to
+ * the others by setmaxnreg), warpgroups 1 and 2 compute, each on 64 of the block's 128
+ * rows. The block's own rows (K, V or Q, dO) come once; the tiles it loops over (Q, dO
+ * with lse and delta, or K, V) come through kStages buffers, each with a "full" mbarrier
+ * (TMA's bytes landed) and an "empty" one (all 256 consumer threads are past the MMAs
+ * that read it). Products, all wgmma m64n64k16 with A from registers (RS):
+ *   dK dV:  S^T = K Q^T, dP^T = V dO^T (K, V in registers, Q, dO K-major in smem),
+ *           P^T = exp2(S^T sl2 - lse), dS^T = P^T (dP^T - delta),
+ *           dV += P^T dO, dK += dS^T Q   (P^T, dS^T as they lie in the accumulators;
+ *                                        Q, dO read MN-major from the same smem)
+ *   dQ:     S = Q K^T, dP = dO V^T, dS = P (dP - delta), dQ += dS K.
+ * Keys (queries) in the tile this warpgroup sees as rows come straight from the
+ * accumulators as A operands: an m64nN accumulator holds, thread by thread, the m64k16
+ * A fragments of N / 16 k-steps in order (tests/unit/test_flash_sm90_layouts.cu checks
+ * this, the smem views and the TMA descriptors on the host).
+ *
+ * Shared memory per block: 2 x 128 x 64 (own rows) + 2 x kStages x 64 x 64 (tiles) 16-bit
+ * elements, 128-byte swizzled as wgmma and TMA want them, + lse and delta stages: 83 KiB.
+ * One block an SM (384 threads; 24 registers for the loaders, 240 for the consumers).
+ *
+ * Tails: the TMA tensors are (row, d, head, sequence), so rows past T read as zeros; the
+ * products there are masked (P = 0) or never stored. CuTe (CUTLASS's headers) builds the
+ * smem layouts, TMA descriptors and wgmma descriptors, which are easy to get subtly
+ * wrong by hand; the barriers are CUTLASS's thin mbarrier wrappers, the pipeline's phase
+ * logic is written out here. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include <cute/tensor.hpp>
+#include <cute/atom/copy_atom.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/numeric_types.h>
+
+#include "kernels/transformer/flash_attention_sm90.h"
+
+namespace fa_sm90 {
+using namespace cute;
+
+constexpr int kD = 64;       /* head dimension */
+constexpr int kBlock = 128;  /* rows a block owns: keys (dK dV) or queries (dQ), 64 a consumer warpgroup */
+constexpr int kTile = 64;    /* rows of the tiles it loops over */
+constexpr int kStages = 3;   /* tiles in flight */
+constexpr int kConsumers = 2;
+constexpr int kThreads = 128 * (kConsumers + 1);
+constexpr int kLoaderRegs = 24, kConsumerRegs = 240; /* 128 x 24 + 256 x 240 <= 65536 */
+
+using OwnShape = Shape<Int<kBlock>, Int<kD>>;
+using TileShape = Shape<Int<kTile>, Int<kD>>;
+using HalfShape = Shape<Int<64>, Int<kD>>;   /* a consumer's share of the own rows */
+using ScoreShape = Shape<Int<64>, Int<kTile>>; /* S, dP of a consumer and a tile */
+
+template <typename E> struct Types {
+    /* K-major (d contiguous) 128-byte swizzled rows, as TMA writes them */
+    using SmemOwn = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<E>{}, OwnShape{}));
+    using SmemTiles = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<E>{}, Shape<Int<kTile>, Int<kD>, Int<kStages>>{}));
+    /* the same bytes seen as (d, row): the B operand of P^T dO, dS^T Q, dS K */
+    using SmemTilesT = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<E>{}, Shape<Int<kD>, Int<kTile>, Int<kStages>>{}));
+    /* C = A B^T (B's rows K-major in smem) and C = A B (B MN-major), A from registers */
+    using MmaABt = decltype(make_tiled_mma(
+        GMMA::rs_op_selector<E, E, float, Shape<_64, Int<kTile>, _16>, GMMA::Major::K, GMMA::Major::K>()));
+    using MmaAB = decltype(make_tiled_mma(
+        GMMA::rs_op_selector<E, E, float, Shape<_64, Int<kD>, _16>, GMMA::Major::K, GMMA::Major::MN>()));
+    /* one of Q, K, V, dO in memory: (row, d, head, sequence) */
+    using GRows = decltype(make_tensor(make_gmem_ptr(static_cast<E const *>(nullptr)),
+                                       make_layout(make_shape(int(), Int<kD>{}, int(), int()),
+                                                   make_stride(int64_t(), _1{}, int64_t(), int64_t()))));
+    /* lse or delta, all (sequence, head, row) in one line */
+    using GLine = decltype(make_tensor(make_gmem_ptr(static_cast<float const *>(nullptr)),
+                                       make_layout(make_shape(int()), make_stride(_1{}))));
+    using TmaOwn = decltype(make_tma_copy(SM90_TMA_LOAD{}, GRows{}, SmemOwn{}, OwnShape{}, _1{}));
+    using TmaTile = decltype(make_tma_copy(SM90_TMA_LOAD{}, GRows{}, take<0, 2>(SmemTiles{}), TileShape{}, _1{}));
+    using TmaLine = decltype(make_tma_copy(SM90_TMA_LOAD{}, GLine{}, Layout<Shape<Int<kTile>>>{}, Shape<Int<kTile>>{}, _1{}));
+};
+
+/* dK dV: own = K, V, tiles = Q, dO (+ lse, delta). dQ: own = Q, dO, tiles = K, V. */
+template <typename E> struct Params {
+    typename Types<E>::TmaOwn own0, own1;
+    typename Types<E>::TmaTile tile0, tile1;
+    typename Types<E>::TmaLine lse, delta; /* dK dV only */
+    const float *lse_ptr, *delta_ptr;      /* dQ only: a thread's two rows, read once */
+    E *dqkv;
+    int T, H, C, B;
+    float sl2, scale;
+};
+
+template <typename E> struct Smem {
+    alignas(1024) E own[2][kBlock * kD];
+    alignas(1024) E tile[2][kStages * kTile * kD];
+    alignas(128) float lse[kStages][kTile]; /* TMA writes shared memory at 128-byte boundaries */
+    alignas(128) float delta[kStages][kTile];
+    alignas(8) uint64_t own_full, full[kStages], empty[kStages];
+};
+template <typename E> constexpr size_t smem_bytes() { return sizeof(Smem<E>) + 1024; /* alignment slack */ }
+
+constexpr uint32_t kOwnBytes = 2u * kBlock * kD * 2u;
+constexpr uint32_t kTileBytes = 2u * kTile * kD * 2u;
+constexpr uint32_t kLineBytes = 2u * kTile * 4u;
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+template <typename E> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack2<cutlass::bfloat16_t>(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+template <> __device__ __forceinline__ uint32_t pack2<cutlass::half_t>(float lo, float hi)
+{
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* the block's shared storage, at a 1024-byte boundary (128-byte swizzle's period) */
+template <typename E> __device__ __forceinline__ Smem<E> &shared_storage()
+{
+    extern __shared__ char smem_raw[];
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    return *reinterpret_cast<Smem<E> *>(smem_raw + ((1024u - (a & 1023u)) & 1023u));
+}
+
+/* c (=|+=) a b over the k-steps of a (registers) and b (smem descriptors); one batch, not
+ * waited: the caller fences c again after its warpgroup_wait, before reading it */
+template <bool Zero, class Mma, class TA, class TB, class TC>
+__device__ __forceinline__ void mma_rs(Mma &mma, TA &a, TB const &b, TC &c)
+{
+    warpgroup_fence_operand(a);
+    warpgroup_fence_operand(c);
+    warpgroup_arrive();
+    mma.accumulate_ = Zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(a); k++) {
+        cute::gemm(mma, a(_, _, k), b(_, _, k), c);
+        mma.accumulate_ = GMMA::ScaleOut::One;
+    }
+    warpgroup_commit_batch();
+    warpgroup_fence_operand(c);
+    warpgroup_fence_operand(a);
+}
+
+/* an accumulator [64 x 64] rounded to 16 bits as the A operand of the next product
+ * (same element order: see the header) */
+template <typename E, class TAcc, class TA> __device__ __forceinline__ void acc_to_a(TA &a, TAcc const &acc)
+{
+    static_assert(decltype(size(a))::value == decltype(size(acc))::value, "A fragment and accumulator differ in size");
+    Tensor a32 = recast<uint32_t>(a);
+    CUTE_UNROLL
+    for (int i = 0; i < size(a32); i++) a32(i) = pack2<E>(acc(2 * i), acc(2 * i + 1));
+}
+
+/* the block's barriers, before any role starts */
+template <typename E> __device__ __forceinline__ void init_barriers(Smem<E> &sm)
+{
+    if (threadIdx.x == 0) {
+        cutlass::arch::ClusterTransactionBarrier::init(&sm.own_full, 1);
+        for (int s = 0; s < kStages; s++) {
+            cutlass::arch::ClusterTransactionBarrier::init(&sm.full[s], 1);
+            cutlass::arch::ClusterBarrier::init(&sm.empty[s], kConsumers * 128);
+        }
+        cutlass::arch::fence_barrier_init();
+    }
+    __syncthreads();
+}
+
+/* mbarrier waits and arrivals that also keep the compiler's loads and stores on their
+ * side (CUTLASS's asm has no memory clobber; the lse and K loads are plain C++) */
+__device__ __forceinline__ void wait_barrier(uint64_t &bar, uint32_t parity)
+{
+    cutlass::arch::ClusterBarrier::wait(&bar, parity);
+    asm volatile("" ::: "memory");
+}
+__device__ __forceinline__ void arrive_barrier(uint64_t &bar)
+{
+    asm volatile("" ::: "memory");
+    cutlass::arch::ClusterBarrier::arrive(&bar);
+}
+
+/* Tile j of the loop goes to stage j % kStages; its buffers are free again once the
+ * empty barrier has completed its (j / kStages)-th phase, which the producer waits for
+ * from the second round on. Parities: full[s] completes once a round, empty[s] too. */
+__device__ __forceinline__ int stage_of(int j) { return j % kStages; }
+__device__ __forceinline__ uint32_t round_parity(int j) { return (uint32_t)(j / kStages) & 1u; }
+
+/* ---- dK, dV ---------------------------------------------------------------------------- */
+
+/* grid (key blocks, heads, sequences) */
+template <typename E, bool Causal>
+__global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_constant__ Params<E> p)
+{
+    using Ty = Types<E>;
+    Smem<E> &sm = shared_storage<E>();
+    const int nb = blockIdx.x, h = blockIdx.y, b = blockIdx.z, T = p.T;
+    const int n0 = nb * kBlock, nqt = (T + kTile - 1) / kTile;
+    const int qt_first = Causal ? n0 / kTile : 0; /* queries before the block's first key see none of it */
+    const int wg = threadIdx.x / 128;
+    init_barriers(sm);
+
+    if (wg == 0) { /* the loader */
+        cutlass::arch::warpgroup_reg_dealloc<kLoaderRegs>();
+        if (threadIdx.x != 0) return;
+        prefetch_tma_descriptor(p.own0.get_tma_descriptor());
+        prefetch_tma_descriptor(p.own1.get_tma_descriptor());
+        prefetch_tma_descriptor(p.tile0.get_tma_descriptor());
+        prefetch_tma_descriptor(p.tile1.get_tma_descriptor());
+        prefetch_tma_descriptor(p.lse.get_tma_descriptor());
+        prefetch_tma_descriptor(p.delta.get_tma_descriptor());
+        const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
+        Tensor gK = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
+        Tensor gV = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
+        Tensor gQ = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+        Tensor gO = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+        const int line0 = (b * p.H + h) * T, lines = p.B * p.H * T;
+        Tensor gL = local_tile(domain_offset(make_coord(line0), p.lse.get_tma_tensor(make_shape(lines))),
+                               Shape<Int<kTile>>{}, make_coord(_));
+        Tensor gD = local_tile(domain_offset(make_coord(line0), p.delta.get_tma_tensor(make_shape(lines))),
+                               Shape<Int<kTile>>{}, make_coord(_));
+        Tensor sK = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
+        Tensor sV = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
+        Tensor sQ = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+        Tensor sO = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+        Tensor sL = make_tensor(make_smem_ptr(&sm.lse[0][0]), Layout<Shape<Int<kTile>, Int<kStages>>>{});
+        Tensor sD = make_tensor(make_smem_ptr(&sm.delta[0][0]), Layout<Shape<Int<kTile>, Int<kStages>>>{});
+        auto tk = p.own0.get_slice(0);
+        auto tv = p.own1.get_slice(0);
+        auto tq = p.tile0.get_slice(0);
+        auto to = p.tile1.get_slice(0);
+        auto tl = p.lse.get_slice(0);
+        auto td = p.delta.get_slice(0);
+        Tensor tQg = tq.partition_S(gQ);
+        Tensor tQs = tq.partition_D(sQ);
+        Tensor tOg = to.partition_S(gO);
+        Tensor tOs = to.partition_D(sO);
+        Tensor tLg = tl.partition_S(gL);
+        Tensor tLs = tl.partition_D(sL);
+        Tensor tDg = td.partition_S(gD);
+        Tensor tDs = td.partition_D(sD);
+
+        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
+        copy(p.own0.with(sm.own_full), tk.partition_S(gK), tk.partition_D(sK));
+        copy(p.own1.with(sm.own_full), tv.partition_S(gV), tv.partition_D(sV));
+        for (int qt = qt_first, j = 0; qt < nqt; qt++, j++) {
+            const int s = stage_of(j);
+            if (j >= kStages) wait_barrier(sm.empty[s], round_parity(j) ^ 1u);
+            cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.full[s], kTileBytes + kLineBytes);
+            copy(p.tile0.with(sm.full[s]), tQg(_, _, _, qt), tQs(_, _, _, s));
+            copy(p.tile1.with(sm.full[s]), tOg(_, _, _, qt), tOs(_, _, _, s));
+            copy(p.lse.with(sm.full[s]), tLg(_, _, qt), tLs(_, _, s));
+            copy(p.delta.with(sm.full[s]), tDg(_, _, qt), tDs(_, _, s));
+        }
+        return;
+    }
+
+    /* a consumer: keys k0w .. k0w + 63 */
+    cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
+    const int cw = wg - 1, tid = threadIdx.x % 128, k0w = n0 + 64 * cw;
+    typename Ty::MmaABt mma_s;
+    typename Ty::MmaAB mma_o;
+    auto ts = mma_s.get_thread_slice(tid);
+    auto to = mma_o.get_thread_slice(tid);
+    Tensor sK = local_tile(make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{}), HalfShape{}, make_coord(cw, _0{}));
+    Tensor sV = local_tile(make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{}), HalfShape{}, make_coord(cw, _0{}));
+    Tensor sQ = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+    Tensor sO = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+    Tensor sQt = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTilesT{});
+    Tensor sOt = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTilesT{});
+    Tensor rK = ts.partition_fragment_A(sK);
+    Tensor rV = ts.partition_fragment_A(sV);
+    Tensor dQs = ts.partition_fragment_B(sQ); /* wgmma descriptors */
+    Tensor dOs = ts.partition_fragment_B(sO);
+    Tensor dQt = to.partition_fragment_B(sQt);
+    Tensor dOt = to.partition_fragment_B(sOt);
+    Tensor accS = partition_fragment_C(mma_s, ScoreShape{});
+    Tensor accP = partition_fragment_C(mma_s, ScoreShape{}); /* dP^T, then dS^T */
+    Tensor accK = partition_fragment_C(mma_o, HalfShape{});
+    Tensor accV = partition_fragment_C(mma_o, HalfShape{});
+    Tensor rP = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
+    Tensor rS = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
+    Tensor cS = ts.partition_C(make_identity_tensor(ScoreShape{})); /* (key, query) in the tile */
+    clear(accK);
+    clear(accV);
+
+    wait_barrier(sm.own_full, 0);
+    {
+        Tensor gK = ts.partition_A(sK);
+        Tensor gV = ts.partition_A(sV);
+        CUTE_UNROLL
+        for (int i = 0; i < size(rK); i++) rK(i) = gK(i), rV(i) = gV(i);
+    }
+    for (int qt = qt_first, j = 0; qt < nqt; qt++, j++) {
+        const int s = stage_of(j), q0 = qt * kTile;
+        wait_barrier(sm.full[s], round_parity(j));
+        /* causal: a tile whose queries all come before this warpgroup's keys adds nothing */
+        if (!Causal || q0 + kTile - 1 >= k0w) {
+            mma_rs<true>(mma_s, rK, dQs(_, _, _, s), accS);
+            mma_rs<true>(mma_s, rV, dOs(_, _, _, s), accP);
+            const float *L = sm.lse[s], *Dl = sm.delta[s];
+            const bool mask = q0 + kTile > T || (Causal && q0 < k0w + 63);
+            warpgroup_wait<1>(); /* S done, dP in flight */
+            warpgroup_fence_operand(accS);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accS); i++) {
+                const int key = k0w + get<0>(cS(i)), c = get<1>(cS(i)), q = q0 + c;
+                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[c]));
+                if (mask && (q >= T || (Causal && key > q))) pv = 0.0f;
+                accS(i) = pv;
+            }
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accP);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[get<1>(cS(i))]);
+            acc_to_a<E>(rP, accS);
+            acc_to_a<E>(rS, accP);
+            mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
+            mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accV);
+            warpgroup_fence_operand(accK);
+        }
+        arrive_barrier(sm.empty[s]);
+    }
+
+    /* dK = scale dS^T Q, dV = P^T dO into dqkv's K and V columns of head h */
+    const int ld = 3 * p.C;
+    E *dk = p.dqkv + (size_t)b * T * ld + p.C + h * kD, *dv = dk + p.C;
+    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
+    CUTE_UNROLL
+    for (int i = 0; i < size(accK); i += 2) {
+        const int key = k0w + get<0>(cO(i)), c = get<1>(cO(i));
+        if (key >= T) continue;
+        *reinterpret_cast<uint32_t *>(dk + (size_t)key * ld + c) = pack2<E>(accK(i) * p.scale, accK(i + 1) * p.scale);
+        *reinterpret_cast<uint32_t *>(dv + (size_t)key * ld + c) = pack2<E>(accV(i), accV(i + 1));
+    }
+}
+
+/* ---- dQ -------------------------------------------------------------------------------- */
+
+/* grid (query blocks, heads, sequences); causal: the last query blocks, which see the most
+ * keys, start first */
+template <typename E, bool Causal>
+__global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_constant__ Params<E> p)
+{
+    using Ty = Types<E>;
+    Smem<E> &sm = shared_storage<E>();
+    const int mb = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z, T = p.T;
+    const int m0 = mb * kBlock, tiles_T = (T + kTile - 1) / kTile;
+    const int nkt = Causal ? min(tiles_T, (m0 + kBlock - 1) / kTile + 1) : tiles_T;
+    const int wg = threadIdx.x / 128;
+    init_barriers(sm);
+
+    if (wg == 0) {
+        cutlass::arch::warpgroup_reg_dealloc<kLoaderRegs>();
+        if (threadIdx.x != 0) return;
+        prefetch_tma_descriptor(p.own0.get_tma_descriptor());
+        prefetch_tma_descriptor(p.own1.get_tma_descriptor());
+        prefetch_tma_descriptor(p.tile0.get_tma_descriptor());
+        prefetch_tma_descriptor(p.tile1.get_tma_descriptor());
+        const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
+        Tensor gQ = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
+        Tensor gO = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
+        Tensor gK = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+        Tensor gV = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+        Tensor sQ = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
+        Tensor sO = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
+        Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+        Tensor sV = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+        auto tq = p.own0.get_slice(0);
+        auto to = p.own1.get_slice(0);
+        auto tk = p.tile0.get_slice(0);
+        auto tv = p.tile1.get_slice(0);
+        Tensor tKg = tk.partition_S(gK);
+        Tensor tKs = tk.partition_D(sK);
+        Tensor tVg = tv.partition_S(gV);
+        Tensor tVs = tv.partition_D(sV);
+
+        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
+        copy(p.own0.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
+        copy(p.own1.with(sm.own_full), to.partition_S(gO), to.partition_D(sO));
+        for (int kt = 0; kt < nkt; kt++) {
+            const int s = stage_of(kt);
+            if (kt >= kStages) wait_barrier(sm.empty[s], round_parity(kt) ^ 1u);
+            cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.full[s], kTileBytes);
+            copy(p.tile0.with(sm.full[s]), tKg(_, _, _, kt), tKs(_, _, _, s));
+            copy(p.tile1.with(sm.full[s]), tVg(_, _, _, kt), tVs(_, _, _, s));
+        }
+        return;
+    }
+
+    /* a consumer: queries q0w .. q0w + 63 */
+    cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
+    const int cw = wg - 1, tid = threadIdx.x % 128, q0w = m0 + 64 * cw;
+    typename Ty::MmaABt mma_s;
+    typename Ty::MmaAB mma_o;
+    auto ts = mma_s.get_thread_slice(tid);
+    auto to = mma_o.get_thread_slice(tid);
+    Tensor sQ = local_tile(make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{}), HalfShape{}, make_coord(cw, _0{}));
+    Tensor sO = local_tile(make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{}), HalfShape{}, make_coord(cw, _0{}));
+    Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+    Tensor sV = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+    Tensor sKt = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTilesT{});
+    Tensor rQ = ts.partition_fragment_A(sQ);
+    Tensor rO = ts.partition_fragment_A(sO);
+    Tensor dKs = ts.partition_fragment_B(sK);
+    Tensor dVs = ts.partition_fragment_B(sV);
+    Tensor dKt = to.partition_fragment_B(sKt);
+    Tensor accS = partition_fragment_C(mma_s, ScoreShape{});
+    Tensor accP = partition_fragment_C(mma_s, ScoreShape{});
+    Tensor accQ = partition_fragment_C(mma_o, HalfShape{});
+    Tensor rS = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
+    Tensor cS = ts.partition_C(make_identity_tensor(ScoreShape{})); /* (query, key) in the tile */
+    clear(accQ);
+
+    /* a thread's accumulator rows: element i lies in row cS(i)'s first mode, one of two
+     * rows, the second from element 2 on in pairs ((i / 2) % 2: the layout of wgmma's D) */
+    float L[2], Dl[2];
+    CUTE_UNROLL
+    for (int r = 0; r < 2; r++) {
+        const int q = q0w + get<0>(cS(2 * r));
+        const size_t line = ((size_t)b * p.H + h) * T + q;
+        L[r] = q < T ? p.lse_ptr[line] : INFINITY; /* P = 0 on rows past T */
+        Dl[r] = q < T ? p.delta_ptr[line] : 0.0f;
+    }
+
+    wait_barrier(sm.own_full, 0);
+    {
+        Tensor gQ = ts.partition_A(sQ);
+        Tensor gO = ts.partition_A(sO);
+        CUTE_UNROLL
+        for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i), rO(i) = gO(i);
+    }
+    for (int kt = 0; kt < nkt; kt++) {
+        const int s = stage_of(kt), k0 = kt * kTile;
+        wait_barrier(sm.full[s], round_parity(kt));
+        if (!Causal || k0 <= q0w + 63) { /* causal: keys all after this warpgroup's queries add nothing */
+            mma_rs<true>(mma_s, rQ, dKs(_, _, _, s), accS);
+            mma_rs<true>(mma_s, rO, dVs(_, _, _, s), accP);
+            const bool mask = k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w);
+            warpgroup_wait<1>(); /* S done, dP in flight */
+            warpgroup_fence_operand(accS);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accS); i++) {
+                const int r = (i >> 1) & 1, q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
+                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[r]));
+                if (mask && (key >= T || (Causal && key > q))) pv = 0.0f;
+                accS(i) = pv;
+            }
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accP);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[(i >> 1) & 1]);
+            acc_to_a<E>(rS, accP);
+            mma_rs<false>(mma_o, rS, dKt(_, _, _, s), accQ);
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accQ);
+        }
+        arrive_barrier(sm.empty[s]);
+    }
+
+    const int ld = 3 * p.C;
+    E *dq = p.dqkv + (size_t)b * T * ld + h * kD;
+    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
+    CUTE_UNROLL
+    for (int i = 0; i < size(accQ); i += 2) {
+        const int q = q0w + get<0>(cO(i)), c = get<1>(cO(i));
+        if (q < T)
+            *reinterpret_cast<uint32_t *>(dq + (size_t)q * ld + c) = pack2<E>(accQ(i) * p.scale, accQ(i + 1) * p.scale);
+    }
+}
+
+/* ---- launch ------------------------------------------------------------------------------ */
+
+template <typename E>
+static typename Types<E>::GRows rows_of(const void *base, int T, int H, int B, int64_t ld)
+{
+    return make_tensor(make_gmem_ptr(static_cast<E const *>(base)),
+                       make_layout(make_shape(T, Int<kD>{}, H, B), make_stride(ld, _1{}, (int64_t)kD, (int64_t)T * ld)));
+}
+
+template <typename E>
+static typename Types<E>::TmaOwn tma_own(const void *base, int T, int H, int B, int64_t ld)
+{
+    return make_tma_copy(SM90_TMA_LOAD{}, rows_of<E>(base, T, H, B, ld), typename Types<E>::SmemOwn{}, OwnShape{}, _1{});
+}
+
+template <typename E>
+static typename Types<E>::TmaTile tma_tile(const void *base, int T, int H, int B, int64_t ld)
+{
+    return make_tma_copy(SM90_TMA_LOAD{}, rows_of<E>(base, T, H, B, ld), take<0, 2>(typename Types<E>::SmemTiles{}),
+                         TileShape{}, _1{});
+}
+
+static Types<cutlass::bfloat16_t>::TmaLine tma_line(const float *base, int n)
+{
+    return make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr(base), make_layout(make_shape(n), make_stride(_1{}))),
+                         Layout<Shape<Int<kTile>>>{}, Shape<Int<kTile>>{}, _1{});
+}
+
+/* Every launch allows the kernel its dynamic shared memory, on whichever device is
+ * current (an attribute set on the host, no work on the GPU). */
+template <typename K> static cudaError_t allow_smem(K kernel, size_t bytes)
+{
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
+template <typename E, bool Causal>
+static cudaError_t backward_typed(void *dqkv, const void *dout, const void *qkv, const float *lse, const float *delta,
+                                  int B, int T, int C, int H, cudaStream_t s)
+{
+    const int64_t ld = 3 * (int64_t)C;
+    const E *q = static_cast<const E *>(qkv), *k = q + C, *v = q + 2 * C;
+    Params<E> p{tma_own<E>(k, T, H, B, ld), tma_own<E>(v, T, H, B, ld), tma_tile<E>(q, T, H, B, ld),
+                tma_tile<E>(dout, T, H, B, C), tma_line(lse, B * H * T), tma_line(delta, B * H * T),
+                lse, delta, static_cast<E *>(dqkv), T, H, C, B, 1.4426950408889634f / sqrtf((float)kD),
+                1.0f / sqrtf((float)kD)};
+    const size_t smem = smem_bytes<E>();
+    const dim3 grid((T + kBlock - 1) / kBlock, H, B);
+    cudaError_t e = allow_smem(fa90_backward_dkdv<E, Causal>, smem);
+    if (e != cudaSuccess) return e;
+    fa90_backward_dkdv<E, Causal><<<grid, kThreads, smem, s>>>(p);
+    /* dQ: the same parameters with the roles of the rows swapped */
+    p.own0 = tma_own<E>(q, T, H, B, ld);
+    p.own1 = tma_own<E>(dout, T, H, B, C);
+    p.tile0 = tma_tile<E>(k, T, H, B, ld);
+    p.tile1 = tma_tile<E>(v, T, H, B, ld);
+    if ((e = allow_smem(fa90_backward_dq<E, Causal>, smem)) != cudaSuccess) return e;
+    fa90_backward_dq<E, Causal><<<grid, kThreads, smem, s>>>(p);
+    return cudaGetLastError();
+}
+
+} /* namespace fa_sm90 */
+
+int fa_sm90_backward_takes(int dtype, int head_dim, const void *dqkv, const void *dout, const void *qkv,
+                           const float *lse, const float *delta, int B, int T, int C, int H)
+{
+    const uintptr_t aligned = (uintptr_t)dqkv | (uintptr_t)dout | (uintptr_t)qkv | (uintptr_t)lse | (uintptr_t)delta;
+    return (dtype == DT_BF16 || dtype == DT_F16) && head_dim == fa_sm90::kD && C == H * head_dim && aligned % 16 == 0 &&
+           T >= 1 && B >= 1 && B <= 65535 && H <= 65535 && (long long)B * H * T <= 0x7fffffffLL;
+}
+
+cudaError_t fa_sm90_backward(void *dqkv, const void *dout, const void *qkv, const float *lse, const float *delta,
+                             int B, int T, int C, int H, int causal, int dtype, cudaStream_t s)
+{
+    using namespace fa_sm90;
+    if (dtype == DT_BF16)
+        return causal ? backward_typed<cutlass::bfloat16_t, true>(dqkv, dout, qkv, lse, delta, B, T, C, H, s)
+                      : backward_typed<cutlass::bfloat16_t, false>(dqkv, dout, qkv, lse, delta, B, T, C, H, s);
+    return causal ? backward_typed<cutlass::half_t, true>(dqkv, dout, qkv, lse, delta, B, T, C, H, s)
+                  : backward_typed<cutlass::half_t, false>(dqkv, dout, qkv, lse, delta, B, T, C, H, s);
+}

@@ -1,0 +1,267 @@
+/* test_flash_attention_cuda.c — the fused attention's Hopper backward
+ * (kernels/transformer/flash_attention_sm90.cu) against the FA2 kernels of
+ * flash_attention.cu, which tests/gpu checks against PyTorch: dQ, dK and dV agree to
+ * the 16-bit types' resolution at GPT-2 small's shape (16 x 1024, 12 heads of 64) and
+ * at awkward ones (T = 1, 80, 130, 1000; few and many sequences x heads; causal and not;
+ * bf16 and fp16), every element of dqkv written; the Hopper kernels give the same bits
+ * twice; the launcher's automatic choice is the Hopper kernels on compute capability 9.0
+ * and the FA2 kernels elsewhere. It also times both backwards (CUDA events, median of
+ * 20 after 3 warm-ups) and prints TFLOP/s, without asserting anything about time.
+ *
+ * Inputs: random q, k, v, dO (a fixed seed) and the forward's out and lse from
+ * cuda_flash_attention_forward. Errors are max |got - want| / max |want| per gradient.
+ *
+ * Needs a GPU: where none is visible (or the binary has no CUDA) every test passes
+ * without checking anything and says so once; on a GPU other than compute capability
+ * 9.0 only the automatic choice is checked. Run on the GPU: bin/tests/test_flash_attention_cuda */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/halfconv.h"
+#include "check.h"
+
+#ifdef DPSCALE_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/transformer/flash_attention.h"
+#include "kernels/transformer/flash_attention_sm90.h"
+
+static int g_gpu = -1; /* -1 not asked; 0 none; 1 a GPU; 2 a compute capability 9.0 one */
+
+static int gpu(void)
+{
+    if (g_gpu >= 0) return g_gpu;
+    int n = 0, major = 0, minor = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        printf("    skipped: no GPU visible\n");
+        return g_gpu = 0;
+    }
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+    g_gpu = major == 9 && minor == 0 ? 2 : 1;
+    if (g_gpu == 1) printf("    compute capability %d.%d: the Hopper kernels are not compared here\n", major, minor);
+    return g_gpu;
+}
+
+#define CUDA_OK(call)                                                                                      \
+    do {                                                                                                   \
+        cudaError_t e_ = (call);                                                                           \
+        if (e_ != cudaSuccess) {                                                                           \
+            printf("    FAILED %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
+            exit(1);                                                                                       \
+        }                                                                                                  \
+    } while (0)
+
+struct shape {
+    int B, T, H, causal, dtype;
+};
+
+/* one problem on the device: qkv, dout, the forward's out and lse, scratch, dqkv */
+struct problem {
+    struct shape s;
+    int C;
+    size_t n3, n1;
+    void *qkv, *dout, *out, *dqkv;
+    float *lse, *scratch;
+};
+
+static uint16_t to16(int dtype, float v) { return dtype == DT_BF16 ? float_to_bf16(v) : float_to_fp16(v); }
+static float from16(int dtype, uint16_t h) { return dtype == DT_BF16 ? bf16_to_float(h) : fp16_to_float(h); }
+
+static void *upload_random(size_t n, int dtype, unsigned seed, float amplitude)
+{
+    uint16_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        h[i] = to16(dtype, amplitude * ((float)((seed >> 8) * (1.0 / 8388608.0)) - 1.0f));
+    }
+    void *d = NULL;
+    CUDA_OK(cudaMalloc(&d, n * sizeof *h));
+    CUDA_OK(cudaMemcpy(d, h, n * sizeof *h, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+static struct problem problem_make(struct shape s)
+{
+    struct problem p = {.s = s, .C = s.H * 64};
+    p.n3 = (size_t)s.B * s.T * 3 * p.C;
+    p.n1 = (size_t)s.B * s.T * p.C;
+    /* scores of amplitude ~ 2 * 2 * 64 / 8 / 3: softmax neither flat nor one-hot */
+    p.qkv = upload_random(p.n3, s.dtype, 12345u + (unsigned)s.T, 2.0f);
+    p.dout = upload_random(p.n1, s.dtype, 777u + (unsigned)s.B, 1.0f);
+    CUDA_OK(cudaMalloc(&p.out, p.n1 * 2));
+    CUDA_OK(cudaMalloc(&p.dqkv, p.n3 * 2));
+    CUDA_OK(cudaMalloc((void **)&p.lse, (size_t)s.B * s.H * s.T * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&p.scratch, cuda_flash_attention_scratch_floats(s.B, s.T, s.H) * sizeof(float)));
+    CUDA_OK(cuda_flash_attention_forward(p.out, p.lse, p.qkv, s.B, s.T, p.C, s.H, s.causal, s.dtype, 0));
+    CUDA_OK(cudaDeviceSynchronize());
+    return p;
+}
+
+static void problem_free(struct problem *p)
+{
+    cudaFree(p->qkv), cudaFree(p->dout), cudaFree(p->out), cudaFree(p->dqkv), cudaFree(p->lse), cudaFree(p->scratch);
+}
+
+static cudaError_t backward(const struct problem *p, enum flash_backward_kernels which)
+{
+    return cuda_flash_attention_backward_using(which, p->dqkv, p->dout, p->out, p->qkv, p->lse, p->scratch, p->s.B,
+                                               p->s.T, p->C, p->s.H, p->s.causal, p->s.dtype, 0);
+}
+
+/* dqkv from the kernels named, every element NaN before (so that one left unwritten shows) */
+static uint16_t *backward_host(const struct problem *p, enum flash_backward_kernels which)
+{
+    CUDA_OK(cudaMemset(p->dqkv, 0xff, p->n3 * 2));
+    CUDA_OK(backward(p, which));
+    CUDA_OK(cudaDeviceSynchronize());
+    uint16_t *h = malloc(p->n3 * 2);
+    CUDA_OK(cudaMemcpy(h, p->dqkv, p->n3 * 2, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static void shape_name(char *buf, size_t n, struct shape s)
+{
+    snprintf(buf, n, "%s B=%d H=%d T=%d %s", s.dtype == DT_BF16 ? "bf16" : "fp16", s.B, s.H, s.T,
+             s.causal ? "causal" : "full");
+}
+
+/* max |got - want| / max |want| over the columns [c0, c0 + C) of every row; NaN counts as infinite */
+static double rel_err_cols(const uint16_t *got, const uint16_t *want, const struct problem *p, int c0)
+{
+    double worst = 0.0, scale = 0.0;
+    const size_t rows = (size_t)p->s.B * p->s.T, ld = 3 * (size_t)p->C;
+    for (size_t r = 0; r < rows; r++)
+        for (int c = c0; c < c0 + p->C; c++) {
+            const double g = from16(p->s.dtype, got[r * ld + c]), w = from16(p->s.dtype, want[r * ld + c]);
+            const double d = fabs(g - w);
+            if (!(d <= worst)) worst = d == d ? d : INFINITY;
+            if (fabs(w) > scale) scale = fabs(w);
+        }
+    return scale > 0.0 ? worst / scale : worst;
+}
+
+static const struct shape k_shapes[] = {
+    {16, 1024, 12, 1, DT_BF16}, /* GPT-2 small */
+    {16, 1024, 12, 0, DT_BF16}, {2, 80, 3, 1, DT_BF16},   {2, 80, 3, 0, DT_BF16},   {1, 1000, 2, 1, DT_BF16},
+    {1, 1000, 2, 0, DT_BF16},   {8, 1000, 12, 1, DT_BF16}, {3, 130, 5, 1, DT_BF16}, {3, 130, 5, 0, DT_BF16},
+    {4, 1, 2, 1, DT_BF16},      {4, 1, 2, 0, DT_BF16},     {4, 1000, 6, 1, DT_F16},  {4, 80, 6, 0, DT_F16},
+};
+#define N_SHAPES (sizeof k_shapes / sizeof k_shapes[0])
+
+TEST(hopper_backward_matches_fa2_to_16_bit_resolution)
+{
+    if (gpu() != 2) return;
+    for (size_t k = 0; k < N_SHAPES; k++) {
+        struct problem p = problem_make(k_shapes[k]);
+        uint16_t *want = backward_host(&p, FLASH_BACKWARD_FA2), *got = backward_host(&p, FLASH_BACKWARD_SM90);
+        const double eq = rel_err_cols(got, want, &p, 0), ek = rel_err_cols(got, want, &p, p.C),
+                     ev = rel_err_cols(got, want, &p, 2 * p.C);
+        const double tol = p.s.dtype == DT_BF16 ? 2e-2 : 5e-3;
+        char name[96];
+        shape_name(name, sizeof name, p.s);
+        printf("    %-30s max error / max |FA2|: dQ %.2e  dK %.2e  dV %.2e\n", name, eq, ek, ev);
+        if (!(eq <= tol && ek <= tol && ev <= tol))
+            printf("    FAILED %s: expected every error <= %.0e\n", name, tol), g_current_failed = 1;
+        free(want), free(got);
+        problem_free(&p);
+    }
+}
+
+TEST(hopper_backward_gives_the_same_bits_twice)
+{
+    if (gpu() != 2) return;
+    const struct shape shapes[] = {{16, 1024, 12, 1, DT_BF16}, {3, 130, 5, 0, DT_BF16}};
+    for (int k = 0; k < 2; k++) {
+        struct problem p = problem_make(shapes[k]);
+        uint16_t *a = backward_host(&p, FLASH_BACKWARD_SM90), *b = backward_host(&p, FLASH_BACKWARD_SM90);
+        const int same = memcmp(a, b, p.n3 * 2) == 0;
+        if (!same) {
+            char name[96];
+            shape_name(name, sizeof name, p.s);
+            printf("    FAILED %s: two runs of the Hopper backward differ\n", name);
+        }
+        CHECK(same);
+        free(a), free(b);
+        problem_free(&p);
+    }
+}
+
+TEST(the_automatic_choice_is_hopper_on_compute_capability_9_0_and_fa2_elsewhere)
+{
+    const int g = gpu();
+    if (g == 0) return;
+    struct problem p = problem_make((struct shape){2, 200, 4, 1, DT_BF16});
+    const int applies = cuda_flash_attention_sm90_applies(p.dqkv, p.dout, p.qkv, p.lse, p.scratch, p.s.B, p.s.T, p.C,
+                                                          p.s.H, p.s.dtype);
+    CHECK(applies == (g == 2));
+    const char *env = getenv("DPSCALE_FLASH_BACKWARD");
+    const int fa2_forced = env != NULL && strcmp(env, "fa2") == 0;
+    uint16_t *a = backward_host(&p, FLASH_BACKWARD_AUTO);
+    uint16_t *b = backward_host(&p, g == 2 && !fa2_forced ? FLASH_BACKWARD_SM90 : FLASH_BACKWARD_FA2);
+    CHECK(memcmp(a, b, p.n3 * 2) == 0);
+    free(a), free(b);
+    /* head dimension 32 and misaligned buffers are the FA2 kernels' everywhere */
+    CHECK(!cuda_flash_attention_sm90_applies(p.dqkv, p.dout, p.qkv, p.lse, p.scratch, p.s.B, p.s.T, 4 * 32, 4,
+                                             p.s.dtype));
+    CHECK(!cuda_flash_attention_sm90_applies(p.dqkv, p.dout, (const char *)p.qkv + 2, p.lse, p.scratch, p.s.B,
+                                             p.s.T, p.C, p.s.H, p.s.dtype));
+    if (g != 2) CHECK(backward(&p, FLASH_BACKWARD_SM90) == cudaErrorNotSupported);
+    problem_free(&p);
+}
+
+/* median of 20 timed backwards (3 first), in ms */
+static double time_backward(const struct problem *p, enum flash_backward_kernels which)
+{
+    enum { WARM = 3, RUNS = 20 };
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    float ms[RUNS];
+    for (int i = 0; i < WARM; i++) CUDA_OK(backward(p, which));
+    for (int i = 0; i < RUNS; i++) {
+        CUDA_OK(cudaEventRecord(e0, 0));
+        CUDA_OK(backward(p, which));
+        CUDA_OK(cudaEventRecord(e1, 0));
+        CUDA_OK(cudaEventSynchronize(e1));
+        CUDA_OK(cudaEventElapsedTime(&ms[i], e0, e1));
+    }
+    for (int i = 1; i < RUNS; i++) /* insertion sort */
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            const float t = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = t;
+        }
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    return 0.5 * (ms[RUNS / 2 - 1] + ms[RUNS / 2]);
+}
+
+TEST(backward_timings_fa2_and_hopper)
+{
+    if (gpu() != 2) return;
+    const struct shape shapes[] = {{16, 1024, 12, 1, DT_BF16}, {16, 1024, 12, 0, DT_BF16}, {8, 1000, 12, 1, DT_BF16},
+                                   {4, 1000, 6, 1, DT_F16}};
+    printf("    backward (delta, dK dV, dQ), median of 20; TFLOP/s counts 2.5 x the forward's 4 B H T^2 D, halved "
+           "when causal\n");
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        struct problem p = problem_make(shapes[k]);
+        const double flop = 2.5 * 4.0 * p.s.B * p.s.H * (double)p.s.T * p.s.T * 64 / (p.s.causal ? 2.0 : 1.0);
+        const double t2 = time_backward(&p, FLASH_BACKWARD_FA2), t9 = time_backward(&p, FLASH_BACKWARD_SM90);
+        char name[96];
+        shape_name(name, sizeof name, p.s);
+        printf("    %-30s FA2 %7.3f ms (%5.1f TFLOP/s)   Hopper %7.3f ms (%5.1f TFLOP/s)   x%.2f\n", name, t2,
+               flop / t2 * 1e-9, t9, flop / t9 * 1e-9, t2 / t9);
+        problem_free(&p);
+    }
+}
+
+#else
+TEST(no_cuda_in_this_build)
+{
+    printf("    skipped: built without CUDA\n");
+}
+#endif
+
+int main(void) { return test_main("flash_attention_cuda"); }
