@@ -1,20 +1,17 @@
 /* loss.cu — softmax cross-entropy and its gradient, the classifier's loss: one block
- * per row. A vocabulary-wide row is read once into the block's registers (maximum, sum
- * of exponentials and gradient from there); a narrower one is read twice (the online
- * maximum and sum in one read, then the gradient). The gradient may overwrite the
+ * per row, read twice (the online maximum and sum in one read, then the gradient; a
+ * vocabulary's row of 100 KB is read again from the L2). A version holding the row in
+ * registers (1,024 threads, 8 vectors each) took 2.5 ms on GPT-2 small's 16,384 x
+ * 50,304 on an H200 against this one's 1.25 (docs/PERFORMANCE.md). The gradient may overwrite the
  * logits (the transformers' head does so: one [rows x vocabulary] buffer, not two).
  * The row losses go to a scratch array and their mean is summed in a fixed order by
  * one block, so the loss is deterministic. */
 #include <cfloat>
-#include <cstdint>
 
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/kernels_cuda.h"
 
 #define XENT_THREADS 128
-#define XENT_WIDE_THREADS 1024 /* a block of the register-resident kernel */
-#define XENT_WIDE_MAX_K 8      /* its 16-byte vectors a thread: 65,536 bf16 classes, 32,768 fp32 */
-#define XENT_WIDE_MIN 8192     /* classes from which a row is read once (narrower rows: L1 and L2 serve the re-read) */
 
 __device__ float block_reduce(float v, bool is_max)
 {
@@ -96,61 +93,6 @@ __global__ void softmax_xent_rows(T *dlogits, float *row_loss, const T *logits, 
     if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(S) + M - zlabel;
 }
 
-/* The same for a wide row (a vocabulary) that fits in the block's registers: K 16-byte
- * vectors a thread, the row read once from memory, then its maximum, its sum of
- * exponentials and the gradient from the registers, written over the row's place (in
- * place or not). ld is a multiple of the vector width and the rows 16-byte aligned;
- * the padding vectors are read and masked, and written 0. */
-template <typename T, int K>
-__global__ void __launch_bounds__(XENT_WIDE_THREADS)
-    softmax_xent_wide(T *dlogits, float *row_loss, const T *logits, const int *labels, int classes, int ld,
-                      float grad_scale)
-{
-    constexpr int N = pack16<T>::N;
-    const size_t base = (size_t)blockIdx.x * ld;
-    const pack16<T> *z = reinterpret_cast<const pack16<T> *>(logits + base);
-    pack16<T> *dz = reinterpret_cast<pack16<T> *>(dlogits + base);
-    const int nvec = ld / N, label = labels[blockIdx.x];
-    pack16<T> x[K];
-    float m = -FLT_MAX;
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int v = threadIdx.x + k * XENT_WIDE_THREADS;
-        if (v < nvec) {
-            x[k] = z[v];
-#pragma unroll
-            for (int i = 0; i < N; i++)
-                if (v * N + i < classes) m = fmaxf(m, to_f32(x[k].v[i]));
-        }
-    }
-    const float zlabel = to_f32(logits[base + label]); /* before any thread writes over the row */
-    const float M = block_reduce(m, true);
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int v = threadIdx.x + k * XENT_WIDE_THREADS;
-        if (v < nvec)
-#pragma unroll
-            for (int i = 0; i < N; i++)
-                if (v * N + i < classes) s += __expf(to_f32(x[k].v[i]) - M);
-    }
-    const float S = block_reduce(s, false), inv = 1.0f / S; /* block_reduce's barriers: z[label] is read */
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        const int v = threadIdx.x + k * XENT_WIDE_THREADS;
-        if (v < nvec) {
-            pack16<T> d;
-#pragma unroll
-            for (int i = 0; i < N; i++) {
-                const int j = v * N + i;
-                const float g = j < classes ? __expf(to_f32(x[k].v[i]) - M) * inv - (j == label ? 1.0f : 0.0f) : 0.0f;
-                d.v[i] = from_f32<T>(g * grad_scale);
-            }
-            dz[v] = d;
-        }
-    }
-    if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(S) + M - zlabel;
-}
 
 __global__ void mean_of(float *out, const float *values, int n)
 {
@@ -160,34 +102,13 @@ __global__ void mean_of(float *out, const float *values, int n)
     if (threadIdx.x == 0) *out = sum / n;
 }
 
-template <typename T, int K>
-static void launch_wide(void *dlogits, float *row_loss, const void *logits, const int *labels, int rows, int classes,
-                        int ld, float grad_scale, cudaStream_t s)
-{
-    softmax_xent_wide<T, K><<<rows, XENT_WIDE_THREADS, 0, s>>>((T *)dlogits, row_loss, (const T *)logits, labels,
-                                                               classes, ld, grad_scale);
-}
-
 template <typename T>
 static cudaError_t launch(void *dlogits, float *loss, const void *logits, const int *labels, int rows, int classes,
                           int ld, float grad_scale, float *row_loss, cudaStream_t s)
 {
-    constexpr int N = pack16<T>::N;
-    const int k = (ld / N + XENT_WIDE_THREADS - 1) / XENT_WIDE_THREADS;
-    const int wide = classes >= XENT_WIDE_MIN && ld % N == 0 && k <= XENT_WIDE_MAX_K &&
-                     ((uintptr_t)logits | (uintptr_t)dlogits) % 16 == 0;
-    if (!wide) {
-        const int threads = classes >= 8192 ? 512 : XENT_THREADS;
-        softmax_xent_rows<T><<<rows, threads, 0, s>>>((T *)dlogits, row_loss, (const T *)logits, labels, classes, ld,
-                                                      grad_scale);
-    } else {
-        switch (k) {
-        case 1: case 2: launch_wide<T, 2>(dlogits, row_loss, logits, labels, rows, classes, ld, grad_scale, s); break;
-        case 3: case 4: launch_wide<T, 4>(dlogits, row_loss, logits, labels, rows, classes, ld, grad_scale, s); break;
-        case 5: case 6: launch_wide<T, 6>(dlogits, row_loss, logits, labels, rows, classes, ld, grad_scale, s); break;
-        default: launch_wide<T, 8>(dlogits, row_loss, logits, labels, rows, classes, ld, grad_scale, s); break;
-        }
-    }
+    const int threads = classes >= 8192 ? 512 : XENT_THREADS;
+    softmax_xent_rows<T><<<rows, threads, 0, s>>>((T *)dlogits, row_loss, (const T *)logits, labels, classes, ld,
+                                                  grad_scale);
     mean_of<<<1, 1024, 0, s>>>(loss, row_loss, rows);
     return cudaGetLastError();
 }

@@ -143,8 +143,8 @@ for m in gpt bert; do
         --train.attention=flash --train.gemm_epilogue=forward --train.iters=20 $O --run.output=$m-mid-flash.h5
     check loss_flash_${m}_vs_cpu_8e-3 $PY tests/gpu/check.py loss-close "$LOG/$m-mid-flash.h5" "$LOG/$m-mid-cpu.h5" 7.8e-3
 done
-# a vocabulary as wide as a real one (10,007, prime: the head padded to 10,048), whose loss reads each row once
-# into registers and writes its gradient over the logits, fp32 and bf16
+# a vocabulary as wide as a real one (10,007, prime: the head padded to 10,048), the loss writing its
+# gradient over the logits, fp32 and bf16
 for m in gpt bert; do
     for p in fp32 bf16; do
         check dump_wide_vocab_${m}_$p bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda --model.vocab=10007 \
