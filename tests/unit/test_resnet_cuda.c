@@ -19,43 +19,14 @@
 #include "config/config.h"
 #include "base/halfconv.h"
 #include "check.h"
+#include "cuda_backend_test.h"
 #include "test_conv_shapes.h"
-
-static struct backend g_be;
-static int g_open;               /* the dtype g_be runs, + 1; 0: none open */
-static int g_no_gpu;
-
-/* The cuda backend at `precision` (fp32 or bf16), or 0 when there is none. */
-static int gpu(const char *precision)
-{
-    const int want = strcmp(precision, "bf16") == 0 ? DT_BF16 : DT_F32;
-    if (g_no_gpu) return 0;
-    if (g_open == want + 1) return 1;
-    if (g_open) backend_close(&g_be);
-    g_open = 0;
-    char flag[64], err[512] = "";
-    snprintf(flag, sizeof flag, "--train.precision=%s", precision);
-    char *argv[] = {"run", "--run.backend=cuda", flag, NULL};
-    struct config cfg;
-    if (config_load(&cfg, 3, argv, err, sizeof err) != 0 || backend_open(&g_be, &cfg, 0, 1, err, sizeof err) != 0) {
-        printf("    skipped: no cuda backend here (%s)\n", err);
-        g_no_gpu = 1;
-        return 0;
-    }
-    g_open = want + 1;
-    return 1;
-}
 
 static const char *const precisions[] = {"fp32", "bf16"};
 /* the statement that follows, once with each precision (none without a GPU) */
 #define EACH_PRECISION for (int pi_ = 0; pi_ < 2 && gpu(precisions[pi_]); pi_++)
 
 /* ---- data in the compute dtype ---- */
-
-static size_t elem(void) { return dtype_size(g_be.act_dtype); }
-
-/* v as the compute dtype holds it */
-static float rnd(float v) { return g_be.act_dtype == DT_BF16 ? bf16_to_float(float_to_bf16(v)) : v; }
 
 static float *rand_array(size_t n, unsigned seed, float offset)
 {
@@ -65,42 +36,6 @@ static float *rand_array(size_t n, unsigned seed, float offset)
         a[i] = rnd(offset + (float)((seed >> 8) * (1.0 / 8388608.0)) - 1.0f);
     }
     return a;
-}
-
-/* A device buffer of n elements of `size` bytes starting `off` elements into its allocation
- * (off = 1: not 16-byte aligned), filled from host (NULL: zeros). */
-static void *dev_raw(const void *host, size_t n, size_t size, int off)
-{
-    char *d = (char *)g_be.ops->alloc(&g_be, (n + 1) * size) + (size_t)off * size;
-    if (host != NULL) g_be.ops->upload(&g_be, d, host, n * size);
-    return d;
-}
-
-static void dev_free(void *d, size_t size, int off) { g_be.ops->free(&g_be, (char *)d - (size_t)off * size); }
-
-/* host floats into the compute dtype on the device */
-static void *dev_from(const float *host, size_t n, int off)
-{
-    if (g_be.act_dtype == DT_F32) return dev_raw(host, n, 4, off);
-    float *tmp = dev_raw(host, n, 4, 0);
-    void *d = dev_raw(NULL, n, elem(), off);
-    g_be.ops->cast_from_f32(&g_be, d, tmp, n);
-    dev_free(tmp, 4, 0);
-    return d;
-}
-
-static float *host_from(const void *dev, size_t n)
-{
-    float *h = malloc(n * sizeof *h);
-    if (g_be.act_dtype == DT_F32) {
-        g_be.ops->download(&g_be, h, dev, n * 4);
-        return h;
-    }
-    float *tmp = dev_raw(NULL, n, 4, 0);
-    g_be.ops->cast_to_f32(&g_be, tmp, dev, n);
-    g_be.ops->download(&g_be, h, tmp, n * 4);
-    dev_free(tmp, 4, 0);
-    return h;
 }
 
 /* ---- comparisons ---- */
@@ -121,26 +56,10 @@ static int same_bits(const char *what, const float *got, const float *want, size
 /* the device's n elements (compute dtype) == round(want), as same_bits */
 static int device_same_bits(const char *what, const void *dev, const float *want, size_t n, int k, int off)
 {
-    float *got = host_from(dev, n);
+    float *got = host_from(dev, n, g_be.act_dtype);
     const int same = same_bits(what, got, want, n, k, off);
     free(got);
     return same;
-}
-
-/* max |got - want| / max |want| <= tol */
-static int close_to(const char *what, const float *got, const float *want, size_t n, double tol)
-{
-    double scale = 0.0, worst = 0.0;
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
-    for (size_t i = 0; i < n; i++) {
-        const double e = fabs((double)got[i] - want[i]) / (scale > 0.0 ? scale : 1.0);
-        if (!(e <= worst)) worst = e, at = i;
-    }
-    if (worst <= tol) return 1;
-    printf("    %s (%s): relative error %.3g at element %zu of %zu (%.9g, the cpu's %.9g), tolerance %g\n", what,
-           dtype_name(g_be.act_dtype), worst, at, n, got[at], want[at], tol);
-    return 0;
 }
 
 /* |got - want| rstd <= tol for every channel: batch means agree to a fraction of a standard
@@ -198,10 +117,10 @@ TEST(im2col_and_col2im_give_the_cpus_bits)
             float *col = malloc(nc * 4), *dx = malloc(nx * 4);
             cpu_im2col(col, x, s);
             cpu_col2im(dx, y, s);
-            void *img_d = dev_from(x, nx, off), *col_d = dev_raw(NULL, nc, elem(), off);
+            void *img_d = dev_from(x, nx, g_be.act_dtype, off), *col_d = dev_raw(NULL, nc, elem(), off);
             g_be.rn->im2col(&g_be, col_d, img_d, s);
             CHECK(device_same_bits("im2col", col_d, col, nc, k, off));
-            void *y_d = dev_from(y, nc, off);
+            void *y_d = dev_from(y, nc, g_be.act_dtype, off);
             g_be.rn->col2im(&g_be, img_d, y_d, s); /* over x, read already */
             CHECK(device_same_bits("col2im", img_d, dx, nx, k, off));
             dev_free(img_d, elem(), off), dev_free(col_d, elem(), off), dev_free(y_d, elem(), off);
@@ -224,14 +143,14 @@ TEST(max_pooling_gives_the_cpus_maxima_positions_and_gradients)
             int *am = malloc(ny * sizeof *am), *am_got = malloc(ny * sizeof *am);
             cpu_maxpool_forward(y, am, x, s);
             cpu_maxpool_backward(dx, dy, am, s);
-            void *x_d = dev_from(x, nx, off), *y_d = dev_raw(NULL, ny, elem(), off);
+            void *x_d = dev_from(x, nx, g_be.act_dtype, off), *y_d = dev_raw(NULL, ny, elem(), off);
             int *am_d = dev_raw(NULL, ny, sizeof(int), off);
             g_be.rn->maxpool_forward(&g_be, y_d, am_d, x_d, s);
             g_be.ops->download(&g_be, am_got, am_d, ny * sizeof(int));
             CHECK(device_same_bits("max pool", y_d, y, ny, k, off));
             if (memcmp(am_got, am, ny * sizeof *am) != 0) printf("    argmax differs: shape %d, offset %d\n", k, off);
             CHECK(memcmp(am_got, am, ny * sizeof *am) == 0);
-            void *dy_d = dev_from(dy, ny, off);
+            void *dy_d = dev_from(dy, ny, g_be.act_dtype, off);
             g_be.rn->maxpool_backward(&g_be, x_d, dy_d, am_d, s);
             CHECK(device_same_bits("max pool backward", x_d, dx, nx, k, off));
             dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
@@ -254,7 +173,7 @@ TEST(average_pooling_and_the_add_with_relu_give_the_cpus_bits)
             float *y = malloc(ny * 4), *dx = malloc(nx * 4);
             cpu_avgpool_forward(y, x, N, HW, C);
             cpu_avgpool_backward(dx, dy, N, HW, C);
-            void *x_d = dev_from(x, nx, off), *y_d = dev_raw(NULL, ny, elem(), off), *dy_d = dev_from(dy, ny, off);
+            void *x_d = dev_from(x, nx, g_be.act_dtype, off), *y_d = dev_raw(NULL, ny, elem(), off), *dy_d = dev_from(dy, ny, g_be.act_dtype, off);
             g_be.rn->avgpool_forward(&g_be, y_d, x_d, N, HW, C);
             CHECK(device_same_bits("average pool", y_d, y, ny, (int)k, off));
             void *dx_d = dev_raw(NULL, nx, elem(), off);
@@ -317,15 +236,15 @@ static void bn_forward_case(const struct bn_shape *b, int training, int relu, in
     float *x = rand_array(n, 23, b->offset), *gamma = rand_array(C, 29, 1.0f), *beta = rand_array(C, 31, 0.0f);
     float *rm = rand_array(C, 37, 0.0f), *rv = rand_array(C, 41, 2.0f);
     float *y = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4);
-    void *x_d = dev_from(x, n, off), *y_d = dev_raw(NULL, n, elem(), off);
-    void *g_d = dev_from(gamma, C, 0), *b_d = dev_from(beta, C, 0);
+    void *x_d = dev_from(x, n, g_be.act_dtype, off), *y_d = dev_raw(NULL, n, elem(), off);
+    void *g_d = dev_from(gamma, C, g_be.act_dtype, 0), *b_d = dev_from(beta, C, g_be.act_dtype, 0);
     float *rm_d = dev_raw(rm, C, 4, 0), *rv_d = dev_raw(rv, C, 4, 0);
     float *mean_d = dev_raw(NULL, C, 4, 0), *rstd_d = dev_raw(NULL, C, 4, 0);
     cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, b->rows, b->C, training, 0.1f, relu);
     g_be.rn->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, b->rows, b->C, training, 0.1f,
                                relu);
     static float got[4][BN_MAX_C];
-    float *gy = host_from(y_d, n);
+    float *gy = host_from(y_d, n, g_be.act_dtype);
     g_be.ops->download(&g_be, got[0], mean_d, C * 4);
     g_be.ops->download(&g_be, got[1], rstd_d, C * 4);
     g_be.ops->download(&g_be, got[2], rm_d, C * 4);
@@ -361,7 +280,7 @@ static void bn_backward_case(const struct bn_shape *b, int training, int masked,
     float *y = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4);
     cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, b->rows, b->C, training, 0.1f, masked);
     for (size_t i = 0; i < n; i++) y[i] = rnd(y[i]); /* the mask both read */
-    void *x_d = dev_from(x, n, off), *dy_d = dev_from(dy, n, off), *y_d = dev_from(y, n, off), *g_d = dev_from(gamma, C, 0);
+    void *x_d = dev_from(x, n, g_be.act_dtype, off), *dy_d = dev_from(dy, n, g_be.act_dtype, off), *y_d = dev_from(y, n, g_be.act_dtype, off), *g_d = dev_from(gamma, C, g_be.act_dtype, 0);
     void *dx_d = in_place ? dy_d : dev_raw(NULL, n, elem(), off);
     float *mean_d = dev_raw(mean, C, 4, 0), *rstd_d = dev_raw(rstd, C, 4, 0);
     void *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
@@ -370,14 +289,14 @@ static void bn_backward_case(const struct bn_shape *b, int training, int masked,
     g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, masked ? y_d : NULL, mean_d, rstd_d,
                                 g_d, b->rows, b->C, training);
     static float gg[BN_MAX_C], gb[BN_MAX_C];
-    float *gdx = host_from(dx_d, n);
+    float *gdx = host_from(dx_d, n, g_be.act_dtype);
     if (grad_dtype == DT_F32) {
         g_be.ops->download(&g_be, gg, dg_d, C * 4);
         g_be.ops->download(&g_be, gb, db_d, C * 4);
     } else {
-        float *t = host_from(dg_d, C);
+        float *t = host_from(dg_d, C, g_be.act_dtype);
         memcpy(gg, t, C * 4), free(t);
-        t = host_from(db_d, C);
+        t = host_from(db_d, C, g_be.act_dtype);
         memcpy(gb, t, C * 4), free(t);
     }
     const double tx = g_be.act_dtype == DT_F32 ? 1e-5 : 1e-2, tg = grad_dtype == DT_F32 ? 1e-5 : 1e-2;
