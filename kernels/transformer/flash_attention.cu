@@ -14,9 +14,9 @@
  * g + 8, columns 2t and 2t + 1 of its 16 x 8 tile; two neighbouring accumulator tiles,
  * rounded to 16 bits, are the A operand of the next product (P, dS) as they lie.
  *
- * On Hopper (compute capability 9.0, head dimension 64) the backward's two kernels are
- * flash_attention_sm90.cu's instead (wgmma, TMA); the launcher below chooses
- * (flash_attention_sm90.h says how), after the same delta kernel. */
+ * On Hopper (compute capability 9.0, head dimension 64) the forward and the backward's two
+ * kernels are flash_attention_sm90.cu's instead (wgmma, TMA); the launchers below choose
+ * (flash_attention_sm90.h says how), the backward after the same delta kernel. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -25,6 +25,7 @@
 
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/transformer/flash_attention.h"
+#include "kernels/transformer/attention_math.cuh"
 #include "kernels/transformer/flash_attention_sm90.h"
 
 #define FA_ROWS 64   /* query rows of a forward / dQ block; key rows of a dK dV block */
@@ -103,13 +104,6 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi
 {
     __half2 v = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
-}
-
-__device__ __forceinline__ float fast_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
 }
 
 /* ---- tiles and fragments ----------------------------------------------------------------- */
@@ -218,17 +212,6 @@ __device__ __forceinline__ void store_rows(T *m, int ld, int col0, int row0, int
         for (int n = 0; n < D / 8; n++)
             *reinterpret_cast<uint32_t *>(dst + n * 8) = pack2<T>(acc[n][2 * half] * sc, acc[n][2 * half + 1] * sc);
     }
-}
-
-__device__ __forceinline__ float quad_max(float v)
-{
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v)
-{
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
-    return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
 static __host__ __device__ __forceinline__ int tiles(int n) { return (n + FA_TILE - 1) / FA_TILE; }
@@ -552,14 +535,6 @@ static cudaError_t backward_typed(void *dqkv, const void *dout, const void *out,
     ((dtype) == DT_BF16 ? ((D) == 32 ? F<__nv_bfloat16, 32>(__VA_ARGS__) : F<__nv_bfloat16, 64>(__VA_ARGS__)) \
                         : ((D) == 32 ? F<__half, 32>(__VA_ARGS__) : F<__half, 64>(__VA_ARGS__)))
 
-extern "C" cudaError_t cuda_flash_attention_forward(void *out, float *lse, const void *qkv, int B, int T_, int C,
-                                                    int H, int causal, int dtype, cudaStream_t s)
-{
-    const int D = C / H;
-    if (!flash_attention_supports(dtype, D) || C % H != 0) return cudaErrorInvalidValue;
-    return FA_DISPATCH(dtype, D, forward_typed, out, lse, qkv, B, T_, C, H, causal, s);
-}
-
 extern "C" size_t cuda_flash_attention_scratch_floats(int B, int T_, int H) { return (size_t)B * T_ * H; }
 
 /* ---- which backward ------------------------------------------------------------------------ */
@@ -580,15 +555,16 @@ static int device_is_sm90(void)
     return yes;
 }
 
-/* DPSCALE_FLASH_BACKWARD=fa2 keeps the FA2 kernels everywhere; read once */
-static int env_wants_fa2(void)
+/* DPSCALE_FLASH_FORWARD=fa2 (DPSCALE_FLASH_BACKWARD=fa2) keeps the FA2 kernels everywhere
+ * for that direction; each read once */
+static int env_wants_fa2(int backward)
 {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DPSCALE_FLASH_BACKWARD");
-        v = e != NULL && strcmp(e, "fa2") == 0;
+    static int v[2] = {-1, -1};
+    if (v[backward] < 0) {
+        const char *e = getenv(backward ? "DPSCALE_FLASH_BACKWARD" : "DPSCALE_FLASH_FORWARD");
+        v[backward] = e != NULL && strcmp(e, "fa2") == 0;
     }
-    return v;
+    return v[backward];
 }
 
 extern "C" int cuda_flash_attention_sm90_applies(const void *dqkv, const void *dout, const void *qkv,
@@ -599,21 +575,41 @@ extern "C" int cuda_flash_attention_sm90_applies(const void *dqkv, const void *d
            device_is_sm90();
 }
 
-extern "C" cudaError_t cuda_flash_attention_backward_using(enum flash_backward_kernels which, void *dqkv,
-                                                           const void *dout, const void *out, const void *qkv,
-                                                           const float *lse, float *scratch, int B, int T_, int C,
-                                                           int H, int causal, int dtype, cudaStream_t s)
+/* whether the kernels named (AUTO: by the rule and the environment) are the Hopper ones;
+ * -1 where SM90 is asked for and they do not apply */
+static int use_sm90(enum flash_kernels which, int applies, int backward)
+{
+    if (which == FLASH_KERNELS_SM90) return applies ? 1 : -1;
+    return which == FLASH_KERNELS_AUTO && applies && !env_wants_fa2(backward);
+}
+
+extern "C" cudaError_t cuda_flash_attention_forward_using(enum flash_kernels which, void *out, float *lse,
+                                                          const void *qkv, int B, int T_, int C, int H, int causal,
+                                                          int dtype, cudaStream_t s)
 {
     if (H <= 0 || C % H != 0 || !flash_attention_supports(dtype, C / H)) return cudaErrorInvalidValue;
     const int D = C / H;
-    int sm90 = 0;
-    if (which == FLASH_BACKWARD_SM90) {
-        if (!cuda_flash_attention_sm90_applies(dqkv, dout, qkv, lse, scratch, B, T_, C, H, dtype))
-            return cudaErrorNotSupported;
-        sm90 = 1;
-    } else if (which == FLASH_BACKWARD_AUTO) {
-        sm90 = !env_wants_fa2() && cuda_flash_attention_sm90_applies(dqkv, dout, qkv, lse, scratch, B, T_, C, H, dtype);
-    }
+    const int sm90 = use_sm90(which, fa_sm90_forward_takes(dtype, D, out, lse, qkv, B, T_, C, H) && device_is_sm90(), 0);
+    if (sm90 < 0) return cudaErrorNotSupported;
+    if (sm90) return fa_sm90_forward(out, lse, qkv, B, T_, C, H, causal, dtype, s);
+    return FA_DISPATCH(dtype, D, forward_typed, out, lse, qkv, B, T_, C, H, causal, s);
+}
+
+extern "C" cudaError_t cuda_flash_attention_forward(void *out, float *lse, const void *qkv, int B, int T_, int C,
+                                                    int H, int causal, int dtype, cudaStream_t s)
+{
+    return cuda_flash_attention_forward_using(FLASH_KERNELS_AUTO, out, lse, qkv, B, T_, C, H, causal, dtype, s);
+}
+
+extern "C" cudaError_t cuda_flash_attention_backward_using(enum flash_kernels which, void *dqkv, const void *dout,
+                                                           const void *out, const void *qkv, const float *lse,
+                                                           float *scratch, int B, int T_, int C, int H, int causal,
+                                                           int dtype, cudaStream_t s)
+{
+    if (H <= 0 || C % H != 0 || !flash_attention_supports(dtype, C / H)) return cudaErrorInvalidValue;
+    const int D = C / H;
+    const int sm90 = use_sm90(which, cuda_flash_attention_sm90_applies(dqkv, dout, qkv, lse, scratch, B, T_, C, H, dtype), 1);
+    if (sm90 < 0) return cudaErrorNotSupported;
     return FA_DISPATCH(dtype, D, backward_typed, dqkv, dout, out, qkv, lse, scratch, B, T_, C, H, causal, sm90, s);
 }
 
@@ -621,6 +617,6 @@ extern "C" cudaError_t cuda_flash_attention_backward(void *dqkv, const void *dou
                                                      const float *lse, float *scratch, int B, int T_, int C, int H,
                                                      int causal, int dtype, cudaStream_t s)
 {
-    return cuda_flash_attention_backward_using(FLASH_BACKWARD_AUTO, dqkv, dout, out, qkv, lse, scratch, B, T_, C, H,
+    return cuda_flash_attention_backward_using(FLASH_KERNELS_AUTO, dqkv, dout, out, qkv, lse, scratch, B, T_, C, H,
                                                causal, dtype, s);
 }

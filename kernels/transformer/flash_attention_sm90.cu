@@ -46,6 +46,7 @@
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_types.h>
 
+#include "kernels/transformer/attention_math.cuh"
 #include "kernels/transformer/flash_attention_sm90.h"
 
 namespace fa_sm90 {
@@ -58,21 +59,29 @@ constexpr int kStages = 3;   /* tiles in flight */
 constexpr int kConsumers = 2;
 constexpr int kThreads = 128 * (kConsumers + 1);
 constexpr int kLoaderRegs = 24, kConsumerRegs = 240; /* 128 x 24 + 256 x 240 <= 65536 */
+/* lse, delta: a TMA copy's first element must lie at a 16-byte boundary (a coordinate that
+ * is no multiple of 4 floats is an illegal instruction), so a tile's box starts at the
+ * multiple of 4 at or below its first row and holds 4 floats more; the consumers skip
+ * line0 & 3 of them (line0 = (b H + h) T; q0 is a multiple of 64) */
+constexpr int kLineBox = kTile + 4;   /* 272 bytes, a multiple of 16 */
+constexpr int kLineStage = 96;        /* floats a stage: 384 bytes, every stage at a 128-byte boundary */
 
 using OwnShape = Shape<Int<kBlock>, Int<kD>>;
 using TileShape = Shape<Int<kTile>, Int<kD>>;
 using HalfShape = Shape<Int<64>, Int<kD>>;   /* a consumer's share of the own rows */
 using ScoreShape = Shape<Int<64>, Int<kTile>>; /* S, dP of a consumer and a tile */
 
-template <typename E> struct Types {
+/* Tile: rows of the tiles a block loops over (kTile in the backward, kFwdTile in the forward) */
+template <typename E, int Tile = kTile> struct Types {
+    using TileRows = Shape<Int<Tile>, Int<kD>>;
     /* K-major (d contiguous) 128-byte swizzled rows, as TMA writes them */
     using SmemOwn = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<E>{}, OwnShape{}));
-    using SmemTiles = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<E>{}, Shape<Int<kTile>, Int<kD>, Int<kStages>>{}));
-    /* the same bytes seen as (d, row): the B operand of P^T dO, dS^T Q, dS K */
-    using SmemTilesT = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<E>{}, Shape<Int<kD>, Int<kTile>, Int<kStages>>{}));
+    using SmemTiles = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<E>{}, Shape<Int<Tile>, Int<kD>, Int<kStages>>{}));
+    /* the same bytes seen as (d, row): the B operand of P^T dO, dS^T Q, dS K, P V */
+    using SmemTilesT = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<E>{}, Shape<Int<kD>, Int<Tile>, Int<kStages>>{}));
     /* C = A B^T (B's rows K-major in smem) and C = A B (B MN-major), A from registers */
     using MmaABt = decltype(make_tiled_mma(
-        GMMA::rs_op_selector<E, E, float, Shape<_64, Int<kTile>, _16>, GMMA::Major::K, GMMA::Major::K>()));
+        GMMA::rs_op_selector<E, E, float, Shape<_64, Int<Tile>, _16>, GMMA::Major::K, GMMA::Major::K>()));
     using MmaAB = decltype(make_tiled_mma(
         GMMA::rs_op_selector<E, E, float, Shape<_64, Int<kD>, _16>, GMMA::Major::K, GMMA::Major::MN>()));
     /* one of Q, K, V, dO in memory: (row, d, head, sequence) */
@@ -83,8 +92,8 @@ template <typename E> struct Types {
     using GLine = decltype(make_tensor(make_gmem_ptr(static_cast<float const *>(nullptr)),
                                        make_layout(make_shape(int()), make_stride(_1{}))));
     using TmaOwn = decltype(make_tma_copy(SM90_TMA_LOAD{}, GRows{}, SmemOwn{}, OwnShape{}, _1{}));
-    using TmaTile = decltype(make_tma_copy(SM90_TMA_LOAD{}, GRows{}, take<0, 2>(SmemTiles{}), TileShape{}, _1{}));
-    using TmaLine = decltype(make_tma_copy(SM90_TMA_LOAD{}, GLine{}, Layout<Shape<Int<kTile>>>{}, Shape<Int<kTile>>{}, _1{}));
+    using TmaTile = decltype(make_tma_copy(SM90_TMA_LOAD{}, GRows{}, take<0, 2>(SmemTiles{}), TileRows{}, _1{}));
+    using TmaLine = decltype(make_tma_copy(SM90_TMA_LOAD{}, GLine{}, Layout<Shape<Int<kLineBox>>>{}, Shape<Int<kLineBox>>{}, _1{}));
 };
 
 /* dK dV: own = K, V, tiles = Q, dO (+ lse, delta). dQ: own = Q, dO, tiles = K, V. */
@@ -101,15 +110,15 @@ template <typename E> struct Params {
 template <typename E> struct Smem {
     alignas(1024) E own[2][kBlock * kD];
     alignas(1024) E tile[2][kStages * kTile * kD];
-    alignas(128) float lse[kStages][kTile]; /* TMA writes shared memory at 128-byte boundaries */
-    alignas(128) float delta[kStages][kTile];
+    alignas(128) float lse[kStages][kLineStage]; /* TMA writes shared memory at 128-byte boundaries */
+    alignas(128) float delta[kStages][kLineStage];
     alignas(8) uint64_t own_full, full[kStages], empty[kStages];
 };
 template <typename E> constexpr size_t smem_bytes() { return sizeof(Smem<E>) + 1024; /* alignment slack */ }
 
 constexpr uint32_t kOwnBytes = 2u * kBlock * kD * 2u;
 constexpr uint32_t kTileBytes = 2u * kTile * kD * 2u;
-constexpr uint32_t kLineBytes = 2u * kTile * 4u;
+constexpr uint32_t kLineBytes = 2u * kLineBox * 4u;
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -125,19 +134,12 @@ template <> __device__ __forceinline__ uint32_t pack2<cutlass::half_t>(float lo,
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
-__device__ __forceinline__ float fast_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* the block's shared storage, at a 1024-byte boundary (128-byte swizzle's period) */
-template <typename E> __device__ __forceinline__ Smem<E> &shared_storage()
+template <class S> __device__ __forceinline__ S &shared_storage()
 {
     extern __shared__ char smem_raw[];
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(smem_raw);
-    return *reinterpret_cast<Smem<E> *>(smem_raw + ((1024u - (a & 1023u)) & 1023u));
+    return *reinterpret_cast<S *>(smem_raw + ((1024u - (a & 1023u)) & 1023u));
 }
 
 /* c (=|+=) a b over the k-steps of a (registers) and b (smem descriptors); one batch, not
@@ -170,7 +172,7 @@ template <typename E, class TAcc, class TA> __device__ __forceinline__ void acc_
 }
 
 /* the block's barriers, before any role starts */
-template <typename E> __device__ __forceinline__ void init_barriers(Smem<E> &sm)
+template <class S> __device__ __forceinline__ void init_barriers(S &sm)
 {
     if (threadIdx.x == 0) {
         cutlass::arch::ClusterTransactionBarrier::init(&sm.own_full, 1);
@@ -202,6 +204,21 @@ __device__ __forceinline__ void arrive_barrier(uint64_t &bar)
 __device__ __forceinline__ int stage_of(int j) { return j % kStages; }
 __device__ __forceinline__ uint32_t round_parity(int j) { return (uint32_t)(j / kStages) & 1u; }
 
+/* The loader's loop over n tiles of two tensors (K and V, for dQ and the forward): tile j
+ * into stage j % kStages once that stage is free, both copies completing its full barrier. */
+template <class Tma0, class Tma1, class G0, class S0, class G1, class S1>
+__device__ __forceinline__ void load_tile_pairs(const Tma0 &t0, const G0 &g0, S0 &s0, const Tma1 &t1, const G1 &g1,
+                                                S1 &s1, uint64_t *full, uint64_t *empty, int n, uint32_t bytes)
+{
+    for (int j = 0; j < n; j++) {
+        const int s = stage_of(j);
+        if (j >= kStages) wait_barrier(empty[s], round_parity(j) ^ 1u);
+        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&full[s], bytes);
+        copy(t0.with(full[s]), g0(_, _, _, j), s0(_, _, _, s));
+        copy(t1.with(full[s]), g1(_, _, _, j), s1(_, _, _, s));
+    }
+}
+
 /* ---- dK, dV ---------------------------------------------------------------------------- */
 
 /* grid (key blocks, heads, sequences) */
@@ -209,7 +226,7 @@ template <typename E, bool Causal>
 __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_constant__ Params<E> p)
 {
     using Ty = Types<E>;
-    Smem<E> &sm = shared_storage<E>();
+    Smem<E> &sm = shared_storage<Smem<E>>();
     const int nb = blockIdx.x, h = blockIdx.y, b = blockIdx.z, T = p.T;
     const int n0 = nb * kBlock, nqt = (T + kTile - 1) / kTile;
     const int qt_first = Causal ? n0 / kTile : 0; /* queries before the block's first key see none of it */
@@ -231,16 +248,15 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
         Tensor gQ = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
         Tensor gO = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
         const int line0 = (b * p.H + h) * T, lines = p.B * p.H * T;
-        Tensor gL = local_tile(domain_offset(make_coord(line0), p.lse.get_tma_tensor(make_shape(lines))),
-                               Shape<Int<kTile>>{}, make_coord(_));
-        Tensor gD = local_tile(domain_offset(make_coord(line0), p.delta.get_tma_tensor(make_shape(lines))),
-                               Shape<Int<kTile>>{}, make_coord(_));
+        Tensor gLall = p.lse.get_tma_tensor(make_shape(lines));
+        Tensor gDall = p.delta.get_tma_tensor(make_shape(lines));
         Tensor sK = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
         Tensor sV = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
         Tensor sQ = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
         Tensor sO = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
-        Tensor sL = make_tensor(make_smem_ptr(&sm.lse[0][0]), Layout<Shape<Int<kTile>, Int<kStages>>>{});
-        Tensor sD = make_tensor(make_smem_ptr(&sm.delta[0][0]), Layout<Shape<Int<kTile>, Int<kStages>>>{});
+        using LineStages = Layout<Shape<Int<kLineBox>, Int<kStages>>, Stride<_1, Int<kLineStage>>>;
+        Tensor sL = make_tensor(make_smem_ptr(&sm.lse[0][0]), LineStages{});
+        Tensor sD = make_tensor(make_smem_ptr(&sm.delta[0][0]), LineStages{});
         auto tk = p.own0.get_slice(0);
         auto tv = p.own1.get_slice(0);
         auto tq = p.tile0.get_slice(0);
@@ -251,9 +267,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
         Tensor tQs = tq.partition_D(sQ);
         Tensor tOg = to.partition_S(gO);
         Tensor tOs = to.partition_D(sO);
-        Tensor tLg = tl.partition_S(gL);
         Tensor tLs = tl.partition_D(sL);
-        Tensor tDg = td.partition_S(gD);
         Tensor tDs = td.partition_D(sD);
 
         cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
@@ -265,8 +279,11 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
             cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.full[s], kTileBytes + kLineBytes);
             copy(p.tile0.with(sm.full[s]), tQg(_, _, _, qt), tQs(_, _, _, s));
             copy(p.tile1.with(sm.full[s]), tOg(_, _, _, qt), tOs(_, _, _, s));
-            copy(p.lse.with(sm.full[s]), tLg(_, _, qt), tLs(_, _, s));
-            copy(p.delta.with(sm.full[s]), tDg(_, _, qt), tDs(_, _, s));
+            const int a = (line0 + qt * kTile) & ~3; /* see kLineBox */
+            Tensor gL = local_tile(domain_offset(make_coord(a), gLall), Shape<Int<kLineBox>>{}, make_coord(0));
+            Tensor gD = local_tile(domain_offset(make_coord(a), gDall), Shape<Int<kLineBox>>{}, make_coord(0));
+            copy(p.lse.with(sm.full[s]), tl.partition_S(gL), tLs(_, _, s));
+            copy(p.delta.with(sm.full[s]), td.partition_S(gD), tDs(_, _, s));
         }
         return;
     }
@@ -274,6 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
     /* a consumer: keys k0w .. k0w + 63 */
     cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
     const int cw = wg - 1, tid = threadIdx.x % 128, k0w = n0 + 64 * cw;
+    const int skew = ((b * p.H + h) * T) & 3; /* row q0's place in its stage's box (kLineBox) */
     typename Ty::MmaABt mma_s;
     typename Ty::MmaAB mma_o;
     auto ts = mma_s.get_thread_slice(tid);
@@ -314,7 +332,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
         if (!Causal || q0 + kTile - 1 >= k0w) {
             mma_rs<true>(mma_s, rK, dQs(_, _, _, s), accS);
             mma_rs<true>(mma_s, rV, dOs(_, _, _, s), accP);
-            const float *L = sm.lse[s], *Dl = sm.delta[s];
+            const float *L = sm.lse[s] + skew, *Dl = sm.delta[s] + skew;
             const bool mask = q0 + kTile > T || (Causal && q0 < k0w + 63);
             warpgroup_wait<1>(); /* S done, dP in flight */
             warpgroup_fence_operand(accS);
@@ -361,7 +379,7 @@ template <typename E, bool Causal>
 __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_constant__ Params<E> p)
 {
     using Ty = Types<E>;
-    Smem<E> &sm = shared_storage<E>();
+    Smem<E> &sm = shared_storage<Smem<E>>();
     const int mb = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z, T = p.T;
     const int m0 = mb * kBlock, tiles_T = (T + kTile - 1) / kTile;
     const int nkt = Causal ? min(tiles_T, (m0 + kBlock - 1) / kTile + 1) : tiles_T;
@@ -396,13 +414,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
         copy(p.own0.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
         copy(p.own1.with(sm.own_full), to.partition_S(gO), to.partition_D(sO));
-        for (int kt = 0; kt < nkt; kt++) {
-            const int s = stage_of(kt);
-            if (kt >= kStages) wait_barrier(sm.empty[s], round_parity(kt) ^ 1u);
-            cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.full[s], kTileBytes);
-            copy(p.tile0.with(sm.full[s]), tKg(_, _, _, kt), tKs(_, _, _, s));
-            copy(p.tile1.with(sm.full[s]), tVg(_, _, _, kt), tVs(_, _, _, s));
-        }
+        load_tile_pairs(p.tile0, tKg, tKs, p.tile1, tVg, tVs, sm.full, sm.empty, nkt, kTileBytes);
         return;
     }
 
@@ -487,6 +499,184 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
     }
 }
 
+/* ---- forward --------------------------------------------------------------------------- */
+
+constexpr int kFwdTile = 128; /* keys a forward tile holds: S is 64 x 128 a consumer warpgroup */
+
+template <typename E> struct FwdParams {
+    typename Types<E>::TmaOwn q;
+    typename Types<E, kFwdTile>::TmaTile k, v;
+    E *out;
+    float *lse;
+    int T, H, C, B;
+    float sl2;
+};
+
+template <typename E> struct FwdSmem {
+    alignas(1024) E q[kBlock * kD];
+    alignas(1024) E tile[2][kStages * kFwdTile * kD];
+    alignas(8) uint64_t own_full, full[kStages], empty[kStages];
+};
+template <typename E> constexpr size_t fwd_smem_bytes() { return sizeof(FwdSmem<E>) + 1024; }
+
+constexpr uint32_t kFwdOwnBytes = 1u * kBlock * kD * 2u;
+constexpr uint32_t kFwdTileBytes = 2u * kFwdTile * kD * 2u;
+
+/* grid (query blocks, heads, sequences); causal: the last query blocks, which see the most
+ * keys, start first. A consumer warpgroup keeps 64 query rows, S = Q K^T over a tile of 128
+ * keys, the online softmax's row maximum and sum (log2 domain, as lse), and O += P V.
+ * Tails: keys past T are masked; a row past T is computed and never stored. */
+template <typename E, bool Causal>
+__global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constant__ FwdParams<E> p)
+{
+    using Ty = Types<E, kFwdTile>;
+    using ScoreF = Shape<Int<64>, Int<kFwdTile>>;
+    FwdSmem<E> &sm = shared_storage<FwdSmem<E>>();
+    const int mb = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z, T = p.T;
+    const int m0 = mb * kBlock, tiles_T = (T + kFwdTile - 1) / kFwdTile;
+    const int nkt = Causal ? min(tiles_T, (m0 + kBlock - 1) / kFwdTile + 1) : tiles_T;
+    const int wg = threadIdx.x / 128;
+    init_barriers(sm);
+
+    if (wg == 0) { /* the loader */
+        cutlass::arch::warpgroup_reg_dealloc<kLoaderRegs>();
+        if (threadIdx.x != 0) return;
+        prefetch_tma_descriptor(p.q.get_tma_descriptor());
+        prefetch_tma_descriptor(p.k.get_tma_descriptor());
+        prefetch_tma_descriptor(p.v.get_tma_descriptor());
+        const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
+        Tensor gQ = local_tile(p.q.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
+        Tensor gK = local_tile(p.k.get_tma_tensor(gshape)(_, _, h, b), typename Ty::TileRows{}, make_coord(_, _0{}));
+        Tensor gV = local_tile(p.v.get_tma_tensor(gshape)(_, _, h, b), typename Ty::TileRows{}, make_coord(_, _0{}));
+        Tensor sQ = make_tensor(make_smem_ptr(sm.q), typename Ty::SmemOwn{});
+        Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+        Tensor sV = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+        auto tq = p.q.get_slice(0);
+        auto tk = p.k.get_slice(0);
+        auto tv = p.v.get_slice(0);
+        Tensor tKg = tk.partition_S(gK);
+        Tensor tKs = tk.partition_D(sK);
+        Tensor tVg = tv.partition_S(gV);
+        Tensor tVs = tv.partition_D(sV);
+
+        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kFwdOwnBytes);
+        copy(p.q.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
+        load_tile_pairs(p.k, tKg, tKs, p.v, tVg, tVs, sm.full, sm.empty, nkt, kFwdTileBytes);
+        return;
+    }
+
+    /* a consumer: queries q0w .. q0w + 63 */
+    cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
+    const int cw = wg - 1, tid = threadIdx.x % 128, q0w = m0 + 64 * cw;
+    typename Ty::MmaABt mma_s;
+    typename Ty::MmaAB mma_o;
+    auto ts = mma_s.get_thread_slice(tid);
+    auto to = mma_o.get_thread_slice(tid);
+    Tensor sQ = local_tile(make_tensor(make_smem_ptr(sm.q), typename Ty::SmemOwn{}), HalfShape{}, make_coord(cw, _0{}));
+    Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+    Tensor sVt = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTilesT{});
+    Tensor rQ = ts.partition_fragment_A(sQ);
+    Tensor dKs = ts.partition_fragment_B(sK); /* wgmma descriptors */
+    Tensor dVt = to.partition_fragment_B(sVt);
+    Tensor accS = partition_fragment_C(mma_s, ScoreF{});
+    Tensor accO = partition_fragment_C(mma_o, HalfShape{});
+    Tensor rP = make_tensor<E>(partition_shape_A(mma_o, ScoreF{}));
+    Tensor cS = ts.partition_C(make_identity_tensor(ScoreF{})); /* (query, key) in the tile */
+    clear(accO);
+    /* a thread's two rows (element i lies in row (i / 2) % 2 of them: wgmma's D layout):
+     * the running maximum of S sl2 and the thread's share of the sum of exp2(S sl2 - max) */
+    float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+
+    /* S sl2 masked, the rows' new maximum (corr: the factor that rescales what was summed
+     * before it) and P = exp2(S sl2 - max) in place, its row sums added to sum */
+    auto softmax_tile = [&](int k0, float corr[2]) {
+        const bool mask = k0 + kFwdTile > T || (Causal && k0 + kFwdTile - 1 > q0w);
+        float tmax[2] = {mx[0], mx[1]};
+        CUTE_UNROLL
+        for (int i = 0; i < size(accS); i++) {
+            const int r = (i >> 1) & 1, q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
+            float v = accS(i) * p.sl2;
+            if (mask && (key >= T || (Causal && key > q))) v = -INFINITY;
+            accS(i) = v;
+            tmax[r] = fmaxf(tmax[r], v);
+        }
+        CUTE_UNROLL
+        for (int r = 0; r < 2; r++) {
+            tmax[r] = quad_max(tmax[r]);
+            /* a row that has seen no key yet (max -inf) has nothing to rescale */
+            corr[r] = tmax[r] == -INFINITY ? 1.0f : fast_exp2(mx[r] - tmax[r]);
+            mx[r] = tmax[r];
+            sum[r] *= corr[r];
+        }
+        CUTE_UNROLL
+        for (int i = 0; i < size(accS); i++) {
+            const int r = (i >> 1) & 1;
+            const float pv = mx[r] == -INFINITY ? 0.0f : fast_exp2(accS(i) - mx[r]);
+            accS(i) = pv;
+            sum[r] += pv;
+        }
+    };
+
+    wait_barrier(sm.own_full, 0);
+    {
+        Tensor gQ = ts.partition_A(sQ);
+        CUTE_UNROLL
+        for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i);
+    }
+    /* Every tile of the block is every consumer's: with tiles of 128 keys and blocks of 128
+     * queries, a causal block's last tile holds its diagonal for both warpgroups. The loop is
+     * software-pipelined within the warpgroup: tile kt's S = Q K^T and the previous tile's
+     * O += P V are in flight together, and kt's softmax runs while P V computes. */
+    float corr[2];
+    wait_barrier(sm.full[0], 0);
+    mma_rs<true>(mma_s, rQ, dKs(_, _, _, 0), accS);
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(accS);
+    softmax_tile(0, corr);
+    acc_to_a<E>(rP, accS);
+    for (int kt = 1; kt < nkt; kt++) {
+        const int s = stage_of(kt), sp = stage_of(kt - 1);
+        wait_barrier(sm.full[s], round_parity(kt));
+        mma_rs<true>(mma_s, rQ, dKs(_, _, _, s), accS);
+        mma_rs<false>(mma_o, rP, dVt(_, _, _, sp), accO);
+        warpgroup_wait<1>(); /* S done, P V in flight */
+        warpgroup_fence_operand(accS);
+        softmax_tile(kt * kFwdTile, corr);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(accO);
+        arrive_barrier(sm.empty[sp]);
+        CUTE_UNROLL
+        for (int i = 0; i < size(accO); i++) accO(i) *= corr[(i >> 1) & 1];
+        acc_to_a<E>(rP, accS);
+    }
+    mma_rs<false>(mma_o, rP, dVt(_, _, _, stage_of(nkt - 1)), accO);
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(accO);
+    arrive_barrier(sm.empty[stage_of(nkt - 1)]);
+
+    /* O / sum into out's columns of head h; lse = max + log2(sum) by the quad's first thread */
+    float inv[2];
+    CUTE_UNROLL
+    for (int r = 0; r < 2; r++) {
+        sum[r] = quad_sum(sum[r]);
+        inv[r] = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
+    }
+    E *o = p.out + (size_t)b * T * p.C + h * kD;
+    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
+    CUTE_UNROLL
+    for (int i = 0; i < size(accO); i += 2) {
+        const int r = (i >> 1) & 1, q = q0w + get<0>(cO(i)), c = get<1>(cO(i));
+        if (q < T)
+            *reinterpret_cast<uint32_t *>(o + (size_t)q * p.C + c) = pack2<E>(accO(i) * inv[r], accO(i + 1) * inv[r]);
+    }
+    if (tid % 4 == 0)
+        CUTE_UNROLL
+        for (int r = 0; r < 2; r++) {
+            const int q = q0w + get<0>(cS(2 * r));
+            if (q < T) p.lse[((size_t)b * p.H + h) * T + q] = mx[r] + __log2f(sum[r]);
+        }
+}
+
 /* ---- launch ------------------------------------------------------------------------------ */
 
 template <typename E>
@@ -502,17 +692,17 @@ static typename Types<E>::TmaOwn tma_own(const void *base, int T, int H, int B, 
     return make_tma_copy(SM90_TMA_LOAD{}, rows_of<E>(base, T, H, B, ld), typename Types<E>::SmemOwn{}, OwnShape{}, _1{});
 }
 
-template <typename E>
-static typename Types<E>::TmaTile tma_tile(const void *base, int T, int H, int B, int64_t ld)
+template <typename E, int Tile = kTile>
+static typename Types<E, Tile>::TmaTile tma_tile(const void *base, int T, int H, int B, int64_t ld)
 {
-    return make_tma_copy(SM90_TMA_LOAD{}, rows_of<E>(base, T, H, B, ld), take<0, 2>(typename Types<E>::SmemTiles{}),
-                         TileShape{}, _1{});
+    return make_tma_copy(SM90_TMA_LOAD{}, rows_of<E>(base, T, H, B, ld), take<0, 2>(typename Types<E, Tile>::SmemTiles{}),
+                         typename Types<E, Tile>::TileRows{}, _1{});
 }
 
 static Types<cutlass::bfloat16_t>::TmaLine tma_line(const float *base, int n)
 {
     return make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr(base), make_layout(make_shape(n), make_stride(_1{}))),
-                         Layout<Shape<Int<kTile>>>{}, Shape<Int<kTile>>{}, _1{});
+                         Layout<Shape<Int<kLineBox>>>{}, Shape<Int<kLineBox>>{}, _1{});
 }
 
 /* Every launch allows the kernel its dynamic shared memory, on whichever device is
@@ -547,14 +737,42 @@ static cudaError_t backward_typed(void *dqkv, const void *dout, const void *qkv,
     return cudaGetLastError();
 }
 
+
+template <typename E, bool Causal>
+static cudaError_t forward_typed(void *out, float *lse, const void *qkv, int B, int T, int C, int H, cudaStream_t s)
+{
+    const int64_t ld = 3 * (int64_t)C;
+    const E *q = static_cast<const E *>(qkv), *k = q + C, *v = q + 2 * C;
+    FwdParams<E> p{tma_own<E>(q, T, H, B, ld), tma_tile<E, kFwdTile>(k, T, H, B, ld), tma_tile<E, kFwdTile>(v, T, H, B, ld),
+                   static_cast<E *>(out), lse, T, H, C, B, 1.4426950408889634f / sqrtf((float)kD)};
+    const size_t smem = fwd_smem_bytes<E>();
+    cudaError_t e = allow_smem(fa90_forward<E, Causal>, smem);
+    if (e != cudaSuccess) return e;
+    fa90_forward<E, Causal><<<dim3((T + kBlock - 1) / kBlock, H, B), kThreads, smem, s>>>(p);
+    return cudaGetLastError();
+}
+
 } /* namespace fa_sm90 */
+
+/* the rule both directions share: bf16 / fp16, D = 64, 16-byte aligned buffers (TMA's and
+ * the 4-byte stores'), the grid's limits */
+static int fa_sm90_shape_takes(int dtype, int head_dim, uintptr_t aligned, int B, int T, int C, int H)
+{
+    return (dtype == DT_BF16 || dtype == DT_F16) && head_dim == fa_sm90::kD && C == H * head_dim && aligned % 16 == 0 &&
+           T >= 1 && B >= 1 && B <= 65535 && H <= 65535 && (long long)B * H * T <= 0x7fffffffLL;
+}
 
 int fa_sm90_backward_takes(int dtype, int head_dim, const void *dqkv, const void *dout, const void *qkv,
                            const float *lse, const float *delta, int B, int T, int C, int H)
 {
     const uintptr_t aligned = (uintptr_t)dqkv | (uintptr_t)dout | (uintptr_t)qkv | (uintptr_t)lse | (uintptr_t)delta;
-    return (dtype == DT_BF16 || dtype == DT_F16) && head_dim == fa_sm90::kD && C == H * head_dim && aligned % 16 == 0 &&
-           T >= 1 && B >= 1 && B <= 65535 && H <= 65535 && (long long)B * H * T <= 0x7fffffffLL;
+    return fa_sm90_shape_takes(dtype, head_dim, aligned, B, T, C, H);
+}
+
+int fa_sm90_forward_takes(int dtype, int head_dim, const void *out, const float *lse, const void *qkv, int B, int T,
+                          int C, int H)
+{
+    return fa_sm90_shape_takes(dtype, head_dim, (uintptr_t)out | (uintptr_t)lse | (uintptr_t)qkv, B, T, C, H);
 }
 
 cudaError_t fa_sm90_backward(void *dqkv, const void *dout, const void *qkv, const float *lse, const float *delta,
@@ -566,4 +784,15 @@ cudaError_t fa_sm90_backward(void *dqkv, const void *dout, const void *qkv, cons
                       : backward_typed<cutlass::bfloat16_t, false>(dqkv, dout, qkv, lse, delta, B, T, C, H, s);
     return causal ? backward_typed<cutlass::half_t, true>(dqkv, dout, qkv, lse, delta, B, T, C, H, s)
                   : backward_typed<cutlass::half_t, false>(dqkv, dout, qkv, lse, delta, B, T, C, H, s);
+}
+
+cudaError_t fa_sm90_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int H, int causal, int dtype,
+                            cudaStream_t s)
+{
+    using namespace fa_sm90;
+    if (dtype == DT_BF16)
+        return causal ? forward_typed<cutlass::bfloat16_t, true>(out, lse, qkv, B, T, C, H, s)
+                      : forward_typed<cutlass::bfloat16_t, false>(out, lse, qkv, B, T, C, H, s);
+    return causal ? forward_typed<cutlass::half_t, true>(out, lse, qkv, B, T, C, H, s)
+                  : forward_typed<cutlass::half_t, false>(out, lse, qkv, B, T, C, H, s);
 }

@@ -34,14 +34,18 @@ enum gemm_epilogue {
     EPI_BIAS = 1,       /* C = A B + bias */
     EPI_GELU_BIAS = 2,  /* aux = A B + bias; C = gelu(aux) */
     EPI_DGELU_BGRAD = 3, /* C = (A B) * gelu'(aux); bias = column sums of C */
-    EPI_DGELU = 4        /* C = (A B) * gelu'(aux) (bias unused) */
+    EPI_DGELU = 4,       /* C = (A B) * gelu'(aux) (bias unused) */
+    EPI_BGRADB = 5       /* C = op(A) op(B); bias[i] = sum over k of op(A)[i][k], written in C's dtype: in a
+                          * weight-gradient GEMM (A = the output gradient, k = the rows) the layer's bias
+                          * gradient (cuBLASLt's BGRADB: its B is our A) */
 };
 struct gemm_fusion {
     int kind;  /* enum gemm_epilogue */
-    void *bias; /* forward: the bias, in the compute dtype; DGELU_BGRAD: its gradient, written in C's dtype */
+    void *bias; /* forward: the bias, in the compute dtype; DGELU_BGRAD, BGRADB: its gradient, written in C's dtype */
     void *aux;  /* the pre-activation [rows x ldc]: written (GELU_BIAS) or read (DGELU_BGRAD) */
     const void *residual; /* EPI_BIAS: C = A B + bias + residual (a residual connection; [rows x ldc], not C
                            * itself); NULL: none */
+    int c_is_f32;         /* C in fp32 rather than the compute dtype (BGRADB into fp32 gradients) */
 };
 
 struct backend_info {

@@ -392,6 +392,7 @@ const char *op_gemm_shape_name(const struct op_gemm_shape *c)
     case EPI_GELU_BIAS: return "gemm+bias+GELU";
     case EPI_DGELU_BGRAD: return "gemm*GELU'+bgrad";
     case EPI_DGELU: return "gemm*GELU'";
+    case EPI_BGRADB: return "gemm+bias grad";
     default: return "gemm";
     }
 }

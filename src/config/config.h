@@ -49,6 +49,7 @@ enum optimizer_state { STATE_FP32 = 0, STATE_COMPUTE = 1 }; /* train.optimizer_s
 enum shm_copy { SHM_COPY_SM = 0, SHM_COPY_CE = 1 }; /* comm.shm_copy */
 enum epilogue_use { EPILOGUE_OFF = 0, EPILOGUE_FORWARD = 1, EPILOGUE_ON = 2 }; /* train.gemm_epilogue */
 enum attention_impl { ATTENTION_AUTO = 0, ATTENTION_FLASH = 1, ATTENTION_UNFUSED = 2 }; /* train.attention */
+enum bias_grad_impl { BIAS_GRAD_KERNEL = 0, BIAS_GRAD_EPILOGUE = 1 }; /* train.bias_grad */
 
 struct config {
     char config_path[CONFIG_STR_LEN]; /* "" when no file was given */
@@ -94,6 +95,7 @@ struct config {
     int optimizer_state; /* enum optimizer_state: momentum / Adam moments in fp32 or the compute dtype */
     int gemm_epilogue;   /* enum epilogue_use: bias and GELU in cuBLASLt epilogues */
     int attention;       /* enum attention_impl: the transformers' attention fused (flash) or not */
+    int bias_grad;       /* enum bias_grad_impl: the linear layers' bias gradients in the weight-gradient GEMM or not */
 
     /* [run] */
     int backend; /* enum backend_kind */

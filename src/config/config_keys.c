@@ -26,6 +26,7 @@ static const char *const optimizer_state_names[] = {"fp32", "compute", NULL};
 static const char *const shm_copy_names[] = {"sm", "ce", NULL};
 static const char *const epilogue_names[] = {"off", "forward", "on", NULL};
 static const char *const attention_names[] = {"auto", "flash", "unfused", NULL};
+static const char *const bias_grad_names[] = {"kernel", "epilogue", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL}; /* enum dtype */
 
 #define OFF(field) offsetof(struct config, field)
@@ -101,6 +102,10 @@ const struct config_key config_keys[] = {
      "GELU layers' bias and activation in cuBLASLt GEMM epilogues instead of our element-wise kernels (cuda only): "
      "forward = GELU_AUX_BIAS in the forward GEMMs; on = also DGELU_BGRAD in backward's input-gradient GEMMs when "
      "the gradients are in the compute dtype; off = none"},
+    {"train", "bias_grad", KEY_ENUM, OFF(bias_grad), 0, 0, bias_grad_names, "kernel",
+     "the transformers' linear-layer bias gradients: kernel = our column-sum kernel beside the weight-gradient GEMM; "
+     "epilogue = in that GEMM's epilogue (cuBLASLt BGRADB, with train.gemm_epilogue = on, cuda; measured no faster "
+     "on an H200: the GEMMs lose what the kernel costs)"},
     {"train", "attention", KEY_ENUM, OFF(attention), 0, 0, attention_names, "auto",
      "the transformers' attention: flash = our fused kernels (the probabilities never reach memory; cuda, bf16 or "
      "fp16, head dimension 32 or 64); unfused = cuBLAS GEMMs around our softmax kernels, the B x H x T x T "

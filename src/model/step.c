@@ -62,6 +62,7 @@ void step_buffers_alloc(struct backend *be, const struct config *cfg, const stru
     rb->fuse_forward = cfg->gemm_epilogue != EPILOGUE_OFF && be->ops->gemm_fused != NULL;
     rb->fuse_dgelu = rb->fuse_forward && cfg->gemm_epilogue == EPILOGUE_ON;
     rb->fuse_backward = rb->fuse_dgelu && rb->grad_dtype == be->act_dtype;
+    rb->fuse_bgrad = rb->fuse_dgelu && cfg->bias_grad == BIAS_GRAD_EPILOGUE;
     rb->grads = alloc_bytes(be, l.grads_bytes);
     rb->master = !(cfg->master_weights == MASTER_OFF && be->act_dtype != DT_F32);
     rb->state_dtype = l.state_dtype;

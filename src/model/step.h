@@ -29,6 +29,7 @@ struct step_buffers {
     int last_rows;    /* the last tensor's gradient in blocks of this many rows (comm.last_layer_chunks); 0 = whole */
     int fuse_forward;  /* train.gemm_epilogue: bias + GELU in their GEMM's epilogue, where the model has them */
     int fuse_dgelu;    /* train.gemm_epilogue = on: GELU' in the input-gradient GEMM's epilogue */
+    int fuse_bgrad;    /* ... and the linear layers' bias gradients in the weight-gradient GEMM (train.bias_grad) */
     int fuse_backward; /* ... and the bias gradient with it (needs gradients in the compute dtype: cuBLASLt
                         * writes the bias gradient in the GEMM's output type) */
     void *params_lp;  /* compute-dtype copy of params, NULL in fp32 */

@@ -137,6 +137,12 @@ for m in gpt bert; do
     check dump_epilogue_on_${m}_bf16 bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda $MID --model.heads=2 \
         --precision=bf16 --train.attention=flash --train.gemm_epilogue=on $O --run.output=dump-epion-$m-16.h5
     check torch_epilogue_on_${m}_bf16_3e-2 $PY tests/gpu/torch_reference.py "$LOG/dump-epion-$m-16.h5" --tol 3e-2
+    # a sequence of 130 (no multiple of 4: lse's rows of one (sequence, head) start off TMA's 16 bytes), 5 heads of
+    # 64 (the Hopper kernels on compute capability 9.0), and the bias gradients in the weight-gradient GEMM
+    check dump_t130_${m}_bf16 bin/dpscale dump --config configs/$m-tiny.ini --backend=cuda --model.seq_len=130 \
+        --model.vocab=61 --train.batch_per_gpu=3 --model.hidden_dim=320 --model.heads=5 --precision=bf16 \
+        --train.attention=flash --train.gemm_epilogue=on --train.bias_grad=epilogue $O --run.output=dump-t130-$m.h5
+    check torch_t130_${m}_bf16_3e-2 $PY tests/gpu/torch_reference.py "$LOG/dump-t130-$m.h5" --tol 3e-2
     check cpu_mid_$m bin/dpscale run --config configs/$m-tiny.ini --backend=cpu $MID --model.heads=2 --train.iters=20 \
         $O --run.output=$m-mid-cpu.h5
     check cuda_flash_$m bin/dpscale run --config configs/$m-tiny.ini --backend=cuda --precision=bf16 $MID --model.heads=2 \

@@ -1,15 +1,15 @@
-/* test_flash_attention_cuda.c — the fused attention's Hopper backward
+/* test_flash_attention_cuda.c — the fused attention's Hopper forward and backward
  * (kernels/transformer/flash_attention_sm90.cu) against the FA2 kernels of
- * flash_attention.cu, which tests/gpu checks against PyTorch: dQ, dK and dV agree to
- * the 16-bit types' resolution at GPT-2 small's shape (16 x 1024, 12 heads of 64) and
- * at awkward ones (T = 1, 80, 130, 1000; few and many sequences x heads; causal and not;
- * bf16 and fp16), every element of dqkv written; the Hopper kernels give the same bits
- * twice; the launcher's automatic choice is the Hopper kernels on compute capability 9.0
- * and the FA2 kernels elsewhere. It also times both backwards (CUDA events, median of
- * 20 after 3 warm-ups) and prints TFLOP/s, without asserting anything about time.
+ * flash_attention.cu, which tests/gpu checks against PyTorch: out and lse, dQ, dK and dV
+ * agree to the 16-bit types' resolution at GPT-2 small's shape (16 x 1024, 12 heads of
+ * 64) and at awkward ones (T = 1, 80, 130, 1000; few and many sequences x heads; causal
+ * and not; bf16 and fp16), every element written; the Hopper kernels give the same bits
+ * twice; the launchers' automatic choice is the Hopper kernels on compute capability 9.0
+ * and the FA2 kernels elsewhere. It also times both forwards and both backwards (CUDA
+ * events, median of 20 after 3 warm-ups) and prints TFLOP/s, asserting nothing about time.
  *
- * Inputs: random q, k, v, dO (a fixed seed) and the forward's out and lse from
- * cuda_flash_attention_forward. Errors are max |got - want| / max |want| per gradient.
+ * Inputs: random q, k, v, dO (a fixed seed) and, for the backward, the FA2 forward's out
+ * and lse. Errors are max |got - want| / max |want| per gradient.
  *
  * Needs a GPU: where none is visible (or the binary has no CUDA) every test passes
  * without checking anything and says so once; on a GPU other than compute capability
@@ -45,14 +45,23 @@ static int gpu(void)
     return g_gpu;
 }
 
+/* what the test is doing, named when a CUDA call fails (an error in a kernel shows at the next sync) */
+static char g_doing[128] = "setting up";
+
 #define CUDA_OK(call)                                                                                      \
     do {                                                                                                   \
         cudaError_t e_ = (call);                                                                           \
         if (e_ != cudaSuccess) {                                                                           \
-            printf("    FAILED %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
+            printf("    FAILED %s:%d (%s): %s: %s\n", __FILE__, __LINE__, g_doing, #call,                 \
+                   cudaGetErrorString(e_));                                                                \
             exit(1);                                                                                       \
         }                                                                                                  \
     } while (0)
+
+static const char *kernels_name(enum flash_kernels which)
+{
+    return which == FLASH_KERNELS_SM90 ? "Hopper" : which == FLASH_KERNELS_FA2 ? "FA2" : "automatic";
+}
 
 struct shape {
     int B, T, H, causal, dtype;
@@ -96,7 +105,9 @@ static struct problem problem_make(struct shape s)
     CUDA_OK(cudaMalloc(&p.dqkv, p.n3 * 2));
     CUDA_OK(cudaMalloc((void **)&p.lse, (size_t)s.B * s.H * s.T * sizeof(float)));
     CUDA_OK(cudaMalloc((void **)&p.scratch, cuda_flash_attention_scratch_floats(s.B, s.T, s.H) * sizeof(float)));
-    CUDA_OK(cuda_flash_attention_forward(p.out, p.lse, p.qkv, s.B, s.T, p.C, s.H, s.causal, s.dtype, 0));
+    snprintf(g_doing, sizeof g_doing, "the FA2 forward, B=%d H=%d T=%d", s.B, s.H, s.T);
+    CUDA_OK(cuda_flash_attention_forward_using(FLASH_KERNELS_FA2, p.out, p.lse, p.qkv, s.B, s.T, p.C, s.H, s.causal,
+                                               s.dtype, 0));
     CUDA_OK(cudaDeviceSynchronize());
     return p;
 }
@@ -106,15 +117,17 @@ static void problem_free(struct problem *p)
     cudaFree(p->qkv), cudaFree(p->dout), cudaFree(p->out), cudaFree(p->dqkv), cudaFree(p->lse), cudaFree(p->scratch);
 }
 
-static cudaError_t backward(const struct problem *p, enum flash_backward_kernels which)
+static cudaError_t backward(const struct problem *p, enum flash_kernels which)
 {
     return cuda_flash_attention_backward_using(which, p->dqkv, p->dout, p->out, p->qkv, p->lse, p->scratch, p->s.B,
                                                p->s.T, p->C, p->s.H, p->s.causal, p->s.dtype, 0);
 }
 
 /* dqkv from the kernels named, every element NaN before (so that one left unwritten shows) */
-static uint16_t *backward_host(const struct problem *p, enum flash_backward_kernels which)
+static uint16_t *backward_host(const struct problem *p, enum flash_kernels which)
 {
+    snprintf(g_doing, sizeof g_doing, "the %s backward, B=%d H=%d T=%d %s", kernels_name(which), p->s.B, p->s.H,
+             p->s.T, p->s.causal ? "causal" : "full");
     CUDA_OK(cudaMemset(p->dqkv, 0xff, p->n3 * 2));
     CUDA_OK(backward(p, which));
     CUDA_OK(cudaDeviceSynchronize());
@@ -123,17 +136,44 @@ static uint16_t *backward_host(const struct problem *p, enum flash_backward_kern
     return h;
 }
 
+static cudaError_t forward(const struct problem *p, void *out, float *lse, enum flash_kernels which)
+{
+    return cuda_flash_attention_forward_using(which, out, lse, p->qkv, p->s.B, p->s.T, p->C, p->s.H, p->s.causal,
+                                              p->s.dtype, 0);
+}
+
+/* out and lse from the kernels named, every element NaN before */
+static void forward_host(const struct problem *p, enum flash_kernels which, uint16_t **out_h, float **lse_h)
+{
+    const size_t nl = (size_t)p->s.B * p->s.H * p->s.T;
+    void *out = NULL;
+    float *lse = NULL;
+    snprintf(g_doing, sizeof g_doing, "the %s forward, B=%d H=%d T=%d %s", kernels_name(which), p->s.B, p->s.H,
+             p->s.T, p->s.causal ? "causal" : "full");
+    CUDA_OK(cudaMalloc(&out, p->n1 * 2));
+    CUDA_OK(cudaMalloc((void **)&lse, nl * sizeof(float)));
+    CUDA_OK(cudaMemset(out, 0xff, p->n1 * 2));
+    CUDA_OK(cudaMemset(lse, 0xff, nl * sizeof(float)));
+    CUDA_OK(forward(p, out, lse, which));
+    CUDA_OK(cudaDeviceSynchronize());
+    *out_h = malloc(p->n1 * 2);
+    *lse_h = malloc(nl * sizeof(float));
+    CUDA_OK(cudaMemcpy(*out_h, out, p->n1 * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(*lse_h, lse, nl * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaFree(out), cudaFree(lse);
+}
+
 static void shape_name(char *buf, size_t n, struct shape s)
 {
     snprintf(buf, n, "%s B=%d H=%d T=%d %s", s.dtype == DT_BF16 ? "bf16" : "fp16", s.B, s.H, s.T,
              s.causal ? "causal" : "full");
 }
 
-/* max |got - want| / max |want| over the columns [c0, c0 + C) of every row; NaN counts as infinite */
-static double rel_err_cols(const uint16_t *got, const uint16_t *want, const struct problem *p, int c0)
+/* max |got - want| / max |want| over the columns [c0, c0 + C) of every row of ld; NaN counts as infinite */
+static double rel_err_ld(const uint16_t *got, const uint16_t *want, const struct problem *p, size_t ld, int c0)
 {
     double worst = 0.0, scale = 0.0;
-    const size_t rows = (size_t)p->s.B * p->s.T, ld = 3 * (size_t)p->C;
+    const size_t rows = (size_t)p->s.B * p->s.T;
     for (size_t r = 0; r < rows; r++)
         for (int c = c0; c < c0 + p->C; c++) {
             const double g = from16(p->s.dtype, got[r * ld + c]), w = from16(p->s.dtype, want[r * ld + c]);
@@ -144,20 +184,53 @@ static double rel_err_cols(const uint16_t *got, const uint16_t *want, const stru
     return scale > 0.0 ? worst / scale : worst;
 }
 
+/* the same over dqkv's rows (3C) */
+static double rel_err_cols(const uint16_t *got, const uint16_t *want, const struct problem *p, int c0)
+{
+    return rel_err_ld(got, want, p, 3 * (size_t)p->C, c0);
+}
+
+/* the awkward shapes first, GPT-2 small's last (a failure under compute-sanitizer shows sooner) */
 static const struct shape k_shapes[] = {
+    {2, 80, 3, 1, DT_BF16},   {2, 80, 3, 0, DT_BF16},     {3, 130, 5, 1, DT_BF16},    {3, 130, 5, 0, DT_BF16},
+    {4, 1, 2, 1, DT_BF16},    {4, 1, 2, 0, DT_BF16},      {4, 80, 6, 0, DT_F16},      {1, 1000, 2, 1, DT_BF16},
+    {1, 1000, 2, 0, DT_BF16}, {4, 1000, 6, 1, DT_F16},    {8, 1000, 12, 1, DT_BF16},  {16, 1024, 12, 0, DT_BF16},
     {16, 1024, 12, 1, DT_BF16}, /* GPT-2 small */
-    {16, 1024, 12, 0, DT_BF16}, {2, 80, 3, 1, DT_BF16},   {2, 80, 3, 0, DT_BF16},   {1, 1000, 2, 1, DT_BF16},
-    {1, 1000, 2, 0, DT_BF16},   {8, 1000, 12, 1, DT_BF16}, {3, 130, 5, 1, DT_BF16}, {3, 130, 5, 0, DT_BF16},
-    {4, 1, 2, 1, DT_BF16},      {4, 1, 2, 0, DT_BF16},     {4, 1000, 6, 1, DT_F16},  {4, 80, 6, 0, DT_F16},
 };
 #define N_SHAPES (sizeof k_shapes / sizeof k_shapes[0])
+
+TEST(hopper_forward_matches_fa2_to_16_bit_resolution)
+{
+    if (gpu() != 2) return;
+    for (size_t k = 0; k < N_SHAPES; k++) {
+        struct problem p = problem_make(k_shapes[k]);
+        uint16_t *want, *got;
+        float *lse_want, *lse_got;
+        forward_host(&p, FLASH_KERNELS_FA2, &want, &lse_want);
+        forward_host(&p, FLASH_KERNELS_SM90, &got, &lse_got);
+        const double eo = rel_err_ld(got, want, &p, (size_t)p.C, 0);
+        double el = 0.0; /* lse is log2 of a sum: compared absolutely */
+        for (size_t i = 0; i < (size_t)p.s.B * p.s.H * p.s.T; i++) {
+            const double d = fabs((double)lse_got[i] - lse_want[i]);
+            if (!(d <= el)) el = d == d ? d : INFINITY;
+        }
+        const double tol = p.s.dtype == DT_BF16 ? 2e-2 : 5e-3;
+        char name[96];
+        shape_name(name, sizeof name, p.s);
+        printf("    %-30s forward: max error / max |FA2| out %.2e, max |lse - FA2's| %.2e\n", name, eo, el);
+        if (!(eo <= tol && el <= 1e-3))
+            printf("    FAILED %s: expected out <= %.0e, lse <= 1e-3\n", name, tol), g_current_failed = 1;
+        free(want), free(got), free(lse_want), free(lse_got);
+        problem_free(&p);
+    }
+}
 
 TEST(hopper_backward_matches_fa2_to_16_bit_resolution)
 {
     if (gpu() != 2) return;
     for (size_t k = 0; k < N_SHAPES; k++) {
         struct problem p = problem_make(k_shapes[k]);
-        uint16_t *want = backward_host(&p, FLASH_BACKWARD_FA2), *got = backward_host(&p, FLASH_BACKWARD_SM90);
+        uint16_t *want = backward_host(&p, FLASH_KERNELS_FA2), *got = backward_host(&p, FLASH_KERNELS_SM90);
         const double eq = rel_err_cols(got, want, &p, 0), ek = rel_err_cols(got, want, &p, p.C),
                      ev = rel_err_cols(got, want, &p, 2 * p.C);
         const double tol = p.s.dtype == DT_BF16 ? 2e-2 : 5e-3;
@@ -171,18 +244,25 @@ TEST(hopper_backward_matches_fa2_to_16_bit_resolution)
     }
 }
 
-TEST(hopper_backward_gives_the_same_bits_twice)
+TEST(hopper_kernels_give_the_same_bits_twice)
 {
     if (gpu() != 2) return;
     const struct shape shapes[] = {{16, 1024, 12, 1, DT_BF16}, {3, 130, 5, 0, DT_BF16}};
     for (int k = 0; k < 2; k++) {
         struct problem p = problem_make(shapes[k]);
-        uint16_t *a = backward_host(&p, FLASH_BACKWARD_SM90), *b = backward_host(&p, FLASH_BACKWARD_SM90);
-        const int same = memcmp(a, b, p.n3 * 2) == 0;
+        uint16_t *a = backward_host(&p, FLASH_KERNELS_SM90), *b = backward_host(&p, FLASH_KERNELS_SM90);
+        uint16_t *fa, *fb;
+        float *la, *lb;
+        forward_host(&p, FLASH_KERNELS_SM90, &fa, &la);
+        forward_host(&p, FLASH_KERNELS_SM90, &fb, &lb);
+        const size_t nl = (size_t)p.s.B * p.s.H * p.s.T;
+        const int same = memcmp(a, b, p.n3 * 2) == 0 && memcmp(fa, fb, p.n1 * 2) == 0 &&
+                         memcmp(la, lb, nl * sizeof(float)) == 0;
+        free(fa), free(fb), free(la), free(lb);
         if (!same) {
             char name[96];
             shape_name(name, sizeof name, p.s);
-            printf("    FAILED %s: two runs of the Hopper backward differ\n", name);
+            printf("    FAILED %s: two runs of the Hopper kernels differ\n", name);
         }
         CHECK(same);
         free(a), free(b);
@@ -200,31 +280,43 @@ TEST(the_automatic_choice_is_hopper_on_compute_capability_9_0_and_fa2_elsewhere)
     CHECK(applies == (g == 2));
     const char *env = getenv("DPSCALE_FLASH_BACKWARD");
     const int fa2_forced = env != NULL && strcmp(env, "fa2") == 0;
-    uint16_t *a = backward_host(&p, FLASH_BACKWARD_AUTO);
-    uint16_t *b = backward_host(&p, g == 2 && !fa2_forced ? FLASH_BACKWARD_SM90 : FLASH_BACKWARD_FA2);
+    uint16_t *a = backward_host(&p, FLASH_KERNELS_AUTO);
+    uint16_t *b = backward_host(&p, g == 2 && !fa2_forced ? FLASH_KERNELS_SM90 : FLASH_KERNELS_FA2);
     CHECK(memcmp(a, b, p.n3 * 2) == 0);
     free(a), free(b);
+    const char *fenv = getenv("DPSCALE_FLASH_FORWARD");
+    const int fwd_fa2_forced = fenv != NULL && strcmp(fenv, "fa2") == 0;
+    uint16_t *fa, *fb;
+    float *la, *lb;
+    forward_host(&p, FLASH_KERNELS_AUTO, &fa, &la);
+    forward_host(&p, g == 2 && !fwd_fa2_forced ? FLASH_KERNELS_SM90 : FLASH_KERNELS_FA2, &fb, &lb);
+    CHECK(memcmp(fa, fb, p.n1 * 2) == 0 && memcmp(la, lb, (size_t)p.s.B * p.s.H * p.s.T * sizeof(float)) == 0);
+    free(fa), free(fb), free(la), free(lb);
     /* head dimension 32 and misaligned buffers are the FA2 kernels' everywhere */
     CHECK(!cuda_flash_attention_sm90_applies(p.dqkv, p.dout, p.qkv, p.lse, p.scratch, p.s.B, p.s.T, 4 * 32, 4,
                                              p.s.dtype));
     CHECK(!cuda_flash_attention_sm90_applies(p.dqkv, p.dout, (const char *)p.qkv + 2, p.lse, p.scratch, p.s.B,
                                              p.s.T, p.C, p.s.H, p.s.dtype));
-    if (g != 2) CHECK(backward(&p, FLASH_BACKWARD_SM90) == cudaErrorNotSupported);
+    if (g != 2) CHECK(backward(&p, FLASH_KERNELS_SM90) == cudaErrorNotSupported);
+    if (g != 2) CHECK(forward(&p, p.out, p.lse, FLASH_KERNELS_SM90) == cudaErrorNotSupported);
     problem_free(&p);
 }
 
-/* median of 20 timed backwards (3 first), in ms */
-static double time_backward(const struct problem *p, enum flash_backward_kernels which)
+/* median of 20 timed forwards (backward = 0) or backwards (3 first), in ms */
+static double time_kernels(const struct problem *p, enum flash_kernels which, int backward_too)
 {
     enum { WARM = 3, RUNS = 20 };
     cudaEvent_t e0, e1;
     CUDA_OK(cudaEventCreate(&e0));
     CUDA_OK(cudaEventCreate(&e1));
     float ms[RUNS];
-    for (int i = 0; i < WARM; i++) CUDA_OK(backward(p, which));
+    snprintf(g_doing, sizeof g_doing, "timing the %s %s, B=%d H=%d T=%d", kernels_name(which),
+             backward_too ? "backward" : "forward", p->s.B, p->s.H, p->s.T);
+#define RUN_ONCE() (backward_too ? backward(p, which) : forward(p, p->out, p->lse, which))
+    for (int i = 0; i < WARM; i++) CUDA_OK(RUN_ONCE());
     for (int i = 0; i < RUNS; i++) {
         CUDA_OK(cudaEventRecord(e0, 0));
-        CUDA_OK(backward(p, which));
+        CUDA_OK(RUN_ONCE());
         CUDA_OK(cudaEventRecord(e1, 0));
         CUDA_OK(cudaEventSynchronize(e1));
         CUDA_OK(cudaEventElapsedTime(&ms[i], e0, e1));
@@ -234,25 +326,29 @@ static double time_backward(const struct problem *p, enum flash_backward_kernels
             const float t = ms[j];
             ms[j] = ms[j - 1], ms[j - 1] = t;
         }
+#undef RUN_ONCE
     cudaEventDestroy(e0), cudaEventDestroy(e1);
     return 0.5 * (ms[RUNS / 2 - 1] + ms[RUNS / 2]);
 }
 
-TEST(backward_timings_fa2_and_hopper)
+TEST(timings_fa2_and_hopper)
 {
     if (gpu() != 2) return;
-    const struct shape shapes[] = {{16, 1024, 12, 1, DT_BF16}, {16, 1024, 12, 0, DT_BF16}, {8, 1000, 12, 1, DT_BF16},
-                                   {4, 1000, 6, 1, DT_F16}};
-    printf("    backward (delta, dK dV, dQ), median of 20; TFLOP/s counts 2.5 x the forward's 4 B H T^2 D, halved "
-           "when causal\n");
+    const struct shape shapes[] = {{16, 1024, 12, 1, DT_BF16}, {16, 1024, 12, 0, DT_BF16}, {16, 512, 16, 0, DT_BF16},
+                                   {8, 1000, 12, 1, DT_BF16},  {4, 1000, 6, 1, DT_F16}};
+    printf("    median of 20; TFLOP/s counts the forward's 4 B H T^2 D, 2.5 x that for the backward (delta, dK dV, "
+           "dQ), halved when causal\n");
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         struct problem p = problem_make(shapes[k]);
-        const double flop = 2.5 * 4.0 * p.s.B * p.s.H * (double)p.s.T * p.s.T * 64 / (p.s.causal ? 2.0 : 1.0);
-        const double t2 = time_backward(&p, FLASH_BACKWARD_FA2), t9 = time_backward(&p, FLASH_BACKWARD_SM90);
+        const double flop = 4.0 * p.s.B * p.s.H * (double)p.s.T * p.s.T * 64 / (p.s.causal ? 2.0 : 1.0);
         char name[96];
         shape_name(name, sizeof name, p.s);
-        printf("    %-30s FA2 %7.3f ms (%5.1f TFLOP/s)   Hopper %7.3f ms (%5.1f TFLOP/s)   x%.2f\n", name, t2,
-               flop / t2 * 1e-9, t9, flop / t9 * 1e-9, t2 / t9);
+        for (int bwd = 0; bwd < 2; bwd++) {
+            const double f = bwd ? 2.5 * flop : flop;
+            const double t2 = time_kernels(&p, FLASH_KERNELS_FA2, bwd), t9 = time_kernels(&p, FLASH_KERNELS_SM90, bwd);
+            printf("    %-30s %s FA2 %7.3f ms (%5.1f TFLOP/s)   Hopper %7.3f ms (%5.1f TFLOP/s)   x%.2f\n", name,
+                   bwd ? "backward" : "forward ", t2, f / t2 * 1e-9, t9, f / t9 * 1e-9, t2 / t9);
+        }
         problem_free(&p);
     }
 }

@@ -125,7 +125,7 @@ static void tma_boxes_are_the_tiles_meant(void)
     EXPECT(g_enc.swizzle == CU_TENSOR_MAP_SWIZZLE_128B);
     g_enc = {};
     auto line = tma_line((const float *)0x300000, B * H * T);
-    EXPECT(g_enc.calls == 1 && g_enc.rank == 1 && g_enc.dims[0] == (unsigned)(B * H * T) && g_enc.box[0] == kTile);
+    EXPECT(g_enc.calls == 1 && g_enc.rank == 1 && g_enc.dims[0] == (unsigned)(B * H * T) && g_enc.box[0] == kLineBox);
     EXPECT(g_enc.dtype == CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
 
     /* the coordinates the loader's copies start at (TMA's order: d, row, head, sequence) */
@@ -138,10 +138,33 @@ static void tma_boxes_are_the_tiles_meant(void)
     Tensor gQ = local_tile(tile.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
     auto cq = tile.get_slice(0).partition_S(gQ)(_, _, _, 5)(0);
     EXPECT(get<1>(cq) == 5 * kTile && get<2>(cq) == h && get<3>(cq) == b);
-    const int line0 = (b * H + h) * T;
-    Tensor gL = local_tile(domain_offset(make_coord(line0), line.get_tma_tensor(make_shape(B * H * T))),
-                           Shape<Int<kTile>>{}, make_coord(_));
-    EXPECT(get<0>(line.get_slice(0).partition_S(gL)(_, _, 5)(0)) == line0 + 5 * kTile);
+    g_enc = {};
+    (void)tma_tile<Elt, kFwdTile>(k, T, H, B, ld); /* the forward's K and V tiles */
+    EXPECT(g_enc.calls == 1 && g_enc.box[0] == 64 && g_enc.box[1] == kFwdTile && g_enc.strides[0] == (unsigned long long)ld * 2);
+    result(__func__, bad);
+}
+
+/* lse and delta: a copy starts at a multiple of 4 floats (16 bytes: TMA's rule for the first
+ * element; else an illegal instruction on the GPU), at or below the tile's first row, and the
+ * tile's 64 rows lie in its box at the skew the consumers add, for every (sequence, head) of
+ * lengths that are and are not multiples of 4 */
+static void line_boxes_start_at_16_bytes_and_hold_the_tile(void)
+{
+    int bad = 0;
+    const int Ts[] = {1, 80, 130, 1000, 1023};
+    for (int ti = 0; ti < 5 && !bad; ti++) {
+        const int T = Ts[ti], B = 3, H = 5, lines = B * H * T;
+        auto line = tma_line((const float *)0x300000, lines);
+        Tensor gall = line.get_tma_tensor(make_shape(lines));
+        for (int bh = 0; bh < B * H && !bad; bh++)
+            for (int qt = 0; qt * kTile < T; qt++) {
+                const int line0 = bh * T, first = line0 + qt * kTile, a = first & ~3, skew = line0 & 3;
+                Tensor gL = local_tile(domain_offset(make_coord(a), gall), Shape<Int<kLineBox>>{}, make_coord(0));
+                const int start = get<0>(line.get_slice(0).partition_S(gL)(0));
+                EXPECT(start == a && start % 4 == 0 && start + skew == first && skew + kTile <= kLineBox);
+            }
+    }
+    EXPECT(kLineStage >= kLineBox && (kLineStage * 4) % 128 == 0);
     result(__func__, bad);
 }
 
@@ -151,6 +174,7 @@ int main(void)
     a_consumers_half_of_the_own_rows_is_a_tile();
     accumulators_hold_the_next_products_a_fragments_in_order();
     tma_boxes_are_the_tiles_meant();
+    line_boxes_start_at_16_bytes_and_hold_the_tile();
     printf("flash_sm90_layouts: %d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -204,7 +204,7 @@ static void set_fusion_pointers(cublasLtMatmulDesc_t desc, const struct gemm_fus
     if (f == NULL) return;
     if (f->kind != EPI_DGELU)
         CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &f->bias, sizeof f->bias));
-    if (f->kind != EPI_BIAS)
+    if (f->kind != EPI_BIAS && f->kind != EPI_BGRADB)
         CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &f->aux, sizeof f->aux));
 }
 
@@ -212,7 +212,7 @@ static cublasLtEpilogue_t lt_epilogue(int kind)
 {
     return kind == EPI_BIAS ? CUBLASLT_EPILOGUE_BIAS : kind == EPI_GELU_BIAS ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
          : kind == EPI_DGELU_BGRAD ? CUBLASLT_EPILOGUE_DGELU_BGRAD : kind == EPI_DGELU ? CUBLASLT_EPILOGUE_DGELU
-         : CUBLASLT_EPILOGUE_DEFAULT;
+         : kind == EPI_BGRADB ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
 #define GEMM_CANDIDATES 8
@@ -308,7 +308,7 @@ static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gem
         const cublasLtEpilogue_t epi = lt_epilogue(key->epilogue);
         const int64_t aux_ld = key->ldc;
         CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-        if (key->epilogue != EPI_BIAS)
+        if (key->epilogue != EPI_BIAS && key->epilogue != EPI_BGRADB)
             CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
         set_fusion_pointers(p->desc, g->f);
     }
@@ -364,7 +364,7 @@ static void cuda_gemm_fused(struct backend *b, int ta, int tb, int m, int n, int
     const void *Cin = f->residual != NULL ? f->residual : C;
     if (f->residual != NULL && (f->kind != EPI_BIAS || f->residual == C))
         DP_FATAL(NULL, "a GEMM's residual needs the bias epilogue and a buffer other than its output");
-    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, b->act_dtype == DT_F32, s->sm_target, f->kind,
+    const struct gemm_key key = {ta, tb, m, n, k, lda, ldb, ldc, b->act_dtype == DT_F32 || f->c_is_f32, s->sm_target, f->kind,
                                  address_alignment(A), address_alignment(B), address_alignment(Cin),
                                  address_alignment(C)};
     const struct gemm_args args = {A, B, Cin, C, one, beta, f};

@@ -186,7 +186,7 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         const void *w = step_elem(step_weights(rb), s->w_offset, rb->elem);
         if (with_elementwise && rb->fuse_forward) { /* + bias (its compute copy), then GELU, in the epilogue */
             const struct gemm_fusion f = {s->act == ACT_GELU ? EPI_GELU_BIAS : EPI_BIAS,
-                                          step_elem(step_weights(rb), s->b_offset, rb->elem), a->pre[l], NULL};
+                                          step_elem(step_weights(rb), s->b_offset, rb->elem), a->pre[l], NULL, 0};
             be->ops->gemm_fused(be, 0, 1, B, s->out, s->in, input, s->in, w, s->in, a->act[l], s->out, &f);
         } else {
             be->ops->gemm(be, 0, 1, B, s->out, s->in, 1.0f, input, s->in, w, s->in, 0.0f, a->pre[l], 0, s->out);
@@ -233,7 +233,7 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
             const void *w = step_elem(step_weights(rb), s->w_offset, rb->elem);
             if (with_elementwise && rb->fuse_backward) {
                 const struct gemm_fusion f = {EPI_DGELU_BGRAD, step_grad_at(rb, p->layers[l - 1].b_offset), a->pre[l - 1],
-                                              NULL};
+                                              NULL, 0};
                 be->ops->gemm_fused(be, 0, 0, B, s->in, s->out, d, s->out, w, s->in, dx, s->in, &f);
             } else {
                 be->ops->gemm(be, 0, 0, B, s->in, s->out, 1.0f, d, s->out, w, s->in, 0.0f, dx, 0, s->in);

@@ -331,7 +331,7 @@ static void linear(struct backend *be, const struct step_buffers *rb, void *y_pr
 {
     if (with_elementwise && rb->fuse_forward) {
         const struct gemm_fusion f = {act == ACT_GELU ? EPI_GELU_BIAS : EPI_BIAS, (void *)step_weight_at(rb, bias),
-                                      y_pre, residual};
+                                      y_pre, residual, 0};
         be->ops->gemm_fused(be, 0, 1, R, out, in, x, in, step_weight_at(rb, w), in, y, out, &f);
         return;
     }
@@ -343,12 +343,20 @@ static void linear(struct backend *be, const struct step_buffers *rb, void *y_pr
 
 /* From d = dL/dy [R x out] of linear(): the weight's and bias's gradients into the
  * arena, and dx = d W [R x in] (dx NULL: not needed; accumulate = 1: dx += d W, a
- * residual branch's gradient joining the stream's in the GEMM, beta = 1). */
+ * residual branch's gradient joining the stream's in the GEMM, beta = 1). The bias
+ * gradient (d's column sums) comes from the weight-gradient GEMM's epilogue where
+ * train.bias_grad = epilogue (that GEMM reads d anyway), else from our kernel. */
 static void linear_backward(struct backend *be, const struct step_buffers *rb, void *dx, const void *d, const void *x,
                             size_t w, size_t bias, int R, int in, int out, int with_elementwise, int accumulate)
 {
-    if (with_elementwise) be->ops->bias_grad(be, step_grad_at(rb, bias), rb->grad_dtype, d, R, out);
-    be->ops->gemm(be, 1, 0, out, in, R, 1.0f, d, out, x, in, 0.0f, step_grad_at(rb, w), rb->grad_dtype == DT_F32, in);
+    const int grad_f32 = rb->grad_dtype == DT_F32;
+    if (with_elementwise && rb->fuse_bgrad) {
+        const struct gemm_fusion f = {EPI_BGRADB, step_grad_at(rb, bias), NULL, NULL, grad_f32};
+        be->ops->gemm_fused(be, 1, 0, out, in, R, d, out, x, in, step_grad_at(rb, w), in, &f);
+    } else {
+        if (with_elementwise) be->ops->bias_grad(be, step_grad_at(rb, bias), rb->grad_dtype, d, R, out);
+        be->ops->gemm(be, 1, 0, out, in, R, 1.0f, d, out, x, in, 0.0f, step_grad_at(rb, w), grad_f32, in);
+    }
     if (dx != NULL)
         be->ops->gemm(be, 0, 0, R, in, out, 1.0f, d, out, step_weight_at(rb, w), in, accumulate ? 1.0f : 0.0f, dx, 0,
                       in);
@@ -368,7 +376,7 @@ static void ffn_backward(struct backend *be, const struct step_buffers *rb, void
         return;
     }
     linear_backward(be, rb, NULL, d, s->fcact, k->out_w, k->out_b, R, F, C, wel, 0);
-    const struct gemm_fusion f = {EPI_DGELU, NULL, s->fcpre, NULL};
+    const struct gemm_fusion f = {EPI_DGELU, NULL, s->fcpre, NULL, 0};
     be->ops->gemm_fused(be, 0, 0, R, F, C, d, C, step_weight_at(rb, k->out_w), F, dfc, F, &f);
 }
 
