@@ -1,7 +1,10 @@
-/* flash_attention_sm90.cu — the fused attention's backward for Hopper (sm_90a), head
- * dimension 64, bf16 / fp16: FlashAttention-3's machinery (warpgroup MMA, TMA loads into
- * mbarrier pipelines, a producer warp beside consumer warpgroups) on dpscale's
- * deterministic two-kernel scheme. flash_attention.cu picks it (flash_attention_sm90.h).
+/* flash_attention_sm90.cu — the fused attention's forward and backward for Hopper
+ * (sm_90a), head dimension 64, bf16 / fp16: FlashAttention-3's machinery (warpgroup MMA,
+ * TMA loads into mbarrier pipelines, a producer warp beside consumer warpgroups); the
+ * backward on dpscale's deterministic two-kernel scheme. flash_attention.cu picks them
+ * (flash_attention_sm90.h). The forward (its own section below): blocks of 128 queries,
+ * tiles of 128 keys, the online softmax of flash_attention.cu's (lse in the log2 domain),
+ * each consumer's next S = Q K^T in flight beside its P V. What follows is the backward.
  *
  * Why two kernels and not FlashAttention-3's one: FA3 adds each key block's dQ into an
  * fp32 buffer with atomics, whose order varies from run to run; here dK dV come from one
@@ -669,12 +672,13 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
         if (q < T)
             *reinterpret_cast<uint32_t *>(o + (size_t)q * p.C + c) = pack2<E>(accO(i) * inv[r], accO(i + 1) * inv[r]);
     }
-    if (tid % 4 == 0)
+    if (tid % 4 == 0) {
         CUTE_UNROLL
         for (int r = 0; r < 2; r++) {
             const int q = q0w + get<0>(cS(2 * r));
             if (q < T) p.lse[((size_t)b * p.H + h) * T + q] = mx[r] + __log2f(sum[r]);
         }
+    }
 }
 
 /* ---- launch ------------------------------------------------------------------------------ */

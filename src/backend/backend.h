@@ -96,7 +96,7 @@ struct backend_ops {
     void (*gemm)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, float alpha, const void *A,
                  int lda, const void *B, int ldb, float beta, void *C, int c_is_f32, int ldc);
 
-    /* C[m x n] (compute dtype) = op(A) op(B) with the epilogue `f` (alpha 1, beta 0). NULL
+    /* C[m x n] (compute dtype, or fp32 where f->c_is_f32) = op(A) op(B) with the epilogue `f` (alpha 1, beta 0). NULL
      * where the backend has none (the CPU): the step runs the element-wise kernels. */
     void (*gemm_fused)(struct backend *b, int trans_a, int trans_b, int m, int n, int k, const void *A, int lda,
                        const void *B, int ldb, void *C, int ldc, const struct gemm_fusion *f);

@@ -116,7 +116,7 @@ static void w_gemm(struct backend *b, int ta, int tb, int m, int n, int k, float
 static void w_gemm_fused(struct backend *b, int ta, int tb, int m, int n, int k, const void *A, int lda, const void *B,
                          int ldb, void *C, int ldc, const struct gemm_fusion *f)
 {
-    const struct op_gemm_shape c = {1, ta, tb, m, n, k, lda, ldb, ldc, 0, 1.0f, 0.0f, A, B, C, *f, 0.0, 0};
+    const struct op_gemm_shape c = {1, ta, tb, m, n, k, lda, ldb, ldc, f->c_is_f32, 1.0f, 0.0f, A, B, C, *f, 0.0, 0};
     const int call = open_call(OPK_GEMM_FUSED);
     g.shape[call] = gemm_shape(&c);
     g.orig->gemm_fused(b, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, f);

@@ -173,11 +173,16 @@ static void describe(const struct heartbeat *h, char *buf, size_t len)
 /* The other ranks of this node, from their heartbeats: the first whose heartbeat is
  * older than `stale_s` (stopped), else the first that is behind this rank in the same
  * pass (fewer notes: it never started what this rank waits in; my_seq < 0: not
- * looked for), with the reason; *ahead: some rank has gone further in this pass.
- * Returns 1 when a rank is named. */
-static int scan_peers(double now, double stale_s, long my_seq, char *why, size_t len, int *ahead)
+ * looked for), with the reason; *ahead: some rank has gone further in this pass;
+ * *moving: some rank made progress within the last `moving_s` seconds (a step, a pass
+ * begun: it is running toward what this rank waits in, as a rank still in the pass
+ * before is on a loaded machine, since the compute-only pass meets the others only at
+ * its end; it is no culprit, and its own deadline covers it). Returns 1 when a rank is
+ * named. */
+static int scan_peers(double now, double stale_s, double moving_s, long my_seq, char *why, size_t len, int *ahead,
+                      int *moving)
 {
-    *ahead = 0;
+    *ahead = *moving = 0;
     if (W.fd < 0) return 0;
     char my_pass[48];
     pthread_mutex_lock(&W.lock);
@@ -188,6 +193,8 @@ static int scan_peers(double now, double stale_s, long my_seq, char *why, size_t
         if (!read_peer(W.peers[i], &h)) continue; /* gone (its rank ended) or not a heartbeat */
         if (now - h.beat > stale_s) {
             if (stopped.rank < 0) stopped = h;
+        } else if (now - h.note <= moving_s) {
+            *moving = 1;
         } else if (my_seq >= 0 && strcmp(h.pass, my_pass) == 0 && h.seq < my_seq) {
             if (behind.rank < 0) behind = h;
         } else if (my_seq >= 0 && strcmp(h.pass, my_pass) == 0 && h.seq > my_seq) {
@@ -246,9 +253,11 @@ static void *watch(void *arg)
          * that stalled, a peer that misses its heartbeats or lags behind: that is the
          * rank to name. A rank that is itself behind gives the others another deadline
          * to say so first (their abort ends it), so that one line names the culprit. */
-        int ahead = 0;
-        if (!why[0]) scan_peers(now, stalled ? WATCHDOG_STALL_S : deadline, stalled ? seq : -1, why, sizeof why, &ahead);
-        if (!why[0] && stalled && !(ahead && idle <= 2 * deadline + WATCHDOG_STALL_S))
+        int ahead = 0, moving = 0;
+        if (!why[0])
+            scan_peers(now, stalled ? WATCHDOG_STALL_S : deadline, deadline, stalled ? seq : -1, why, sizeof why, &ahead,
+                       &moving);
+        if (!why[0] && stalled && !moving && !(ahead && idle <= 2 * deadline + WATCHDOG_STALL_S))
             snprintf(why, sizeof why, "no progress for %.1f s %s: the ranks did not all reach it (no rank of this "
                      "node is stopped or behind: one of another node, or a collective or GPU that never returned)",
                      idle, where);

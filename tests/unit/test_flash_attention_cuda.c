@@ -214,7 +214,7 @@ TEST(hopper_forward_matches_fa2_to_16_bit_resolution)
             const double d = fabs((double)lse_got[i] - lse_want[i]);
             if (!(d <= el)) el = d == d ? d : INFINITY;
         }
-        const double tol = p.s.dtype == DT_BF16 ? 2e-2 : 5e-3;
+        const double tol = p.s.dtype == DT_BF16 ? 8e-3 : 1e-3; /* two ulps of the largest element */
         char name[96];
         shape_name(name, sizeof name, p.s);
         printf("    %-30s forward: max error / max |FA2| out %.2e, max |lse - FA2's| %.2e\n", name, eo, el);
@@ -233,7 +233,7 @@ TEST(hopper_backward_matches_fa2_to_16_bit_resolution)
         uint16_t *want = backward_host(&p, FLASH_KERNELS_FA2), *got = backward_host(&p, FLASH_KERNELS_SM90);
         const double eq = rel_err_cols(got, want, &p, 0), ek = rel_err_cols(got, want, &p, p.C),
                      ev = rel_err_cols(got, want, &p, 2 * p.C);
-        const double tol = p.s.dtype == DT_BF16 ? 2e-2 : 5e-3;
+        const double tol = p.s.dtype == DT_BF16 ? 8e-3 : 1e-3; /* two ulps of the largest element */
         char name[96];
         shape_name(name, sizeof name, p.s);
         printf("    %-30s max error / max |FA2|: dQ %.2e  dK %.2e  dV %.2e\n", name, eq, ek, ev);

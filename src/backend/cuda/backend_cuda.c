@@ -335,7 +335,8 @@ static const struct gemm_plan *gemm_plan_for(struct backend *b, const struct gem
                                                 s->autotune ? GEMM_CANDIDATES : 1, cand, &found));
     cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0)
-        DP_FATAL(key->epilogue ? "set train.gemm_epilogue = off" : NULL,
+        DP_FATAL(key->epilogue == EPI_BGRADB ? "set train.bias_grad = kernel"
+                 : key->epilogue ? "set train.gemm_epilogue = off" : NULL,
                  "cuBLASLt has no algorithm for a %s GEMM %dx%dx%d (ta=%d tb=%d, epilogue %d)", b->info.device_name,
                  key->m, key->n, key->k, key->ta, key->tb, key->epilogue);
     p->algo = fastest_algo(s, p, cand, found, g);

@@ -291,7 +291,7 @@ static void rn_alloc_acts(struct backend *be, const struct model *m, int B, stru
     struct rn_acts *a = calloc(1, sizeof *a);
     CHECK_ALLOC(a);
     rb->acts = a;
-    rb->fuse_forward = rb->fuse_dgelu = rb->fuse_backward = 0; /* no epilogues here */
+    rb->fuse_forward = rb->fuse_dgelu = rb->fuse_backward = rb->fuse_bgrad = 0; /* no epilogues here */
     a->B = B;
     if (be->ops->reserve != NULL) be->ops->reserve(be, B, p->classes); /* the loss's rows, the head's bias gradient */
     const size_t e = rb->elem, b = (size_t)B, F = sizeof(float);
