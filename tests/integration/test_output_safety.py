@@ -248,7 +248,9 @@ def claim_held(folder):
     cmd = ["mpirun", "-np", "1", str(BINARY), "run", "--config", str(TINY), f"--run.output_dir={folder}",
            "--run.output=r.h5", NOT_TRAINED, "--model.hidden_dim=1024", "--train.batch_per_gpu=256"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env())
-    wait_for(lambda: (folder / "r.h5.tmp").exists(), "the first launch's claim", p)
+    # the claim holds "PID HOST" once written: the file exists a moment before that
+    wait_for(lambda: (folder / "r.h5.tmp").exists() and (folder / "r.h5.tmp").read_text().strip() != "",
+             "the first launch's claim, written", p)
     return p
 
 
