@@ -57,6 +57,18 @@ def graphs_compiled():
         return -1
 
 
+def new_graphs_since(before):
+    """Graphs compiled since graphs_compiled() gave `before` (-1 where this torch does not say)."""
+    return graphs_compiled() - before if before >= 0 else -1
+
+
+def warn_if_compiled_while_timed(prog, new_graphs):
+    """One warning line from `prog` where graphs were compiled during the timed steps."""
+    if new_graphs > 0:
+        print(f"{prog}: warning: {new_graphs} graphs compiled during the timed steps: their median may hold "
+              f"compilation; hint: a longer --warmup", flush=True)
+
+
 def warm_up(step, n):
     """n untimed calls of step(); the seconds of the first one (compilation and autotuning) and of the rest."""
     if n <= 0:

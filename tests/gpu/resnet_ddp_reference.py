@@ -53,8 +53,8 @@ import torch.nn.functional as F  # noqa: E402
 import torchvision  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from compiled_step import (add_compile_args, compile_label, default_warmup, graphs_compiled,  # noqa: E402
-                           maybe_compile, warm_up)
+from compiled_step import (add_compile_args, compile_label, default_warmup, graphs_compiled, new_graphs_since,  # noqa: E402
+                           maybe_compile, warm_up, warn_if_compiled_while_timed)
 from ddp_reference import nccl_version, percentile, timed_steps  # noqa: E402  (this folder: the same timing as the MLP's)
 
 CLASSES = 1000
@@ -156,7 +156,7 @@ def main():
     torch.cuda.reset_peak_memory_stats(device)  # the timed steps' peak, without cuDNN's autotuning workspaces
     graphs = graphs_compiled()
     times, loss = timed_steps(step, a.iters, world, device)
-    new_graphs = graphs_compiled() - graphs if graphs >= 0 else -1
+    new_graphs = new_graphs_since(graphs)
     final_loss = loss.float().item()
     med, p05, p95 = percentile(times, 50), percentile(times, 5), percentile(times, 95)
     images_per_s = world * a.batch / (med / 1e3)
@@ -177,9 +177,7 @@ def main():
               f"{first_s:.1f} s) + {a.iters} timed steps: step {med:.2f} ms median (p05 {p05:.2f}, p95 {p95:.2f}), "
               f"{images_per_s:.0f} images/s, peak memory {peak_gib:.2f} GiB allocated ({reserved_gib:.2f} GiB "
               f"reserved), final loss {final_loss:.4f}", flush=True)
-        if new_graphs > 0:
-            print(f"resnet_ddp_reference: warning: {new_graphs} graphs compiled during the timed steps: their "
-                  f"median may hold compilation; hint: a longer --warmup", flush=True)
+        warn_if_compiled_while_timed("resnet_ddp_reference", new_graphs)
         print(f"RESNET_REFERENCE world={world} batch={a.batch} image={a.image} mode={a.mode} layout={a.layout} "
               f"path={path} optim={opt_kind} step_ms={med:.4f} p05_ms={p05:.4f} p95_ms={p95:.4f} "
               f"images_per_s={images_per_s:.1f} peak_gib={peak_gib:.3f} compile={compile_label(a)} "

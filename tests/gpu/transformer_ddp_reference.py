@@ -41,8 +41,8 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-from compiled_step import (add_compile_args, compile_label, default_warmup, graphs_compiled,  # noqa: E402
-                           maybe_compile, warm_up)
+from compiled_step import (add_compile_args, compile_label, default_warmup, graphs_compiled, new_graphs_since,  # noqa: E402
+                           maybe_compile, warm_up, warn_if_compiled_while_timed)
 from ddp_reference import percentile, timed_steps  # noqa: E402  (this folder: the same timing as the MLP's)
 
 PRESETS = {"bert": dict(layers=24, width=1024, heads=16, seq=512, vocab=30522),
@@ -163,7 +163,7 @@ def main():
     first_s, _ = warm_up(step, a.warmup)
     graphs = graphs_compiled()
     times, loss = timed_steps(step, a.iters, world, device)
-    new_graphs = graphs_compiled() - graphs if graphs >= 0 else -1
+    new_graphs = new_graphs_since(graphs)
     med = percentile(times, 50)
     tokens_per_s = a.batch * world * a.seq / (med / 1e3)
     if rank == 0:
@@ -173,9 +173,7 @@ def main():
               f"{'torch.compile mode ' + a.compile_mode if a.compile else 'eager'}, {a.warmup} warm-up steps (the "
               f"first {first_s:.1f} s) + {a.iters} timed: step {med:.2f} ms median, {tokens_per_s:.0f} tokens/s, "
               f"loss {loss.float().item():.4f}", flush=True)
-        if new_graphs > 0:
-            print(f"transformer_ddp_reference: warning: {new_graphs} graphs compiled during the timed steps: "
-                  f"their median may hold compilation; hint: a longer --warmup", flush=True)
+        warn_if_compiled_while_timed("transformer_ddp_reference", new_graphs)
         print(f"TRANSFORMER_REFERENCE model={a.model} mode={a.mode} world={world} batch={a.batch} seq={a.seq} "
               f"step_ms={med:.4f} p05_ms={percentile(times, 5):.4f} p95_ms={percentile(times, 95):.4f} "
               f"tokens_per_s={tokens_per_s:.1f} compile={compile_label(a)} first_step_s={first_s:.2f} "
