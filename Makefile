@@ -16,9 +16,9 @@ NVCC ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_120,code=[sm_120,compute_120]
 PYTHON ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3)
-# The Hopper attention backward (kernels/transformer/flash_attention_sm90.cu: wgmma, TMA) exists only for
-# sm_90a, the one target with those instructions; a binary with it still runs elsewhere, where the launcher
-# never calls it. It needs CUTLASS's CuTe headers (header-only; PyPI's nvidia-cutlass, which tools/deps.sh
+# The Hopper kernels (kernels/transformer/flash_attention_sm90.cu, kernels/resnet/conv_sm90.cu: wgmma, TMA)
+# exist only for sm_90a, the one target with those instructions; a binary with them still runs elsewhere,
+# where the launchers never call them. They need CUTLASS's headers (header-only; PyPI's nvidia-cutlass, which tools/deps.sh
 # installs), found through $(PYTHON) once; CUTLASS_INCLUDE=DIR names another copy.
 SM90A_ARCH := -gencode arch=compute_90a,code=sm_90a
 MPIRUN ?= mpirun
@@ -102,14 +102,18 @@ build/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) -O3 -std=c++17 $(CPPFLAGS_TREE) -MMD -MP $(CUDA_ARCH) -Xcompiler -fPIC -c -o $@ $<
 
-# the one object built for sm_90a alone, against CUTLASS (see SM90A_ARCH), and its host-side check
+# the objects built for sm_90a alone, against CUTLASS (see SM90A_ARCH), and a host-side check;
+# CUTLASS's utilities (cutlass/util/, which its convolutions include) sit beside include/ in
+# both the PyPI package and a checkout. NDEBUG: CUTLASS's device asserts are function calls,
+# which make ptxas serialise the wgmma pipeline.
 CUTLASS_FOUND = @[ -f "$(CUTLASS_INCLUDE)/cute/tensor.hpp" ] || { \
 	echo "dpscale: error: CUTLASS's CuTe headers not found (CUTLASS_INCLUDE='$(CUTLASS_INCLUDE)')" >&2; \
 	echo "hint: tools/deps.sh install   (or: $(PYTHON) -m pip install --no-deps nvidia-cutlass==4.2.0.0)" >&2; exit 1; }
-build/kernels/transformer/flash_attention_sm90.o: kernels/transformer/flash_attention_sm90.cu
+SM90A_OBJ := build/kernels/transformer/flash_attention_sm90.o build/kernels/resnet/conv_sm90.o
+$(SM90A_OBJ): build/%.o: %.cu
 	@mkdir -p $(@D)
 	$(CUTLASS_FOUND)
-	$(NVCC) -O3 -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -MMD -MP $(SM90A_ARCH) -Xcompiler -fPIC -c -o $@ $<
+	$(NVCC) -O3 -DNDEBUG -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -isystem $(CUTLASS_INCLUDE)/../tools/util/include -MMD -MP $(SM90A_ARCH) -Xcompiler -fPIC -c -o $@ $<
 
 bin/tests/test_flash_sm90_layouts: tests/unit/test_flash_sm90_layouts.cu
 	@mkdir -p $(@D)

@@ -34,7 +34,8 @@ static struct {
     X(ATTENTION_BACKWARD, "attention backward") X(FLASH_FORWARD, "flash attention forward")                    \
     X(FLASH_BACKWARD, "flash attention backward") X(ADD, "residual add") X(ROWS, "row gather/scatter")         \
     X(DATA, "synthetic data") X(ZERO, "zero") X(IM2COL, "im2col / col2im")                                     \
-    X(BATCHNORM_FORWARD, "batchnorm forward") X(BATCHNORM_BACKWARD, "batchnorm backward") X(POOL, "pooling")
+    X(BATCHNORM_FORWARD, "batchnorm forward") X(BATCHNORM_BACKWARD, "batchnorm backward") X(POOL, "pooling")    \
+    X(CONV, "convolution (implicit GEMM)")
 
 enum op_kind {
 #define OP_KIND_ENUM(kind, name) OPK_##kind,
@@ -52,7 +53,7 @@ static const char *const names[OPK_COUNT] = {
 
 int op_kind_count(void) { return OPK_COUNT; }
 const char *op_kind_name(int kind) { return kind >= 0 && kind < OPK_COUNT ? names[kind] : "?"; }
-int op_kind_is_gemm(int kind) { return kind == OPK_GEMM || kind == OPK_GEMM_FUSED; }
+int op_kind_is_gemm(int kind) { return kind == OPK_GEMM || kind == OPK_GEMM_FUSED || kind == OPK_CONV; }
 int op_kind_holds_gemms(int kind) { return kind == OPK_ATTENTION_FORWARD || kind == OPK_ATTENTION_BACKWARD; }
 
 /* The event pair of a new call of `kind` (the pool grows during the first profiled step). */
@@ -260,6 +261,18 @@ static void w_synth_images(struct backend *b, void *x, int *labels, uint64_t fir
     TIMED(OPK_DATA, orig_rn, synth_images, b, x, labels, first, B, H, W, C, classes, seed);
 }
 
+/* Counted only where it ran: a call it declined (0: the caller takes im2col and a timed
+ * gemm instead) launched nothing and is the last one opened, so it is dropped. */
+static int w_conv_implicit(struct backend *b, int dgrad, void *out, const void *in, const void *w,
+                           const struct conv_shape *s, int K)
+{
+    const int call = open_call(OPK_CONV);
+    const int done = g.orig_rn->conv_implicit(b, dgrad, out, in, w, s, K);
+    close_call(call);
+    if (!done && call == g.ncalls - 1) g.ncalls--;
+    return done;
+}
+
 /* The wrapper tables: the timed entries of a copy replaced, only where the backend
  * has them (a NULL operation stays NULL). */
 #define WRAP(field, fn) if (w->field != NULL) w->field = fn
@@ -305,6 +318,7 @@ static void wrap_rn(struct rn_ops *w)
     WRAP(avgpool_forward, w_avgpool_fwd);
     WRAP(avgpool_backward, w_avgpool_bwd);
     WRAP(synth_images, w_synth_images);
+    WRAP(conv_implicit, w_conv_implicit);
 }
 #undef WRAP
 

@@ -42,6 +42,13 @@ struct rn_ops {
     /* B images H x W x C of the image task from first_sample (kernels/resnet/synthetic_images.h), and their labels. */
     void (*synth_images)(struct backend *b, void *x, int *labels, uint64_t first_sample, int B, int H, int W, int C,
                          int classes, uint64_t seed);
+    /* Optional (NULL: none; rn_ops_complete does not ask for it): the convolution with K
+     * output channels as one implicit GEMM, no col buffer. dgrad = 0: out = y [N*P*Q x K]
+     * = conv(in = x, w [K x R*S*C]); dgrad = 1: out = dx [N*H*W x C], from in = dy, the
+     * adjoint (overwritten). Returns 0, having done nothing, where it does not take this
+     * shape or these buffers: the caller then runs im2col + gemm (+ col2im). */
+    int (*conv_implicit)(struct backend *b, int dgrad, void *out, const void *in, const void *w,
+                         const struct conv_shape *s, int K);
 };
 
 /* A table the ResNet can run on: every one of its operations is there. */

@@ -13,6 +13,7 @@
 #include "base/cuda_check.h"
 #include "base/error.h"
 #include "kernels/kernels_cuda.h" /* cuda_add_relu, the residual add */
+#include "kernels/resnet/conv_sm90.h"
 #include "kernels/resnet/resnet_kernels.h"
 
 struct rn_cuda {
@@ -107,6 +108,16 @@ static void cuda_rn_synth_images(struct backend *b, void *x, int *labels, uint64
     CHECK_CUDA(cuda_synth_images(x, labels, first, B, H, W, C, classes, seed, b->act_dtype, stream(b)));
 }
 
+/* Hopper's implicit GEMM (kernels/resnet/conv_sm90.h says where it applies) */
+static int cuda_rn_conv_implicit(struct backend *b, int dgrad, void *out, const void *in, const void *w,
+                                 const struct conv_shape *s, int K)
+{
+    const enum conv_sm90_op op = dgrad ? CONV_SM90_DGRAD : CONV_SM90_FORWARD;
+    if (!cuda_conv_sm90_takes(op, s, K, b->act_dtype, in, w, out)) return 0;
+    CHECK_CUDA(cuda_conv_sm90(op, out, in, w, s, K, b->act_dtype, stream(b)));
+    return 1;
+}
+
 const struct rn_ops cuda_rn_ops = {
     .im2col = cuda_rn_im2col,
     .col2im = cuda_rn_col2im,
@@ -118,4 +129,5 @@ const struct rn_ops cuda_rn_ops = {
     .avgpool_forward = cuda_rn_avgpool_forward,
     .avgpool_backward = cuda_rn_avgpool_backward,
     .synth_images = cuda_rn_synth_images,
+    .conv_implicit = cuda_rn_conv_implicit,
 };

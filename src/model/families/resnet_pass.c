@@ -1,6 +1,8 @@
 /* resnet_pass.c — the ResNet's forward and backward passes on one rank (resnet.h):
- * convolutions as GEMMs through the backend (im2col, col2im where the window is not
- * 1x1 stride 1), batch norm, pooling and the residual adds through the backend's
+ * convolutions as GEMMs through the backend: a 1x1 stride-1 one on its input as it
+ * lies; a windowed one as the backend's implicit GEMM where it has one for the shape
+ * (rn_ops.h's conv_implicit: the forward and the input's gradient), else through
+ * im2col (and col2im), as its weight's gradient always is; batch norm, pooling and the residual adds through the backend's
  * ResNet operations (backend.h). with_elementwise = 0 runs the GEMMs alone, on the
  * same buffers: the step's GEMM floor for dpscale bench. */
 #include <stdio.h>
@@ -17,6 +19,15 @@ static struct conv_shape shape_of(const struct rn_conv *c, int N)
 /* 1x1 stride 1: the input is its own im2col */
 static int plain_gemm(const struct rn_conv *c) { return c->k == 1 && c->stride == 1; }
 
+/* The backend's implicit GEMM of a windowed convolution (rn_ops.h), where it has one
+ * that takes the shape: 1 when done. An implicit GEMM is a GEMM: it runs with or
+ * without the element-wise work. */
+static int conv_implicit(struct backend *be, const struct rn_conv *c, const struct conv_shape *s, int dgrad, void *out,
+                         const void *in, const void *w)
+{
+    return !plain_gemm(c) && be->rn->conv_implicit != NULL && be->rn->conv_implicit(be, dgrad, out, in, w, s, c->cout);
+}
+
 /* y [B*P*P x cout] = conv(x); with_elementwise = 0: the GEMM alone (no im2col). */
 static void conv_forward(struct backend *be, const struct step_buffers *rb, struct rn_acts *a, const struct rn_conv *c,
                          const void *x, void *y, int wel)
@@ -24,6 +35,7 @@ static void conv_forward(struct backend *be, const struct step_buffers *rb, stru
     const struct conv_shape s = shape_of(c, a->B);
     const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin;
     const void *col = x;
+    if (conv_implicit(be, c, &s, 0, y, x, step_weight_at(rb, c->w))) return;
     if (!plain_gemm(c)) {
         if (wel) be->rn->im2col(be, a->col, x, &s);
         col = a->col;
@@ -47,6 +59,7 @@ static void conv_backward(struct backend *be, const struct step_buffers *rb, str
                   rb->grad_dtype == DT_F32, K);
     if (dx == NULL) return;
     if (!plain && accumulate) DP_FATAL(NULL, "resnet: a strided or k x k convolution cannot add into its input's gradient");
+    if (conv_implicit(be, c, &s, 1, dx, dy, step_weight_at(rb, c->w))) return;
     be->ops->gemm(be, 0, 0, M, K, c->cout, 1.0f, dy, c->cout, step_weight_at(rb, c->w), K, accumulate && wel ? 1.0f : 0.0f,
                   plain ? dx : a->col, 0, K);
     if (!plain && wel) be->rn->col2im(be, dx, a->col, &s);

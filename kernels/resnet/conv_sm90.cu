@@ -1,0 +1,194 @@
+/* conv_sm90.cu — the ResNet's convolutions as implicit GEMMs on Hopper (sm_90a; the rule
+ * and the interface: conv_sm90.h). CUTLASS 3's convolution kernels, built from its
+ * collective builders: a producer warp issues TMA loads in im2col mode (each K-block of
+ * the GEMM is C-channels of one filter tap over a tile of output pixels, gathered from
+ * the NHWC image with the padding read as zeros) into a pipeline of shared-memory
+ * stages; a consumer warpgroup runs wgmma on them; the epilogue stores the tile through
+ * TMA. The GEMM views:
+ *   forward:  M = N P Q output pixels, N = K output channels, K = R S C (tap-major, as
+ *             im2col's columns and the weight's [K x R*S*C] rows);
+ *   dgrad:    M = N H W input pixels, N = C input channels, K = K R S (the filter read
+ *             MN-major, dy gathered over the flipped window).
+ * Accumulation in fp32; no C operand is read (beta = 0, ElementC = void), so the output
+ * is written once. The tile's N is 64 for 64 output channels (ResNet-50's first stage)
+ * and 128 above; M is 128. The sums inside a tile run in a fixed order and every output
+ * element is written by one block: the same bits on every run.
+ *
+ * TMA descriptors are built on the host at each call (cuTensorMapEncodeIm2col through the
+ * driver entry point CUTLASS fetches): a few microseconds against a convolution's tens to
+ * hundreds. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cute/tensor.hpp>
+#include <cutlass/cutlass.h>
+#include <cutlass/kernel_hardware_info.hpp>
+#include <cutlass/conv/collective/collective_builder.hpp>
+#include <cutlass/conv/convnd_problem_shape.hpp>
+#include <cutlass/conv/device/conv_universal_adapter.hpp>
+#include <cutlass/conv/dispatch_policy.hpp>
+#include <cutlass/conv/kernel/conv_universal.hpp>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/numeric_types.h>
+
+#include "kernels/kernel_types.h"
+#include "kernels/resnet/conv_sm90.h"
+
+namespace conv_sm90 {
+using namespace cute;
+
+using Element = cutlass::bfloat16_t;
+constexpr int kAlign = 8; /* elements of 16 bytes: TMA's alignment */
+
+template <cutlass::conv::Operator Op, int TileN> struct Conv2d {
+    using Tile = Shape<_128, Int<TileN>, Shape<_64>>;
+    using Cluster = Shape<_1, _1, _1>;
+    using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+        cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::TensorNHWC, kAlign,
+        Element, cutlass::layout::TensorNHWC, kAlign, cutlass::epilogue::TmaWarpSpecialized>::CollectiveOp;
+    using Mainloop = typename cutlass::conv::collective::CollectiveBuilder<
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Op, Element, cutlass::layout::TensorNHWC, kAlign, Element,
+        cutlass::layout::TensorNHWC, kAlign, float, Tile, Cluster,
+        cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+        cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;
+    using Problem = cutlass::conv::ConvProblemShape<Op, 2>;
+    using Kernel = cutlass::conv::kernel::ConvUniversal<Problem, Mainloop, Epilogue>;
+    using Device = cutlass::conv::device::ConvUniversalAdapter<Kernel>;
+};
+
+/* the geometry as CUTLASS's problem: activation [N, H, W, C], filter [K, R, S, C] */
+template <cutlass::conv::Operator Op> static cutlass::conv::ConvProblemShape<Op, 2> problem(const struct conv_shape *s, int K)
+{
+    return cutlass::conv::ConvProblemShape<Op, 2>(cutlass::conv::Mode::kCrossCorrelation, {s->N, s->H, s->W, s->C},
+                                                  {K, s->R, s->S, s->C}, {s->pad, s->pad}, {s->pad, s->pad},
+                                                  {s->stride, s->stride}, {1, 1}, 1);
+}
+
+static int sm_count(void)
+{
+    static int n = 0;
+    if (n == 0) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) == cudaSuccess) n = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(dev);
+    }
+    return n;
+}
+
+/* The kernel's arguments for out = op(in, w): A = in (x or dy), B = w, D = out, packed
+ * NHWC strides (for the forward and dgrad CUTLASS takes D's as the problem's C stride,
+ * innermost first). */
+template <class Conv> static typename Conv::Device::Arguments arguments(const typename Conv::Problem &p, void *out,
+                                                                        const void *in, const void *w)
+{
+    using Kernel = typename Conv::Kernel;
+    typename Kernel::EpilogueArguments epi{};
+    epi.thread.alpha = 1.0f;
+    epi.thread.beta = 0.0f;
+    epi.ptr_C = nullptr;
+    epi.ptr_D = static_cast<Element *>(out);
+    cute::for_each(cute::make_seq<cute::rank<0>(typename Kernel::StrideD{})>{}, [&](auto i) {
+        cute::get<0, i>(epi.dD) = p.stride_C[Conv::Problem::RankT - 2 - i];
+        cute::get<0, i>(epi.dC) = p.stride_C[Conv::Problem::RankT - 2 - i];
+    });
+    cutlass::KernelHardwareInfo hw{};
+    cudaGetDevice(&hw.device_id);
+    hw.sm_count = sm_count();
+    return typename Conv::Device::Arguments{
+        p, typename Kernel::MainloopArguments{static_cast<const Element *>(in), static_cast<const Element *>(w)}, epi,
+        hw};
+}
+
+template <class Conv> static int takes(const typename Conv::Problem &p, void *out, const void *in, const void *w)
+{
+    return Conv::Device::can_implement(arguments<Conv>(p, out, in, w)) == cutlass::Status::kSuccess;
+}
+
+template <class Conv>
+static cudaError_t run(const typename Conv::Problem &p, void *out, const void *in, const void *w, cudaStream_t st)
+{
+    auto args = arguments<Conv>(p, out, in, w);
+    typename Conv::Device op;
+    if (Conv::Device::get_workspace_size(args) != 0) return cudaErrorNotSupported; /* none with these schedules */
+    if (op.can_implement(args) != cutlass::Status::kSuccess) return cudaErrorNotSupported;
+    if (op.initialize(args, nullptr, st) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
+    if (op.run(st) != cutlass::Status::kSuccess) {
+        const cudaError_t e = cudaGetLastError();
+        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+    }
+    return cudaGetLastError();
+}
+
+template <cutlass::conv::Operator Op> using Narrow = Conv2d<Op, 64>;
+template <cutlass::conv::Operator Op> using Wide = Conv2d<Op, 128>;
+
+/* the GEMM's N: the forward's output channels, dgrad's input channels */
+static int gemm_n(enum conv_sm90_op op, const struct conv_shape *s, int K) { return op == CONV_SM90_FORWARD ? K : s->C; }
+
+template <cutlass::conv::Operator Op>
+static int takes_op(const struct conv_shape *s, int K, int n, void *out, const void *in, const void *w)
+{
+    const auto p = problem<Op>(s, K);
+    return n <= 64 ? takes<Narrow<Op>>(p, out, in, w) : takes<Wide<Op>>(p, out, in, w);
+}
+
+template <cutlass::conv::Operator Op>
+static cudaError_t run_op(const struct conv_shape *s, int K, int n, void *out, const void *in, const void *w,
+                          cudaStream_t st)
+{
+    const auto p = problem<Op>(s, K);
+    return n <= 64 ? run<Narrow<Op>>(p, out, in, w, st) : run<Wide<Op>>(p, out, in, w, st);
+}
+
+static int device_is_sm90(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        int dev = 0, major = 0, minor = 0;
+        cached = cudaGetDevice(&dev) == cudaSuccess &&
+                 cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                 cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+                 major == 9 && minor == 0;
+    }
+    return cached;
+}
+
+/* DPSCALE_CONV: "im2col" turns these kernels off; unset or "auto" leaves the rule */
+static int enabled(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        const char *e = getenv("DPSCALE_CONV");
+        cached = !(e != NULL && strcmp(e, "im2col") == 0);
+    }
+    return cached;
+}
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+} // namespace conv_sm90
+
+extern "C" int cuda_conv_sm90_takes(enum conv_sm90_op op, const struct conv_shape *s, int K, int dtype, const void *in,
+                                    const void *w, const void *out)
+{
+    using namespace conv_sm90;
+    if (dtype != DT_BF16 || s->C % kAlign != 0 || K % kAlign != 0 || s->N <= 0 || K <= 0) return 0;
+    if (!aligned16(in) || !aligned16(w) || !aligned16(out)) return 0;
+    if (op == CONV_SM90_DGRAD && s->stride != 1) return 0;
+    if (s->R == 1 && s->S == 1) return 0; /* a 1x1's im2col is a strided copy; TMA's im2col mode lost to it */
+    if (!enabled() || !device_is_sm90()) return 0;
+    void *o = const_cast<void *>(out);
+    const int n = gemm_n(op, s, K);
+    return op == CONV_SM90_FORWARD ? takes_op<cutlass::conv::Operator::kFprop>(s, K, n, o, in, w)
+                                   : takes_op<cutlass::conv::Operator::kDgrad>(s, K, n, o, in, w);
+}
+
+extern "C" cudaError_t cuda_conv_sm90(enum conv_sm90_op op, void *out, const void *in, const void *w,
+                                      const struct conv_shape *s, int K, int dtype, cudaStream_t st)
+{
+    using namespace conv_sm90;
+    if (!cuda_conv_sm90_takes(op, s, K, dtype, in, w, out)) return cudaErrorNotSupported;
+    const int n = gemm_n(op, s, K);
+    return op == CONV_SM90_FORWARD ? run_op<cutlass::conv::Operator::kFprop>(s, K, n, out, in, w, st)
+                                   : run_op<cutlass::conv::Operator::kDgrad>(s, K, n, out, in, w, st);
+}

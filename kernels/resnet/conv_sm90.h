@@ -1,0 +1,46 @@
+/* conv_sm90.h — the ResNet's convolutions as implicit GEMMs on Hopper (conv_sm90.cu, built
+ * for sm_90a alone): the forward (y = conv(x, w)) and the input's gradient (dx from dy and
+ * w) without an im2col buffer, CUTLASS 3's kernels whose TMA loads gather each window
+ * (TMA's im2col mode) straight into shared memory.
+ *
+ * Where they apply (cuda_conv_sm90_takes): compute capability 9.0, bf16, a window wider
+ * than 1x1, channel counts (C and K) multiples of 8 and buffers 16-byte aligned (TMA's
+ * rule), padding under 256, and for the input's gradient a stride of 1 (CUTLASS's Hopper
+ * dgrad has no strided form). A strided 1x1 (a projection shortcut) stays on im2col +
+ * cuBLASLt: on an H200 at ResNet-50's shapes that took 0.39 ms against the implicit
+ * GEMM's 0.47 (tests/unit/test_conv_sm90_cuda.c times both). Elsewhere the ResNet keeps im2col + cuBLASLt + col2im (resnet_pass.c), which is
+ * also what the weight's gradient always uses: CUTLASS's Hopper wgrad has no split of its
+ * reduction (N P Q rows, up to 800 k), so it would run on a handful of SMs.
+ *
+ * DPSCALE_CONV=im2col, read once per process, keeps the im2col path everywhere (an A/B of
+ * a whole run); "auto" or unset is the rule above. */
+#ifndef DPSCALE_CONV_SM90_H
+#define DPSCALE_CONV_SM90_H
+
+#include "kernels/resnet/conv_shape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#if defined(DPSCALE_HAVE_CUDA) || defined(__CUDACC__)
+#include <cuda_runtime.h>
+
+enum conv_sm90_op {
+    CONV_SM90_FORWARD = 0, /* y [N*P*Q x K] = conv(x [N*H*W x C], w [K x R*S*C]) */
+    CONV_SM90_DGRAD = 1,   /* dx [N*H*W x C] = the adjoint, from dy [N*P*Q x K] and w */
+};
+
+/* Whether op takes this convolution (K output channels) and these buffers on the current
+ * device, DPSCALE_CONV included. */
+int cuda_conv_sm90_takes(enum conv_sm90_op op, const struct conv_shape *s, int K, int dtype, const void *in,
+                         const void *w, const void *out);
+/* out = op(in, w): the forward (in = x, out = y) or the input's gradient (in = dy, out = dx),
+ * overwritten. cudaErrorNotSupported where cuda_conv_sm90_takes says no. */
+cudaError_t cuda_conv_sm90(enum conv_sm90_op op, void *out, const void *in, const void *w, const struct conv_shape *s,
+                           int K, int dtype, cudaStream_t st);
+#endif
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,296 @@
+/* test_conv_sm90_cuda.c — the ResNet's implicit-GEMM convolutions on Hopper
+ * (kernels/resnet/conv_sm90.cu, the CUDA backend's conv_implicit) against the path they
+ * replace, im2col + cuBLASLt (+ col2im for the input's gradient), which the ResNet tests
+ * check against the CPU and PyTorch: the forward's y and dgrad's dx agree to bf16's
+ * resolution on awkward shapes (8, 24 and 40 channels, odd sizes, padding 0 to 3, 3x3,
+ * 5x5 and 7x7 windows, strides 1 and 2 for the forward) and on ResNet-50's windowed
+ * convolutions at a batch of 2; every element is written (the output starts as NaN); the
+ * same bits twice; the shapes and buffers it declines (fp32, 3 channels, a pointer off
+ * 16 bytes, a strided dgrad, a 1x1) are declined, leaving the output untouched.
+ *
+ * It also times ResNet-50's windowed convolutions at its benchmark batch (256, 224 x 224),
+ * its strided 1x1s through im2col alone (the implicit GEMM declines them): the implicit GEMM against im2col + cuBLASLt and against cuBLASLt alone on the col
+ * buffer (the GEMM the im2col path runs, its floor), median of 10 after 2 warm-ups, in
+ * TFLOP/s; it asserts nothing about time.
+ *
+ * Needs a compute capability 9.0 GPU: elsewhere (or without CUDA) every test passes
+ * without checking anything and says so once. Run on the GPU: bin/tests/test_conv_sm90_cuda */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cuda_backend_test.h"
+#include "test_conv_shapes.h"
+
+/* the bf16 backend, where its conv_implicit takes a plain 3x3 (a Hopper GPU) */
+static int hopper(void)
+{
+    static int asked = -1;
+    if (asked >= 0) return asked && gpu("bf16");
+    asked = 0;
+    if (!gpu("bf16")) return 0;
+    if (g_be.rn == NULL || g_be.rn->conv_implicit == NULL) {
+        printf("    skipped: this backend has no implicit GEMM\n");
+        return 0;
+    }
+    const struct conv_shape s = conv(1, 8, 8, 64, 3, 1, 1);
+    void *x = dev_raw(NULL, 64 * 64, 2, 0), *w = dev_raw(NULL, 64 * 9 * 64, 2, 0), *y = dev_raw(NULL, 64 * 64, 2, 0);
+    asked = g_be.rn->conv_implicit(&g_be, 0, y, x, w, &s, 64);
+    g_be.ops->synchronize(&g_be);
+    dev_free(x, 2, 0), dev_free(w, 2, 0), dev_free(y, 2, 0);
+    if (!asked) printf("    skipped: the implicit GEMM does not run here (not a compute capability 9.0 GPU?)\n");
+    return asked;
+}
+
+static float *rand_array(size_t n, unsigned seed)
+{
+    float *a = malloc((n + 1) * sizeof *a);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        a[i] = (float)((seed >> 8) * (1.0 / 8388608.0)) - 1.0f;
+    }
+    return a;
+}
+
+static size_t in_size(const struct conv_shape *s) { return (size_t)s->N * s->H * s->W * s->C; }
+static size_t out_size(const struct conv_shape *s, int K) { return (size_t)s->N * s->P * s->Q * K; }
+static size_t col_cols(const struct conv_shape *s) { return (size_t)s->R * s->S * s->C; }
+static size_t col_size(const struct conv_shape *s) { return (size_t)s->N * s->P * s->Q * col_cols(s); }
+
+/* device buffers of one convolution in bf16: x, w, dy, and the outputs of both paths */
+struct bufs {
+    void *x, *w, *dy, *col, *got, *want;
+};
+
+static struct bufs bufs_new(const struct conv_shape *s, int K, int dgrad)
+{
+    const size_t nx = in_size(s), nw = (size_t)K * col_cols(s), ny = out_size(s, K), nout = dgrad ? nx : ny;
+    float *x = rand_array(nx, 11), *w = rand_array(nw, 13), *dy = rand_array(ny, 17), *nan = malloc(nout * 4);
+    for (size_t i = 0; i < nout; i++) nan[i] = NAN;
+    struct bufs b = {dev_from(x, nx, DT_BF16, 0), dev_from(w, nw, DT_BF16, 0), dev_from(dy, ny, DT_BF16, 0),
+                     dev_raw(NULL, col_size(s), 2, 0), dev_from(nan, nout, DT_BF16, 0), dev_raw(NULL, nout, 2, 0)};
+    free(x), free(w), free(dy), free(nan);
+    return b;
+}
+
+static void bufs_free(struct bufs *b)
+{
+    dev_free(b->x, 2, 0), dev_free(b->w, 2, 0), dev_free(b->dy, 2, 0), dev_free(b->col, 2, 0);
+    dev_free(b->got, 2, 0), dev_free(b->want, 2, 0);
+}
+
+/* the im2col path into b->want: y = col w^T, or dx = col2im(dy w) */
+static void im2col_path(struct bufs *b, const struct conv_shape *s, int K, int dgrad, int gemm_only)
+{
+    const int M = s->N * s->P * s->Q, KC = (int)col_cols(s);
+    if (!dgrad) {
+        if (!gemm_only) g_be.rn->im2col(&g_be, b->col, b->x, s);
+        g_be.ops->gemm(&g_be, 0, 1, M, K, KC, 1.0f, b->col, KC, b->w, KC, 0.0f, b->want, 0, K);
+    } else {
+        g_be.ops->gemm(&g_be, 0, 0, M, KC, K, 1.0f, b->dy, K, b->w, KC, 0.0f, b->col, 0, KC);
+        if (!gemm_only) g_be.rn->col2im(&g_be, b->want, b->col, s);
+    }
+}
+
+static int implicit(struct bufs *b, const struct conv_shape *s, int K, int dgrad)
+{
+    return g_be.rn->conv_implicit(&g_be, dgrad, b->got, dgrad ? b->dy : b->x, b->w, s, K);
+}
+
+static void print_shape(const struct conv_shape *s, int K, int dgrad)
+{
+    printf("    %s N %d, %dx%d x %d -> %d, window %dx%d, stride %d, pad %d\n", dgrad ? "dgrad" : "forward", s->N, s->H,
+           s->W, s->C, K, s->R, s->S, s->stride, s->pad);
+}
+
+/* one convolution both ways: the implicit GEMM's output against the im2col path's, and again for its bits */
+static void compare(const struct conv_shape *s, int K, int dgrad)
+{
+    struct bufs b = bufs_new(s, K, dgrad);
+    const size_t n = dgrad ? in_size(s) : out_size(s, K);
+    im2col_path(&b, s, K, dgrad, 0);
+    const int ran = implicit(&b, s, K, dgrad);
+    if (!ran) print_shape(s, K, dgrad), printf("    the implicit GEMM declined this shape\n");
+    CHECK(ran);
+    float *want = host_from(b.want, n, DT_BF16), *got = host_from(b.got, n, DT_BF16);
+    /* both accumulate in fp32 and round once to bf16, in different orders: an ulp apart (2^-8) */
+    const int ok = close_to(dgrad ? "dgrad dx" : "forward y", got, want, n, 8e-3);
+    if (!ok) print_shape(s, K, dgrad);
+    CHECK(ok);
+    unsigned char *first = malloc(n * 2), *second = malloc(n * 2);
+    g_be.ops->download(&g_be, first, b.got, n * 2);
+    implicit(&b, s, K, dgrad);
+    g_be.ops->download(&g_be, second, b.got, n * 2);
+    CHECK(memcmp(first, second, n * 2) == 0);
+    free(want), free(got), free(first), free(second);
+    bufs_free(&b);
+}
+
+/* a convolution of K output channels */
+struct case_ {
+    struct conv_shape s;
+    int K;
+};
+
+/* awkward shapes first: few channels, odd sizes, every padding, windows 1 to 7, both strides */
+static const struct case_ *awkward(int *n)
+{
+    static struct case_ c[10];
+    c[0] = (struct case_){conv(2, 8, 8, 64, 3, 1, 1), 64};
+    c[1] = (struct case_){conv(2, 9, 7, 24, 3, 1, 1), 40};
+    c[2] = (struct case_){conv(3, 11, 10, 8, 3, 2, 1), 16};
+    c[3] = (struct case_){conv(1, 5, 5, 40, 5, 1, 2), 8};
+    c[4] = (struct case_){conv(2, 13, 13, 16, 7, 2, 3), 64};
+    c[5] = (struct case_){conv(2, 8, 8, 256, 3, 2, 1), 512};
+    c[6] = (struct case_){conv(1, 4, 4, 64, 3, 1, 0), 136};
+    c[7] = (struct case_){conv(2, 7, 7, 512, 3, 1, 1), 512};
+    c[8] = (struct case_){conv(1, 3, 3, 8, 3, 1, 1), 8};
+    c[9] = (struct case_){conv(4, 6, 6, 32, 3, 2, 0), 72};
+    *n = 10;
+    return c;
+}
+
+/* ResNet-50's windowed convolutions (torchvision's: the stride on the 3x3) at batch N;
+ * the stem's (3 channels) is not among them: TMA cannot take it */
+static const struct case_ *resnet50(int N, int *n)
+{
+    static struct case_ c[10];
+    c[0] = (struct case_){conv(N, 56, 56, 64, 3, 1, 1), 64};
+    c[1] = (struct case_){conv(N, 56, 56, 128, 3, 2, 1), 128};
+    c[2] = (struct case_){conv(N, 28, 28, 128, 3, 1, 1), 128};
+    c[3] = (struct case_){conv(N, 28, 28, 256, 3, 2, 1), 256};
+    c[4] = (struct case_){conv(N, 14, 14, 256, 3, 1, 1), 256};
+    c[5] = (struct case_){conv(N, 14, 14, 512, 3, 2, 1), 512};
+    c[6] = (struct case_){conv(N, 7, 7, 512, 3, 1, 1), 512};
+    c[7] = (struct case_){conv(N, 56, 56, 256, 1, 2, 0), 512};
+    c[8] = (struct case_){conv(N, 28, 28, 512, 1, 2, 0), 1024};
+    c[9] = (struct case_){conv(N, 14, 14, 1024, 1, 2, 0), 2048};
+    *n = 10;
+    return c;
+}
+
+TEST(the_forward_matches_im2col_and_gemm)
+{
+    if (!hopper()) return;
+    int n;
+    const struct case_ *c = awkward(&n);
+    for (int i = 0; i < n; i++) compare(&c[i].s, c[i].K, 0);
+    c = resnet50(2, &n);
+    for (int i = 0; i < n; i++)
+        if (c[i].s.R > 1) compare(&c[i].s, c[i].K, 0);
+}
+
+TEST(the_input_gradient_matches_gemm_and_col2im)
+{
+    if (!hopper()) return;
+    int n;
+    const struct case_ *c = awkward(&n);
+    for (int i = 0; i < n; i++)
+        if (c[i].s.stride == 1) compare(&c[i].s, c[i].K, 1);
+    c = resnet50(2, &n);
+    for (int i = 0; i < n; i++)
+        if (c[i].s.stride == 1) compare(&c[i].s, c[i].K, 1);
+}
+
+/* what TMA or CUTLASS's kernels cannot take is declined, and the output left as it was */
+static void declined(const char *why, const struct conv_shape *s, int K, int dgrad, int off)
+{
+    struct bufs b = bufs_new(s, K, dgrad);
+    const size_t n = dgrad ? in_size(s) : out_size(s, K);
+    void *in = (char *)(dgrad ? b.dy : b.x) + 2 * off;
+    const int ran = g_be.rn->conv_implicit(&g_be, dgrad, b.got, in, b.w, s, K);
+    float *got = host_from(b.got, n, DT_BF16);
+    int untouched = 1;
+    for (size_t i = 0; i < n; i++) untouched &= isnan(got[i]);
+    if (ran || !untouched) printf("    not declined: %s\n", why);
+    CHECK(!ran && untouched);
+    free(got);
+    bufs_free(&b);
+}
+
+TEST(what_it_cannot_take_is_declined)
+{
+    if (!hopper()) return;
+    const struct conv_shape stem = conv(2, 16, 16, 3, 7, 2, 3), c12 = conv(2, 8, 8, 12, 3, 1, 1);
+    const struct conv_shape c16 = conv(2, 8, 8, 16, 3, 1, 1), strided = conv(2, 8, 8, 16, 3, 2, 1);
+    declined("3 channels (the stem)", &stem, 64, 0, 0);
+    declined("12 channels (not a multiple of 8)", &c12, 16, 0, 0);
+    declined("20 output channels", &c16, 20, 0, 0);
+    declined("an input off 16 bytes", &c16, 16, 0, 1);
+    declined("a strided dgrad", &strided, 16, 1, 0);
+    const struct conv_shape one = conv(2, 8, 8, 64, 1, 2, 0);
+    declined("a 1x1 (im2col + cuBLASLt is faster)", &one, 64, 0, 0);
+    if (gpu("fp32")) {
+        void *x = dev_raw(NULL, in_size(&c16), 4, 0), *w = dev_raw(NULL, 16 * col_cols(&c16), 4, 0);
+        void *y = dev_raw(NULL, out_size(&c16, 16), 4, 0);
+        CHECK(!g_be.rn->conv_implicit(&g_be, 0, y, x, w, &c16, 16));
+        dev_free(x, 4, 0), dev_free(w, 4, 0), dev_free(y, 4, 0);
+    }
+}
+
+/* median of 10 runs after 2, in seconds: which = 0 the implicit GEMM, 1 im2col + cuBLASLt, 2 cuBLASLt alone */
+static double time_path(struct bufs *b, const struct conv_shape *s, int K, int dgrad, int which)
+{
+    struct backend_event *e[11];
+    for (int i = 0; i < 11; i++) e[i] = g_be.ops->event_create(&g_be);
+    double t[10];
+    for (int r = 0; r < 2; r++) which == 0 ? (void)implicit(b, s, K, dgrad) : im2col_path(b, s, K, dgrad, which == 2);
+    g_be.ops->event_record(&g_be, e[0]);
+    for (int r = 0; r < 10; r++) {
+        which == 0 ? (void)implicit(b, s, K, dgrad) : im2col_path(b, s, K, dgrad, which == 2);
+        g_be.ops->event_record(&g_be, e[r + 1]);
+    }
+    g_be.ops->synchronize(&g_be);
+    for (int r = 0; r < 10; r++) t[r] = g_be.ops->event_elapsed_s(&g_be, e[r], e[r + 1]);
+    for (int i = 0; i < 11; i++) g_be.ops->event_destroy(&g_be, e[i]);
+    for (int i = 1; i < 10; i++)
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            const double x = t[j];
+            t[j] = t[j - 1], t[j - 1] = x;
+        }
+    return 0.5 * (t[4] + t[5]);
+}
+
+TEST(resnet50_convolutions_timed_at_batch_256)
+{
+    if (!hopper()) return;
+    int n;
+    const struct case_ *c = resnet50(256, &n);
+    printf("    ResNet-50's windowed convolutions, batch 256, bf16: ms (TFLOP/s)\n");
+    printf("    %-9s %-26s %16s %18s %18s\n", "", "shape", "implicit GEMM", "im2col + cuBLASLt", "cuBLASLt on col");
+    double sum[2][3] = {{0}};
+    for (int i = 0; i < n; i++)
+        for (int dgrad = 0; dgrad < 2; dgrad++) {
+            const struct conv_shape *s = &c[i].s;
+            if (dgrad && s->stride != 1) continue;
+            struct bufs b = bufs_new(s, c[i].K, dgrad);
+            const double flop = 2.0 * s->N * s->P * s->Q * (double)c[i].K * (double)col_cols(s);
+            char shape[64];
+            snprintf(shape, sizeof shape, "%dx%dx%d->%d %dx%d/%d", s->H, s->W, s->C, c[i].K, s->R, s->S, s->stride);
+            printf("    %-9s %-26s", dgrad ? "dgrad" : "forward", shape);
+            for (int which = 0; which < 3; which++) {
+                if (which == 0 && s->R == 1) { /* declined: im2col + cuBLASLt runs it */
+                    printf(" %16s ", "im2col path");
+                    continue;
+                }
+                const double t = time_path(&b, s, c[i].K, dgrad, which);
+                sum[dgrad][which] += t;
+                printf(" %8.3f (%5.0f) ", t * 1e3, flop / t / 1e12);
+            }
+            printf("\n");
+            bufs_free(&b);
+        }
+    for (int dgrad = 0; dgrad < 2; dgrad++)
+        printf("    %-9s %-26s %8.3f ms        %8.3f ms          %8.3f ms\n", dgrad ? "dgrad" : "forward", "sum",
+               sum[dgrad][0] * 1e3, sum[dgrad][1] * 1e3, sum[dgrad][2] * 1e3);
+}
+
+int main(void)
+{
+    const int rc = test_main("conv_sm90_cuda");
+    if (g_open) backend_close(&g_be);
+    return rc;
+}
