@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The FFN's GELU GEMMs as CUTLASS kernels on one H200: the kernels against the unfused path
+# and cuBLASLt (correctness and time), the transformers against PyTorch in bf16 through them,
+# dpscale bench of every transformer and MLP preset with them and with DPSCALE_GEMM_GELU=cublaslt,
+# the staged softmax cross-entropy against the rows kernel (DPSCALE_XENT=rows), and ResNet-50
+# with the strided 1x1s back on im2col.
+# Binaries: build/gpu/bins.tar.xz; from the repository root: bash results/h200x1-gelu-gemm/call.sh
+set -u
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 PYTHON=python3
+python3 -c "import tarfile; tarfile.open('build/gpu/bins.tar.xz').extractall('build/gpu')" || exit 3
+D=build/gpu/bin/dpscale
+T=build/gpu/bin/tests
+L=/tmp/gelu-gemm; mkdir -p $L
+O="--run.output_dir=$L"
+ok() { local t=$1 n=$2; shift 2; local t0=$SECONDS; if timeout $t "$@" > $L/$n.log 2>&1; then echo "== $n: PASS ($((SECONDS-t0)) s)"; else echo "== $n: FAIL ($?)"; tail -6 $L/$n.log; fi; }
+date -u; $D --version 2>&1 | head -1; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+ok 200 gemm_gelu $T/test_gemm_gelu_cuda; grep -vE "^ok " $L/gemm_gelu.log | head -30
+ok 100 conv_sm90 $T/test_conv_sm90_cuda; grep -E "FAILED|passed|sum" $L/conv_sm90.log
+ok 200 loss $T/test_loss_cuda; grep -vE "^ok " $L/loss.log | head -20
+for m in gpt bert; do
+  ok 60 dump_$m $D dump --config configs/$m-tiny.ini --backend=cuda --model.seq_len=80 --model.vocab=61 --train.batch_per_gpu=3 --model.hidden_dim=128 --model.heads=2 --precision=bf16 --train.attention=flash --train.gemm_epilogue=on $O --run.output=mid-$m.h5
+  ok 60 torch_$m python3 tests/gpu/torch_reference.py $L/mid-$m.h5 --tol 3e-2
+  tail -1 $L/torch_$m.log
+done
+ok 60 dump_mlp $D dump --config configs/mlp-tiny.ini --backend=cuda --precision=bf16 --model.hidden_dim=64 $O --run.output=mlp.h5
+ok 60 torch_mlp python3 tests/gpu/torch_reference.py $L/mlp.h5 --tol 3e-2; tail -1 $L/torch_mlp.log
+bench() { local n=$1; shift; timeout 150 "$@" > $L/bench-$n.log 2>&1; echo "== bench $n rc=$?"; grep -E "^step|GEMM FLOP rate" $L/bench-$n.log; sed -n '/where the step goes/,/largest/p' $L/bench-$n.log | sed -n '3,6p'; }
+for cfg in gpt2-small bert-large gpt2-xl mlp-gemm-heavy mlp-comm-bound mlp-small mlp-medium; do
+  extra=""; [ $cfg = bert-large ] && extra="--model.mask_fraction=1"; [ $cfg = gpt2-xl ] && extra="--train.batch_per_gpu=8"
+  bench $cfg $D bench --config configs/$cfg.ini $extra
+  bench $cfg-cublaslt env DPSCALE_GEMM_GELU=cublaslt $D bench --config configs/$cfg.ini $extra
+done
+bench gpt2-small-xent-rows env DPSCALE_XENT=rows $D bench --config configs/gpt2-small.ini
+bench resnet50 $D bench --config configs/resnet50.ini
+rm -f $L/*.h5
+tar -C /tmp -czf $OUT/gelu-gemm-logs.tar.gz gelu-gemm
+date -u
