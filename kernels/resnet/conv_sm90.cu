@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_bf16.h>
+
 #include <cute/tensor.hpp>
 #include <cutlass/cutlass.h>
 #include <cutlass/kernel_hardware_info.hpp>
@@ -31,6 +33,7 @@
 #include <cutlass/conv/kernel/conv_universal.hpp>
 #include <cutlass/epilogue/collective/collective_builder.hpp>
 #include <cutlass/numeric_types.h>
+#include <cutlass/util/packed_stride.hpp>
 
 #include "kernels/kernel_types.h"
 #include "kernels/resnet/conv_sm90.h"
@@ -54,6 +57,27 @@ template <cutlass::conv::Operator Op, int TileN> struct Conv2d {
         cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
         cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;
     using Problem = cutlass::conv::ConvProblemShape<Op, 2>;
+    using Kernel = cutlass::conv::kernel::ConvUniversal<Problem, Mainloop, Epilogue>;
+    using Device = cutlass::conv::device::ConvUniversalAdapter<Kernel>;
+};
+
+/* The weight's gradient: M = K output channels, N = R S C (the filter's KRSC columns), the
+ * reduction over N P Q output pixels; dy read by tiled TMA, x gathered by TMA's im2col mode;
+ * fp32 out (the partial sums a split adds). No shared memory for the epilogue: each thread
+ * stores its accumulators (a tile of output is small against the reduction). */
+template <int TileM> struct Wgrad2d {
+    using Tile = Shape<Int<TileM>, Shape<_128>, Shape<_64>>;
+    using Cluster = Shape<_1, _1, _1>;
+    using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+        cutlass::epilogue::collective::EpilogueTileAuto, float, float, float, cutlass::layout::TensorKCSR, 4, float,
+        cutlass::layout::TensorKCSR, 4, cutlass::epilogue::NoSmemWarpSpecialized>::CollectiveOp;
+    using Mainloop = typename cutlass::conv::collective::CollectiveBuilder<
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::conv::Operator::kWgrad, Element,
+        cutlass::layout::TensorNHWC, kAlign, Element, cutlass::layout::TensorNHWC, kAlign, float, Tile, Cluster,
+        cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+        cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;
+    using Problem = cutlass::conv::ConvProblemShape<cutlass::conv::Operator::kWgrad, 2>;
     using Kernel = cutlass::conv::kernel::ConvUniversal<Problem, Mainloop, Epilogue>;
     using Device = cutlass::conv::device::ConvUniversalAdapter<Kernel>;
 };
@@ -141,6 +165,72 @@ static cudaError_t run_op(const struct conv_shape *s, int K, int n, void *out, c
     return n <= 64 ? run<Narrow<Op>>(p, out, in, w, st) : run<Wide<Op>>(p, out, in, w, st);
 }
 
+/* dw [K x R S C] fp32 = the weight's gradient of n images: A = dy, B = x */
+template <class W>
+static typename W::Device::Arguments wgrad_arguments(const typename W::Problem &p, float *dw, const void *dy,
+                                                     const void *x)
+{
+    using Kernel = typename W::Kernel;
+    typename Kernel::EpilogueArguments epi{};
+    epi.thread.alpha = 1.0f;
+    epi.thread.beta = 0.0f;
+    epi.ptr_C = nullptr;
+    epi.ptr_D = dw;
+    epi.dC = cutlass::make_cute_packed_stride(typename Kernel::StrideC{}, p.shape_C, p.stride_C, W::Problem::ConvOp);
+    epi.dD = cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, p.shape_C, p.stride_C, W::Problem::ConvOp);
+    cutlass::KernelHardwareInfo hw{};
+    cudaGetDevice(&hw.device_id);
+    hw.sm_count = sm_count();
+    return typename W::Device::Arguments{
+        p, typename Kernel::MainloopArguments{static_cast<const Element *>(dy), static_cast<const Element *>(x)}, epi,
+        hw};
+}
+
+template <class W>
+static cudaError_t wgrad_run(const typename W::Problem &p, float *dw, const void *dy, const void *x, cudaStream_t st)
+{
+    auto args = wgrad_arguments<W>(p, dw, dy, x);
+    typename W::Device op;
+    if (W::Device::get_workspace_size(args) != 0 || op.can_implement(args) != cutlass::Status::kSuccess)
+        return cudaErrorNotSupported;
+    if (op.initialize(args, nullptr, st) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
+    if (op.run(st) != cutlass::Status::kSuccess) {
+        const cudaError_t e = cudaGetLastError();
+        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+    }
+    return cudaGetLastError();
+}
+
+template <class W> static int wgrad_takes(const struct conv_shape *s, int K, const void *dy, const void *x)
+{
+    const auto p = problem<cutlass::conv::Operator::kWgrad>(s, K);
+    return W::Device::can_implement(wgrad_arguments<W>(p, nullptr, dy, x)) == cutlass::Status::kSuccess;
+}
+
+/* How many slices of the batch the weight's gradient is split into: enough blocks (output
+ * tiles x slices) for two of them an SM, at least 4 images a slice, at most kMaxSplits. */
+constexpr int kMaxSplits = 32;
+static int wgrad_splits(const struct conv_shape *s, int K)
+{
+    const int tile_m = K <= 64 ? 64 : 128;
+    const long long tiles = (long long)((K + tile_m - 1) / tile_m) * ((s->R * s->S * s->C + 127) / 128);
+    long long want = (2LL * sm_count() + tiles - 1) / tiles;
+    if (want > s->N / 4) want = s->N / 4;
+    if (want > kMaxSplits) want = kMaxSplits;
+    return want < 1 ? 1 : (int)want;
+}
+
+/* dw[i] = the slices' sum in slice order, in fp32 or bf16 */
+template <typename O> __global__ void sum_slices(O *dw, const float *partial, int splits, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float acc = 0.0f;
+        for (int k = 0; k < splits; k++) acc += partial[(size_t)k * n + i];
+        if constexpr (sizeof(O) == 4) dw[i] = acc;
+        else dw[i] = __float2bfloat16(acc);
+    }
+}
+
 static int device_is_sm90(void)
 {
     static int cached = -1;
@@ -191,4 +281,53 @@ extern "C" cudaError_t cuda_conv_sm90(enum conv_sm90_op op, void *out, const voi
     const int n = gemm_n(op, s, K);
     return op == CONV_SM90_FORWARD ? run_op<cutlass::conv::Operator::kFprop>(s, K, n, out, in, w, st)
                                    : run_op<cutlass::conv::Operator::kDgrad>(s, K, n, out, in, w, st);
+}
+
+extern "C" size_t cuda_conv_sm90_wgrad_workspace_floats(const struct conv_shape *s, int K)
+{
+    using namespace conv_sm90;
+    const int splits = wgrad_splits(s, K);
+    return (size_t)splits * K * s->R * s->S * s->C;
+}
+
+extern "C" int cuda_conv_sm90_wgrad_takes(const struct conv_shape *s, int K, int dtype, int grad_dtype,
+                                          const void *dy, const void *x, const void *dw)
+{
+    using namespace conv_sm90;
+    if (dtype != DT_BF16 || (grad_dtype != DT_F32 && grad_dtype != DT_BF16)) return 0;
+    if (s->C % kAlign != 0 || K % kAlign != 0 || s->N <= 0 || K <= 0 || (s->R == 1 && s->S == 1)) return 0;
+    if (!aligned16(dy) || !aligned16(x) || !aligned16(dw)) return 0;
+    if (!enabled() || !device_is_sm90()) return 0;
+    return K <= 64 ? wgrad_takes<Wgrad2d<64>>(s, K, dy, x) : wgrad_takes<Wgrad2d<128>>(s, K, dy, x);
+}
+
+extern "C" cudaError_t cuda_conv_sm90_wgrad(void *dw, int grad_dtype, const void *dy, const void *x,
+                                            const struct conv_shape *s, int K, int dtype, float *workspace,
+                                            cudaStream_t st)
+{
+    using namespace conv_sm90;
+    if (!cuda_conv_sm90_wgrad_takes(s, K, dtype, grad_dtype, dy, x, dw)) return cudaErrorNotSupported;
+    const int splits = wgrad_splits(s, K);
+    const size_t n = (size_t)K * s->R * s->S * s->C;
+    const int direct = splits == 1 && grad_dtype == DT_F32; /* no sum to take: straight into the gradient */
+    float *out = direct ? static_cast<float *>(dw) : workspace;
+    const int per = s->N / splits, extra = s->N % splits; /* the first `extra` slices take one image more */
+    const size_t in_image = (size_t)s->H * s->W * s->C, out_image = (size_t)s->P * s->Q * K;
+    int n0 = 0;
+    for (int k = 0; k < splits; k++) {
+        struct conv_shape slice = *s;
+        slice.N = per + (k < extra ? 1 : 0);
+        const auto p = problem<cutlass::conv::Operator::kWgrad>(&slice, K);
+        const char *dyk = static_cast<const char *>(dy) + (size_t)n0 * out_image * sizeof(Element);
+        const char *xk = static_cast<const char *>(x) + (size_t)n0 * in_image * sizeof(Element);
+        const cudaError_t e = K <= 64 ? wgrad_run<Wgrad2d<64>>(p, out + (size_t)k * n, dyk, xk, st)
+                                      : wgrad_run<Wgrad2d<128>>(p, out + (size_t)k * n, dyk, xk, st);
+        if (e != cudaSuccess) return e;
+        n0 += slice.N;
+    }
+    if (direct) return cudaSuccess;
+    const int threads = 256, blocks = (int)((n + threads - 1) / threads < 4096 ? (n + threads - 1) / threads : 4096);
+    if (grad_dtype == DT_F32) sum_slices<float><<<blocks, threads, 0, st>>>(static_cast<float *>(dw), workspace, splits, n);
+    else sum_slices<__nv_bfloat16><<<blocks, threads, 0, st>>>(static_cast<__nv_bfloat16 *>(dw), workspace, splits, n);
+    return cudaGetLastError();
 }

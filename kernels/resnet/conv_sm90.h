@@ -1,21 +1,29 @@
 /* conv_sm90.h — the ResNet's convolutions as implicit GEMMs on Hopper (conv_sm90.cu, built
- * for sm_90a alone): the forward (y = conv(x, w)) and the input's gradient (dx from dy and
- * w) without an im2col buffer, CUTLASS 3's kernels whose TMA loads gather each window
- * (TMA's im2col mode) straight into shared memory.
+ * for sm_90a alone): the forward (y = conv(x, w)), the input's gradient (dx from dy and w)
+ * and the weight's gradient (dw from dy and x), without an im2col buffer: CUTLASS 3's
+ * kernels, whose TMA loads gather each window (TMA's im2col mode) straight into shared
+ * memory.
  *
- * Where they apply (cuda_conv_sm90_takes): compute capability 9.0, bf16, a window wider
- * than 1x1, channel counts (C and K) multiples of 8 and buffers 16-byte aligned (TMA's
- * rule), padding under 256, and for the input's gradient a stride of 1 (CUTLASS's Hopper
- * dgrad has no strided form). A strided 1x1 (a projection shortcut) stays on im2col +
- * cuBLASLt: on an H200 at ResNet-50's shapes that took 0.39 ms against the implicit
- * GEMM's 0.47 (tests/unit/test_conv_sm90_cuda.c times both). Elsewhere the ResNet keeps im2col + cuBLASLt + col2im (resnet_pass.c), which is
- * also what the weight's gradient always uses: CUTLASS's Hopper wgrad has no split of its
- * reduction (N P Q rows, up to 800 k), so it would run on a handful of SMs.
+ * Where they apply (the _takes functions): compute capability 9.0, bf16 activations, a
+ * window wider than 1x1, channel counts (C and K) multiples of 8 and buffers 16-byte
+ * aligned (TMA's rule), padding under 256; for the input's gradient a stride of 1
+ * (CUTLASS's Hopper dgrad has no strided form). A strided 1x1 (a projection shortcut)
+ * stays on im2col + cuBLASLt: on an H200 at ResNet-50's shapes that took 0.39 ms against
+ * the implicit GEMM's 0.47 (tests/unit/test_conv_sm90_cuda.c times both). Elsewhere the
+ * ResNet keeps im2col + cuBLASLt (+ col2im), resnet_pass.c.
+ *
+ * The weight's gradient reduces over N P Q output pixels (800 k in ResNet-50's first
+ * stage) into a K x R S C filter of a few tiles, and CUTLASS's Hopper kernel cannot split
+ * that reduction: here the batch is cut into slices of whole images, each slice's
+ * gradient goes to its own fp32 partial in a workspace, and a last pass adds the slices
+ * in order (the same bits every run).
  *
  * DPSCALE_CONV=im2col, read once per process, keeps the im2col path everywhere (an A/B of
  * a whole run); "auto" or unset is the rule above. */
 #ifndef DPSCALE_CONV_SM90_H
 #define DPSCALE_CONV_SM90_H
+
+#include <stddef.h>
 
 #include "kernels/resnet/conv_shape.h"
 
@@ -38,6 +46,14 @@ int cuda_conv_sm90_takes(enum conv_sm90_op op, const struct conv_shape *s, int K
  * overwritten. cudaErrorNotSupported where cuda_conv_sm90_takes says no. */
 cudaError_t cuda_conv_sm90(enum conv_sm90_op op, void *out, const void *in, const void *w, const struct conv_shape *s,
                            int K, int dtype, cudaStream_t st);
+
+/* The weight's gradient dw [K x R*S*C] (grad_dtype: fp32 or bf16, overwritten) from dy and x;
+ * workspace: cuda_conv_sm90_wgrad_workspace_floats(s, K) floats. */
+int cuda_conv_sm90_wgrad_takes(const struct conv_shape *s, int K, int dtype, int grad_dtype, const void *dy,
+                               const void *x, const void *dw);
+size_t cuda_conv_sm90_wgrad_workspace_floats(const struct conv_shape *s, int K);
+cudaError_t cuda_conv_sm90_wgrad(void *dw, int grad_dtype, const void *dy, const void *x, const struct conv_shape *s,
+                                 int K, int dtype, float *workspace, cudaStream_t st);
 #endif
 #ifdef __cplusplus
 }

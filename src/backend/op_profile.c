@@ -273,6 +273,16 @@ static int w_conv_implicit(struct backend *b, int dgrad, void *out, const void *
     return done;
 }
 
+static int w_conv_wgrad_implicit(struct backend *b, void *dw, int grad_dtype, const void *dy, const void *x,
+                                 const struct conv_shape *s, int K)
+{
+    const int call = open_call(OPK_CONV);
+    const int done = g.orig_rn->conv_wgrad_implicit(b, dw, grad_dtype, dy, x, s, K);
+    close_call(call);
+    if (!done && call == g.ncalls - 1) g.ncalls--; /* declined: as w_conv_implicit */
+    return done;
+}
+
 /* The wrapper tables: the timed entries of a copy replaced, only where the backend
  * has them (a NULL operation stays NULL). */
 #define WRAP(field, fn) if (w->field != NULL) w->field = fn
@@ -319,6 +329,7 @@ static void wrap_rn(struct rn_ops *w)
     WRAP(avgpool_backward, w_avgpool_bwd);
     WRAP(synth_images, w_synth_images);
     WRAP(conv_implicit, w_conv_implicit);
+    WRAP(conv_wgrad_implicit, w_conv_wgrad_implicit);
 }
 #undef WRAP
 

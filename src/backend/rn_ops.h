@@ -49,6 +49,11 @@ struct rn_ops {
      * shape or these buffers: the caller then runs im2col + gemm (+ col2im). */
     int (*conv_implicit)(struct backend *b, int dgrad, void *out, const void *in, const void *w,
                          const struct conv_shape *s, int K);
+    /* Optional likewise: the weight's gradient dw [K x R*S*C] (grad_dtype, overwritten) from
+     * dy [N*P*Q x K] and x as an implicit GEMM; 0, having done nothing, where it does not
+     * take the call: the caller then runs im2col + gemm. */
+    int (*conv_wgrad_implicit)(struct backend *b, void *dw, int grad_dtype, const void *dy, const void *x,
+                               const struct conv_shape *s, int K);
 };
 
 /* A table the ResNet can run on: every one of its operations is there. */

@@ -8,6 +8,9 @@
  * same bits twice; the shapes and buffers it declines (fp32, 3 channels, a pointer off
  * 16 bytes, a strided dgrad, a 1x1) are declined, leaving the output untouched.
  *
+ * The weight's gradient (the batch cut into slices, their fp32 partials added in order)
+ * agrees with im2col + cuBLASLt in fp32 and bf16, also for batches that split unevenly.
+ *
  * It also times ResNet-50's windowed convolutions at its benchmark batch (256, 224 x 224),
  * its strided 1x1s through im2col alone (the implicit GEMM declines them): the implicit GEMM against im2col + cuBLASLt and against cuBLASLt alone on the col
  * buffer (the GEMM the im2col path runs, its floor), median of 10 after 2 warm-ups, in
@@ -60,18 +63,20 @@ static size_t out_size(const struct conv_shape *s, int K) { return (size_t)s->N 
 static size_t col_cols(const struct conv_shape *s) { return (size_t)s->R * s->S * s->C; }
 static size_t col_size(const struct conv_shape *s) { return (size_t)s->N * s->P * s->Q * col_cols(s); }
 
-/* device buffers of one convolution in bf16: x, w, dy, and the outputs of both paths */
+/* device buffers of one convolution in bf16: x, w, dy, and the outputs of both paths; dw
+ * (fp32) for the timing of the weight's gradient */
 struct bufs {
-    void *x, *w, *dy, *col, *got, *want;
+    void *x, *w, *dy, *col, *got, *want, *dw;
 };
 
 static struct bufs bufs_new(const struct conv_shape *s, int K, int dgrad)
 {
-    const size_t nx = in_size(s), nw = (size_t)K * col_cols(s), ny = out_size(s, K), nout = dgrad ? nx : ny;
+    const size_t nx = in_size(s), nw = (size_t)K * col_cols(s), ny = out_size(s, K), nout = dgrad == 1 ? nx : ny;
     float *x = rand_array(nx, 11), *w = rand_array(nw, 13), *dy = rand_array(ny, 17), *nan = malloc(nout * 4);
     for (size_t i = 0; i < nout; i++) nan[i] = NAN;
     struct bufs b = {dev_from(x, nx, DT_BF16, 0), dev_from(w, nw, DT_BF16, 0), dev_from(dy, ny, DT_BF16, 0),
-                     dev_raw(NULL, col_size(s), 2, 0), dev_from(nan, nout, DT_BF16, 0), dev_raw(NULL, nout, 2, 0)};
+                     dev_raw(NULL, col_size(s), 2, 0), dev_from(nan, nout, DT_BF16, 0), dev_raw(NULL, nout, 2, 0),
+                     dev_raw(NULL, nw, 4, 0)};
     free(x), free(w), free(dy), free(nan);
     return b;
 }
@@ -79,14 +84,18 @@ static struct bufs bufs_new(const struct conv_shape *s, int K, int dgrad)
 static void bufs_free(struct bufs *b)
 {
     dev_free(b->x, 2, 0), dev_free(b->w, 2, 0), dev_free(b->dy, 2, 0), dev_free(b->col, 2, 0);
-    dev_free(b->got, 2, 0), dev_free(b->want, 2, 0);
+    dev_free(b->got, 2, 0), dev_free(b->want, 2, 0), dev_free(b->dw, 4, 0);
 }
 
-/* the im2col path into b->want: y = col w^T, or dx = col2im(dy w) */
+/* the im2col path into b->want: y = col w^T, or (dgrad 1) dx = col2im(dy w), or (dgrad 2)
+ * into b->dw the weight's gradient dy^T col */
 static void im2col_path(struct bufs *b, const struct conv_shape *s, int K, int dgrad, int gemm_only)
 {
     const int M = s->N * s->P * s->Q, KC = (int)col_cols(s);
-    if (!dgrad) {
+    if (dgrad == 2) {
+        if (!gemm_only) g_be.rn->im2col(&g_be, b->col, b->x, s);
+        g_be.ops->gemm(&g_be, 1, 0, K, KC, M, 1.0f, b->dy, K, b->col, KC, 0.0f, b->dw, 1, KC);
+    } else if (!dgrad) {
         if (!gemm_only) g_be.rn->im2col(&g_be, b->col, b->x, s);
         g_be.ops->gemm(&g_be, 0, 1, M, K, KC, 1.0f, b->col, KC, b->w, KC, 0.0f, b->want, 0, K);
     } else {
@@ -97,6 +106,7 @@ static void im2col_path(struct bufs *b, const struct conv_shape *s, int K, int d
 
 static int implicit(struct bufs *b, const struct conv_shape *s, int K, int dgrad)
 {
+    if (dgrad == 2) return g_be.rn->conv_wgrad_implicit(&g_be, b->dw, DT_F32, b->dy, b->x, s, K);
     return g_be.rn->conv_implicit(&g_be, dgrad, b->got, dgrad ? b->dy : b->x, b->w, s, K);
 }
 
@@ -195,6 +205,49 @@ TEST(the_input_gradient_matches_gemm_and_col2im)
         if (c[i].s.stride == 1) compare(&c[i].s, c[i].K, 1);
 }
 
+/* The weight's gradient both ways, into fp32 or bf16 (grad_dtype): the implicit GEMM (the
+ * batch cut into slices, their partials added) against im2col + cuBLASLt, and its bits twice. */
+static void compare_wgrad(const struct conv_shape *s, int K, int grad_dtype)
+{
+    struct bufs b = bufs_new(s, K, 0);
+    const size_t n = (size_t)K * col_cols(s), ge = dtype_size(grad_dtype);
+    const int M = s->N * s->P * s->Q, KC = (int)col_cols(s);
+    void *want = dev_raw(NULL, n, ge, 0), *got = dev_raw(NULL, n, ge, 0);
+    g_be.rn->im2col(&g_be, b.col, b.x, s);
+    g_be.ops->gemm(&g_be, 1, 0, K, KC, M, 1.0f, b.dy, K, b.col, KC, 0.0f, want, grad_dtype == DT_F32, KC);
+    const int ran = g_be.rn->conv_wgrad_implicit(&g_be, got, grad_dtype, b.dy, b.x, s, K);
+    if (!ran) print_shape(s, K, 0), printf("    the implicit weight gradient declined this shape\n");
+    CHECK(ran);
+    float *w = host_from(want, n, grad_dtype), *g = host_from(got, n, grad_dtype);
+    /* fp32 sums of N P Q products in two orders: a few fp32 ulps of the largest; bf16: one rounding */
+    const int ok = close_to("wgrad dw", g, w, n, grad_dtype == DT_F32 ? 2e-5 : 8e-3);
+    if (!ok) print_shape(s, K, 0), printf("    (the weight's gradient, into %s)\n", dtype_name(grad_dtype));
+    CHECK(ok);
+    unsigned char *first = malloc(n * ge), *second = malloc(n * ge);
+    g_be.ops->download(&g_be, first, got, n * ge);
+    g_be.rn->conv_wgrad_implicit(&g_be, got, grad_dtype, b.dy, b.x, s, K);
+    g_be.ops->download(&g_be, second, got, n * ge);
+    CHECK(memcmp(first, second, n * ge) == 0);
+    free(first), free(second), free(w), free(g);
+    dev_free(want, ge, 0), dev_free(got, ge, 0);
+    bufs_free(&b);
+}
+
+TEST(the_weight_gradient_matches_im2col_and_gemm)
+{
+    if (!hopper()) return;
+    int n;
+    const struct case_ *c = awkward(&n);
+    for (int i = 0; i < n; i++) compare_wgrad(&c[i].s, c[i].K, DT_F32);
+    c = resnet50(2, &n);
+    for (int i = 0; i < n; i++)
+        if (c[i].s.R > 1) compare_wgrad(&c[i].s, c[i].K, i % 2 ? DT_BF16 : DT_F32);
+    /* batches that are cut into slices: 32 and 37 images (the first slices an image more) */
+    const struct conv_shape split = conv(32, 8, 8, 64, 3, 1, 1), uneven = conv(37, 9, 7, 24, 3, 2, 1);
+    compare_wgrad(&split, 64, DT_F32);
+    compare_wgrad(&uneven, 40, DT_BF16);
+}
+
 /* what TMA or CUTLASS's kernels cannot take is declined, and the output left as it was */
 static void declined(const char *why, const struct conv_shape *s, int K, int dgrad, int off)
 {
@@ -261,16 +314,16 @@ TEST(resnet50_convolutions_timed_at_batch_256)
     const struct case_ *c = resnet50(256, &n);
     printf("    ResNet-50's windowed convolutions, batch 256, bf16: ms (TFLOP/s)\n");
     printf("    %-9s %-26s %16s %18s %18s\n", "", "shape", "implicit GEMM", "im2col + cuBLASLt", "cuBLASLt on col");
-    double sum[2][3] = {{0}};
+    double sum[3][3] = {{0}};
     for (int i = 0; i < n; i++)
-        for (int dgrad = 0; dgrad < 2; dgrad++) {
+        for (int dgrad = 0; dgrad < 3; dgrad++) { /* 0 forward, 1 dgrad, 2 the weight's gradient */
             const struct conv_shape *s = &c[i].s;
-            if (dgrad && s->stride != 1) continue;
+            if (dgrad == 1 && s->stride != 1) continue;
             struct bufs b = bufs_new(s, c[i].K, dgrad);
             const double flop = 2.0 * s->N * s->P * s->Q * (double)c[i].K * (double)col_cols(s);
             char shape[64];
             snprintf(shape, sizeof shape, "%dx%dx%d->%d %dx%d/%d", s->H, s->W, s->C, c[i].K, s->R, s->S, s->stride);
-            printf("    %-9s %-26s", dgrad ? "dgrad" : "forward", shape);
+            printf("    %-9s %-26s", dgrad == 2 ? "wgrad" : dgrad ? "dgrad" : "forward", shape);
             for (int which = 0; which < 3; which++) {
                 if (which == 0 && s->R == 1) { /* declined: im2col + cuBLASLt runs it */
                     printf(" %16s ", "im2col path");
@@ -283,8 +336,9 @@ TEST(resnet50_convolutions_timed_at_batch_256)
             printf("\n");
             bufs_free(&b);
         }
-    for (int dgrad = 0; dgrad < 2; dgrad++)
-        printf("    %-9s %-26s %8.3f ms        %8.3f ms          %8.3f ms\n", dgrad ? "dgrad" : "forward", "sum",
+    for (int dgrad = 0; dgrad < 3; dgrad++)
+        printf("    %-9s %-26s %8.3f ms        %8.3f ms          %8.3f ms\n",
+               dgrad == 2 ? "wgrad" : dgrad ? "dgrad" : "forward", "sum",
                sum[dgrad][0] * 1e3, sum[dgrad][1] * 1e3, sum[dgrad][2] * 1e3);
 }
 

@@ -1,8 +1,9 @@
 /* resnet_cuda.c — the CUDA backend's ResNet operations (cuda_rn_ops, resnet_cuda.h):
- * each enqueues its kernels (kernels/resnet/resnet.cu, kernels/resnet/batchnorm.cu) on the
- * backend's current stream in the compute dtype. Batch norm's partial sums live in
- * one scratch, the ResNet's slot of the backend's state (cuda_state.h), allocated on
- * first use (the warm-up steps) at the size of the largest batch norm seen, and kept. */
+ * each enqueues its kernels (kernels/resnet/resnet.cu, batchnorm.cu, and Hopper's
+ * implicit GEMMs, conv_sm90.cu) on the backend's current stream in the compute dtype.
+ * Batch norm's partial sums and the implicit weight gradient's live in two scratches, the
+ * ResNet's slot of the backend's state (cuda_state.h), allocated on first use (the
+ * warm-up steps) at the size of the largest call seen, and kept. */
 #include "backend/cuda/resnet_cuda.h"
 
 #include <cuda_runtime.h>
@@ -19,12 +20,15 @@
 struct rn_cuda {
     float *bn_scratch;
     size_t bn_bytes;
+    float *wgrad_scratch; /* the implicit weight gradient's partial sums, grown like bn_scratch */
+    size_t wgrad_bytes;
 };
 
 static void rn_release(struct backend *b, void *state)
 {
     struct rn_cuda *r = state;
     if (r->bn_scratch != NULL) b->ops->free(b, r->bn_scratch);
+    if (r->wgrad_scratch != NULL) b->ops->free(b, r->wgrad_scratch);
     free(r);
 }
 
@@ -118,6 +122,17 @@ static int cuda_rn_conv_implicit(struct backend *b, int dgrad, void *out, const 
     return 1;
 }
 
+static int cuda_rn_conv_wgrad_implicit(struct backend *b, void *dw, int grad_dtype, const void *dy, const void *x,
+                                       const struct conv_shape *s, int K)
+{
+    if (!cuda_conv_sm90_wgrad_takes(s, K, b->act_dtype, grad_dtype, dy, x, dw)) return 0;
+    struct rn_cuda *r = rn(b);
+    float *ws = cuda_state_grow(b, (void **)&r->wgrad_scratch, &r->wgrad_bytes,
+                                cuda_conv_sm90_wgrad_workspace_floats(s, K) * sizeof(float));
+    CHECK_CUDA(cuda_conv_sm90_wgrad(dw, grad_dtype, dy, x, s, K, b->act_dtype, ws, stream(b)));
+    return 1;
+}
+
 const struct rn_ops cuda_rn_ops = {
     .im2col = cuda_rn_im2col,
     .col2im = cuda_rn_col2im,
@@ -130,4 +145,5 @@ const struct rn_ops cuda_rn_ops = {
     .avgpool_backward = cuda_rn_avgpool_backward,
     .synth_images = cuda_rn_synth_images,
     .conv_implicit = cuda_rn_conv_implicit,
+    .conv_wgrad_implicit = cuda_rn_conv_wgrad_implicit,
 };

@@ -1,8 +1,8 @@
 /* resnet_pass.c — the ResNet's forward and backward passes on one rank (resnet.h):
  * convolutions as GEMMs through the backend: a 1x1 stride-1 one on its input as it
  * lies; a windowed one as the backend's implicit GEMM where it has one for the shape
- * (rn_ops.h's conv_implicit: the forward and the input's gradient), else through
- * im2col (and col2im), as its weight's gradient always is; batch norm, pooling and the residual adds through the backend's
+ * (rn_ops.h's conv_implicit and conv_wgrad_implicit), else through im2col (and
+ * col2im); batch norm, pooling and the residual adds through the backend's
  * ResNet operations (backend.h). with_elementwise = 0 runs the GEMMs alone, on the
  * same buffers: the step's GEMM floor for dpscale bench. */
 #include <stdio.h>
@@ -43,6 +43,24 @@ static void conv_forward(struct backend *be, const struct step_buffers *rb, stru
     be->ops->gemm(be, 0, 1, M, c->cout, K, 1.0f, col, K, step_weight_at(rb, c->w), K, 0.0f, y, 0, c->cout);
 }
 
+/* The weight's gradient dyᵀ · col into the arena: the backend's implicit GEMM where it
+ * takes the shape, else through im2col (a 1x1 stride-1's col is x itself). */
+static void weight_gradient(struct backend *be, const struct step_buffers *rb, struct rn_acts *a,
+                            const struct rn_conv *c, const struct conv_shape *s, const void *x, const void *dy, int wel)
+{
+    void *dw = step_grad_at(rb, c->w);
+    const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin;
+    if (!plain_gemm(c) && be->rn->conv_wgrad_implicit != NULL &&
+        be->rn->conv_wgrad_implicit(be, dw, rb->grad_dtype, dy, x, s, c->cout))
+        return;
+    const void *col = x;
+    if (!plain_gemm(c)) {
+        if (wel) be->rn->im2col(be, a->col, x, s);
+        col = a->col;
+    }
+    be->ops->gemm(be, 1, 0, c->cout, K, M, 1.0f, dy, c->cout, col, K, 0.0f, dw, rb->grad_dtype == DT_F32, K);
+}
+
 /* From dy [B*P*P x cout]: the weight's gradient into the arena, and dx [B*H*H x cin]
  * (NULL: not needed); accumulate = 1 adds to dx (a 1x1 stride-1 convolution only). */
 static void conv_backward(struct backend *be, const struct step_buffers *rb, struct rn_acts *a, const struct rn_conv *c,
@@ -50,13 +68,7 @@ static void conv_backward(struct backend *be, const struct step_buffers *rb, str
 {
     const struct conv_shape s = shape_of(c, a->B);
     const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin, plain = plain_gemm(c);
-    const void *col = x;
-    if (!plain) {
-        if (wel) be->rn->im2col(be, a->col, x, &s);
-        col = a->col;
-    }
-    be->ops->gemm(be, 1, 0, c->cout, K, M, 1.0f, dy, c->cout, col, K, 0.0f, step_grad_at(rb, c->w),
-                  rb->grad_dtype == DT_F32, K);
+    weight_gradient(be, rb, a, c, &s, x, dy, wel);
     if (dx == NULL) return;
     if (!plain && accumulate) DP_FATAL(NULL, "resnet: a strided or k x k convolution cannot add into its input's gradient");
     if (conv_implicit(be, c, &s, 1, dx, dy, step_weight_at(rb, c->w))) return;
