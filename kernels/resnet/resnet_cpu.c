@@ -103,6 +103,13 @@ static void column_sums(double *sum, const float *x, const double *centre, int r
         for (int c = 0; c < C; c++) sum[c] += part[(size_t)k * C + c];
 }
 
+/* A channel's normalised value before any ReLU: the forward's, and the backward's
+ * recomputation of its ReLU mask, so that the two agree bit for bit. */
+static inline float bn_value(float x, float mean, float rstd, float gamma, float beta)
+{
+    return (x - mean) * rstd * gamma + beta;
+}
+
 void cpu_batchnorm_forward(float *y, float *mean, float *rstd, float *run_mean, float *run_var, const float *x,
                            const float *gamma, const float *beta, int rows, int C, int training, float momentum,
                            int relu)
@@ -134,14 +141,15 @@ void cpu_batchnorm_forward(float *y, float *mean, float *rstd, float *run_mean, 
         const float *xi = x + (size_t)i * C;
         float *yi = y + (size_t)i * C;
         for (int c = 0; c < C; c++) {
-            const float v = (xi[c] - mean[c]) * rstd[c] * gamma[c] + beta[c];
+            const float v = bn_value(xi[c], mean[c], rstd[c], gamma[c], beta[c]);
             yi[c] = relu && v < 0.0f ? 0.0f : v;
         }
     }
 }
 
-void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *y,
-                            const float *mean, const float *rstd, const float *gamma, int rows, int C, int training)
+void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *mean,
+                            const float *rstd, const float *gamma, const float *beta, int rows, int C, int training,
+                            int relu)
 {
     const int nk = nchunks(rows);
     double *part = scratch((size_t)nk * 2 * C, sizeof(double));
@@ -152,9 +160,10 @@ void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float 
         for (int c = 0; c < C; c++) sg[c] = sgx[c] = 0.0;
         const int end = (k + 1) * BN_CHUNK < rows ? (k + 1) * BN_CHUNK : rows;
         for (int i = k * BN_CHUNK; i < end; i++) {
-            const float *xi = x + (size_t)i * C, *di = dy + (size_t)i * C, *yi = y != NULL ? y + (size_t)i * C : NULL;
+            const float *xi = x + (size_t)i * C, *di = dy + (size_t)i * C;
             for (int c = 0; c < C; c++) {
-                const float g = yi != NULL && !(yi[c] > 0.0f) ? 0.0f : di[c];
+                /* the forward's max(v, 0) is > 0 exactly where v is (a NaN: neither) */
+                const float g = relu && !(bn_value(xi[c], mean[c], rstd[c], gamma[c], beta[c]) > 0.0f) ? 0.0f : di[c];
                 sg[c] += g;
                 sgx[c] += (double)g * ((xi[c] - mean[c]) * rstd[c]);
             }
@@ -173,10 +182,10 @@ void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float 
     const float inv_rows = training ? 1.0f / (float)rows : 0.0f; /* frozen: the statistics are constants */
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < rows; i++) {
-        const float *xi = x + (size_t)i * C, *di = dy + (size_t)i * C, *yi = y != NULL ? y + (size_t)i * C : NULL;
+        const float *xi = x + (size_t)i * C, *di = dy + (size_t)i * C;
         float *dxi = dx + (size_t)i * C;
         for (int c = 0; c < C; c++) {
-            const float g = yi != NULL && !(yi[c] > 0.0f) ? 0.0f : di[c];
+            const float g = relu && !(bn_value(xi[c], mean[c], rstd[c], gamma[c], beta[c]) > 0.0f) ? 0.0f : di[c];
             const float xhat = (xi[c] - mean[c]) * rstd[c];
             dxi[c] = gamma[c] * rstd[c] * (g - (dbeta[c] + xhat * dgamma[c]) * inv_rows);
         }

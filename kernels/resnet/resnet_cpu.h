@@ -38,13 +38,19 @@ void cpu_col2im(float *dx, const float *col, const struct conv_shape *s);
 void cpu_batchnorm_forward(float *y, float *mean, float *rstd, float *run_mean, float *run_var, const float *x,
                            const float *gamma, const float *beta, int rows, int C, int training, float momentum,
                            int relu);
-/* From dy: g = dy, or dy where y > 0 when y (the forward's output after its ReLU) is
- * not NULL; dbeta = sum g, dgamma = sum g xhat over the rows (overwritten), and
+/* From dy: g = dy, zeroed where the forward's ReLU output was not > 0 when relu (the
+ * forward's batchnorm_forward had relu = 1); dbeta = sum g, dgamma = sum g xhat over the
+ * rows (overwritten), and
  *   training: dx = gamma rstd (g - dbeta / rows - xhat dgamma / rows)
  *   frozen:   dx = gamma rstd g
- * with xhat = (x - mean) rstd. dx may be dy itself. */
-void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *y,
-                            const float *mean, const float *rstd, const float *gamma, int rows, int C, int training);
+ * with xhat = (x - mean) rstd. The ReLU's mask is recomputed from x, mean, rstd, gamma and
+ * beta by the forward's own operations in its order, so it is the mask of the forward's
+ * y, bit for bit, without reading y (a GPU also rounds the value to its compute dtype
+ * first, as the forward stored it: a positive value that rounds to 0 is masked there).
+ * beta may be NULL when relu = 0. dx may be dy itself. */
+void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *mean,
+                            const float *rstd, const float *gamma, const float *beta, int rows, int C, int training,
+                            int relu);
 
 /* y[i] = max(y[i] + x[i], 0): a bottleneck's output, its shortcut added. */
 void cpu_add_relu(float *y, const float *x, size_t n);

@@ -24,8 +24,8 @@ cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd, float *run
                                    const void *gamma, const void *beta, int rows, int C, int training, float momentum,
                                    int relu, float *scratch, int dtype, cudaStream_t s);
 cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy, const void *x,
-                                    const void *y, const float *mean, const float *rstd, const void *gamma, int rows,
-                                    int C, int training, float *scratch, int dtype, cudaStream_t s);
+                                    const float *mean, const float *rstd, const void *gamma, const void *beta, int rows,
+                                    int C, int training, int relu, float *scratch, int dtype, cudaStream_t s);
 cudaError_t cuda_maxpool_forward(void *y, int *argmax, const void *x, const struct conv_shape *s, int dtype,
                                  cudaStream_t st);
 cudaError_t cuda_maxpool_backward(void *dx, const void *dy, const int *argmax, const struct conv_shape *s, int dtype,

@@ -31,12 +31,12 @@ static void be_batchnorm_forward(struct backend *b, void *y, float *mean, float 
 }
 
 static void be_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                  const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
-                                  int rows, int C, int training)
+                                  const void *x, const float *mean, const float *rstd, const void *gamma,
+                                  const void *beta, int rows, int C, int training, int relu)
 {
     (void)b;
     need_f32(grad_dtype);
-    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, y, mean, rstd, gamma, rows, C, training);
+    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, beta, rows, C, training, relu);
 }
 
 static void be_add_relu(struct backend *b, void *y, const void *x, size_t n)

@@ -229,11 +229,11 @@ static void w_bn_fwd(struct backend *b, void *y, float *mean, float *rstd, float
           training, momentum, relu);
 }
 static void w_bn_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
-                     const void *y, const float *mean, const float *rstd, const void *gamma, int rows, int C,
-                     int training)
+                     const float *mean, const float *rstd, const void *gamma, const void *beta, int rows, int C,
+                     int training, int relu)
 {
-    TIMED(OPK_BATCHNORM_BACKWARD, orig_rn, batchnorm_backward, b, dx, dg, db, gd, dy, x, y, mean, rstd, gamma, rows, C,
-          training);
+    TIMED(OPK_BATCHNORM_BACKWARD, orig_rn, batchnorm_backward, b, dx, dg, db, gd, dy, x, mean, rstd, gamma, beta, rows,
+          C, training, relu);
 }
 static void w_add_relu(struct backend *b, void *y, const void *x, size_t n)
 {

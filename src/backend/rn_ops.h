@@ -26,11 +26,13 @@ struct rn_ops {
     void (*batchnorm_forward)(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
                               const void *x, const void *gamma, const void *beta, int rows, int C, int training,
                               float momentum, int relu);
-    /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; y: the forward's
-     * output, whose zeros mask dy (its ReLU), or NULL (none). */
+    /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; relu: the forward had
+     * its ReLU, whose mask (where its output was not > 0) zeroes dy: recomputed from x,
+     * mean, rstd, gamma and beta as the forward computed and stored that output, so the
+     * output itself is not read. beta may be NULL when relu = 0. */
     void (*batchnorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                               const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
-                               int rows, int C, int training);
+                               const void *x, const float *mean, const float *rstd, const void *gamma,
+                               const void *beta, int rows, int C, int training, int relu);
     void (*add_relu)(struct backend *b, void *y, const void *x, size_t n); /* y = max(y + x, 0) */
     /* y = the windows' maxima, argmax their positions (h W + w in the image); backward
      * routes dy to them (dx overwritten). */

@@ -5,7 +5,9 @@
  * with 16-byte vectors and without (an odd channel count, a pointer one element off);
  * batch norm's statistics, running statistics, output and gradients agree to fp32's
  * (bf16's) resolution, with a mean far from zero, many chunks of rows and several
- * column tiles; and batch norm's backward gives the same bits twice.
+ * column tiles; backward's recomputed ReLU mask gives the bits of the forward's output's
+ * mask, on values at the kink and values that round to 0; and batch norm's backward
+ * gives the same bits twice.
  *
  * Needs a GPU: where none is visible (or the binary has no CUDA) every test passes
  * without checking anything and says so once. tests/gpu/resnet.sh runs it on the GPU. */
@@ -20,6 +22,7 @@
 #include "base/halfconv.h"
 #include "check.h"
 #include "cuda_backend_test.h"
+#include "test_bn_kinks.h"
 #include "test_conv_shapes.h"
 
 static const char *const precisions[] = {"fp32", "bf16"};
@@ -268,7 +271,17 @@ TEST(batchnorm_forward_matches_the_cpu)
         for (int mode = 0; mode < 4; mode++) bn_forward_case(&bn_shapes[k], mode & 1, mode >> 1, (int)(k % 2));
 }
 
-/* batch norm backward from the same dy, x, ReLU output and statistics on both; grad_dtype
+/* The GPU forward's ReLU output > 0 for an element: batchnorm.cu's bn_value (one fused
+ * multiply-add) rounded to the compute dtype, as it stores it, so that the CPU's gradients
+ * see the GPU's mask (the CPU's own value, rounded otherwise, is on the other side of 0
+ * for the odd element in a million) */
+static int gpu_relu_passes(float x, float mean, float rstd, float gamma, float beta)
+{
+    return rnd(fmaf(x - mean, rstd * gamma, beta)) > 0.0f;
+}
+
+/* batch norm backward from the same dy, x and statistics on both, the GPU with its ReLU's
+ * mask recomputed (masked), the CPU on dy masked by the GPU forward's mask; grad_dtype
  * fp32 or the compute dtype; in place (dx = dy) or not. Returns the GPU's dx, dgamma,
  * dbeta downloaded raw, for the determinism test. */
 static void bn_backward_case(const struct bn_shape *b, int training, int masked, int grad_dtype, int in_place, int off,
@@ -277,17 +290,20 @@ static void bn_backward_case(const struct bn_shape *b, int training, int masked,
     const size_t n = (size_t)b->rows * b->C, C = (size_t)b->C, ge = dtype_size(grad_dtype);
     float *x = rand_array(n, 43, b->offset), *dy = rand_array(n, 47, 0.0f), *gamma = rand_array(C, 53, 1.0f);
     float *beta = rand_array(C, 59, 0.0f), *rm = rand_array(C, 61, 0.0f), *rv = rand_array(C, 67, 2.0f);
-    float *y = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4);
+    float *y = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4), *dy_masked = malloc(n * 4);
     cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, b->rows, b->C, training, 0.1f, masked);
-    for (size_t i = 0; i < n; i++) y[i] = rnd(y[i]); /* the mask both read */
-    void *x_d = dev_from(x, n, g_be.act_dtype, off), *dy_d = dev_from(dy, n, g_be.act_dtype, off), *y_d = dev_from(y, n, g_be.act_dtype, off), *g_d = dev_from(gamma, C, g_be.act_dtype, 0);
+    for (size_t i = 0; i < n; i++)
+        dy_masked[i] = !masked || gpu_relu_passes(x[i], mean[i % C], rstd[i % C], gamma[i % C], beta[i % C]) ? dy[i]
+                                                                                                            : 0.0f;
+    void *x_d = dev_from(x, n, g_be.act_dtype, off), *dy_d = dev_from(dy, n, g_be.act_dtype, off);
+    void *g_d = dev_from(gamma, C, g_be.act_dtype, 0), *b_d = dev_from(beta, C, g_be.act_dtype, 0);
     void *dx_d = in_place ? dy_d : dev_raw(NULL, n, elem(), off);
     float *mean_d = dev_raw(mean, C, 4, 0), *rstd_d = dev_raw(rstd, C, 4, 0);
     void *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
     float *dx = malloc(n * 4), *dgamma = malloc(C * 4), *dbeta = malloc(C * 4);
-    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, masked ? y : NULL, mean, rstd, gamma, b->rows, b->C, training);
-    g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, masked ? y_d : NULL, mean_d, rstd_d,
-                                g_d, b->rows, b->C, training);
+    cpu_batchnorm_backward(dx, dgamma, dbeta, dy_masked, x, mean, rstd, gamma, beta, b->rows, b->C, training, 0);
+    g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, mean_d, rstd_d, g_d, b_d, b->rows, b->C,
+                                training, masked);
     static float gg[BN_MAX_C], gb[BN_MAX_C];
     float *gdx = host_from(dx_d, n, g_be.act_dtype);
     if (grad_dtype == DT_F32) {
@@ -312,10 +328,10 @@ static void bn_backward_case(const struct bn_shape *b, int training, int masked,
         g_be.ops->download(&g_be, *raw + n * elem(), dg_d, C * ge);
         g_be.ops->download(&g_be, *raw + n * elem() + C * ge, db_d, C * ge);
     }
-    dev_free(x_d, elem(), off), dev_free(dy_d, elem(), off), dev_free(y_d, elem(), off), dev_free(g_d, elem(), 0);
+    dev_free(x_d, elem(), off), dev_free(dy_d, elem(), off), dev_free(g_d, elem(), 0), dev_free(b_d, elem(), 0);
     if (!in_place) dev_free(dx_d, elem(), off);
     dev_free(mean_d, 4, 0), dev_free(rstd_d, 4, 0), dev_free(dg_d, ge, 0), dev_free(db_d, ge, 0);
-    free(x), free(dy), free(gamma), free(beta), free(rm), free(rv), free(y), free(mean), free(rstd);
+    free(x), free(dy), free(gamma), free(beta), free(rm), free(rv), free(y), free(mean), free(rstd), free(dy_masked);
     free(dx), free(dgamma), free(dbeta), free(gdx);
 }
 
@@ -343,6 +359,79 @@ TEST(batchnorm_backward_gives_the_same_bits_twice)
         CHECK(na == nb && memcmp(a, b, na) == 0);
         free(a), free(b);
     }
+}
+
+/* ---- backward's recomputed ReLU mask ---- */
+
+/* Backward's recomputed ReLU mask against the forward's stored output, on the GPU: the
+ * gradients with relu = 1 from dy, and with relu = 0 from dy zeroed where the GPU
+ * forward's y is not > 0 (what a backward reading y computed), give the same bits, on
+ * inputs whose pre-ReLU values are exactly 0, tiny of either sign or, in bf16, positive
+ * but rounding to 0 (test_bn_kinks.h). */
+static void bn_mask_case(int rows, int C, int training, int grad_dtype, int in_place, int off)
+{
+    const size_t n = (size_t)rows * C, ge = dtype_size(grad_dtype);
+    float *x = malloc(n * 4), *gamma = malloc(C * 4), *beta = malloc(C * 4), *rm = malloc(C * 4), *rv = malloc(C * 4);
+    float *dy = rand_array(n, 109, 0.0f), *dy_masked = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4);
+    bn_kink_data(x, gamma, beta, rows, C);
+    for (int c = 0; c < C; c++) rm[c] = kink_mean(c), rv[c] = 1.0f / 6.0f; /* frozen: the batch's own statistics */
+    void *x_d = dev_from(x, n, g_be.act_dtype, off), *y_d = dev_raw(NULL, n, elem(), off);
+    void *g_d = dev_from(gamma, C, g_be.act_dtype, 0), *b_d = dev_from(beta, C, g_be.act_dtype, 0);
+    float *rm_d = dev_raw(rm, C, 4, 0), *rv_d = dev_raw(rv, C, 4, 0);
+    float *mean_d = dev_raw(NULL, C, 4, 0), *rstd_d = dev_raw(NULL, C, 4, 0);
+    g_be.rn->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, rows, C, training, 0.1f, 1);
+    float *y = host_from(y_d, n, g_be.act_dtype);
+    g_be.ops->download(&g_be, mean, mean_d, C * 4);
+    g_be.ops->download(&g_be, rstd, rstd_d, C * 4);
+    int at_zero = 0, round_to_zero = 0; /* what the data holds, as batchnorm.cu computes it */
+    for (size_t i = 0; i < n; i++) {
+        const size_t c = i % C;
+        const float v = fmaf(rnd(x[i]) - mean[c], rstd[c] * rnd(gamma[c]), rnd(beta[c]));
+        at_zero += v == 0.0f;
+        round_to_zero += v > 0.0f && rnd(v) == 0.0f;
+        dy_masked[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    }
+    unsigned char *raw[2];
+    const size_t bytes = n * elem() + 2 * (size_t)C * ge;
+    for (int j = 0; j < 2; j++) { /* j = 0: the recomputed mask; 1: the stored output's */
+        void *dy_d = dev_from(j ? dy_masked : dy, n, g_be.act_dtype, off);
+        void *dx_d = in_place ? dy_d : dev_raw(NULL, n, elem(), off);
+        void *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
+        g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, mean_d, rstd_d, g_d, b_d, rows, C,
+                                    training, j == 0);
+        raw[j] = malloc(bytes);
+        g_be.ops->download(&g_be, raw[j], dx_d, n * elem());
+        g_be.ops->download(&g_be, raw[j] + n * elem(), dg_d, C * ge);
+        g_be.ops->download(&g_be, raw[j] + n * elem() + C * ge, db_d, C * ge);
+        dev_free(dy_d, elem(), off), dev_free(dg_d, ge, 0), dev_free(db_d, ge, 0);
+        if (!in_place) dev_free(dx_d, elem(), off);
+    }
+    const int same = memcmp(raw[0], raw[1], bytes) == 0;
+    if (!same || at_zero == 0 || (g_be.act_dtype != DT_F32 && round_to_zero == 0))
+        printf("    rows %d, C %d, training %d, gradients %s, in place %d, pointer offset %d: %s (%d values at 0, %d "
+               "rounding to 0)\n", rows, C, training, dtype_name(grad_dtype), in_place, off,
+               same ? "the same bits" : "the recomputed mask's gradients differ", at_zero, round_to_zero);
+    CHECK(same);
+    CHECK(at_zero > 0);
+    if (g_be.act_dtype != DT_F32) CHECK(round_to_zero > 0);
+    dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(g_d, elem(), 0), dev_free(b_d, elem(), 0);
+    dev_free(rm_d, 4, 0), dev_free(rv_d, 4, 0), dev_free(mean_d, 4, 0), dev_free(rstd_d, 4, 0);
+    free(x), free(gamma), free(beta), free(rm), free(rv), free(dy), free(dy_masked), free(mean), free(rstd), free(y);
+    free(raw[0]), free(raw[1]);
+}
+
+TEST(batchnorm_backward_recomputes_the_forwards_relu_mask_bit_for_bit)
+{
+    /* rows multiples of 3 (test_bn_kinks.h): several chunks; an odd C; a pointer off
+     * alignment; several column tiles */
+    static const int shape[][3] = {{3000, 24, 0}, {999, 7, 0}, {300, 48, 1}, {99, BN_MAX_C, 0}};
+    EACH_PRECISION
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++)
+        for (int mode = 0; mode < 4; mode++) {
+            const int grad_dtype = (mode & 2) ? g_be.act_dtype : DT_F32;
+            if ((mode & 2) && grad_dtype == DT_F32) continue;
+            bn_mask_case(shape[k][0], shape[k][1], mode & 1, grad_dtype, (int)(k % 2), shape[k][2]);
+        }
 }
 
 int main(void)

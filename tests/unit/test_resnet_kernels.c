@@ -2,9 +2,10 @@
  * a convolution as im2col + GEMM (forward, weight and input gradients) against the
  * direct seven-loop definition; batch norm's statistics, running statistics and
  * backward against central differences in training and frozen mode, with and
- * without its ReLU; max and average pooling against their definitions; the synthetic
- * images as a pure function of the sample; and bit-identical results with 1 and 4
- * threads. */
+ * without its ReLU; backward's recomputed ReLU mask is the forward's output's, bit for
+ * bit, on values at the kink; max and average pooling against their definitions; the
+ * synthetic images as a pure function of the sample; and bit-identical results with 1
+ * and 4 threads. */
 #include <cblas.h>
 #include <omp.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include "backend/backend.h"
 #include "check.h"
 #include "test_arrays.h"
+#include "test_bn_kinks.h"
 #include "test_conv_shapes.h"
 
 #define FD_EPS 1e-3f
@@ -176,7 +178,7 @@ TEST(batchnorm_backward_matches_finite_differences_in_training_and_frozen_mode)
         float y[BR * BC], mean[BC], rstd[BC], rm[BC], rv[BC], dx[BR * BC], dg[BC], db[BC], inplace[BR * BC];
         for (int j = 0; j < BC; j++) rm[j] = 0.25f * (float)j, rv[j] = 0.5f + 0.25f * (float)j;
         cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, BR, BC, c->training, 0.1f, c->relu);
-        cpu_batchnorm_backward(dx, dg, db, R, x, c->relu ? y : NULL, mean, rstd, gamma, BR, BC, c->training);
+        cpu_batchnorm_backward(dx, dg, db, R, x, mean, rstd, gamma, beta, BR, BC, c->training, c->relu);
         const double ex = bn_fd_worst(c, x, BR * BC, dx, x, gamma, beta, R);
         const double eg = bn_fd_worst(c, gamma, BC, dg, x, gamma, beta, R);
         const double eb = bn_fd_worst(c, beta, BC, db, x, gamma, beta, R);
@@ -187,7 +189,7 @@ TEST(batchnorm_backward_matches_finite_differences_in_training_and_frozen_mode)
         CHECK(eb < FD_TOL);
         /* dx may be dy itself */
         memcpy(inplace, R, sizeof inplace);
-        cpu_batchnorm_backward(inplace, dg, db, inplace, x, c->relu ? y : NULL, mean, rstd, gamma, BR, BC, c->training);
+        cpu_batchnorm_backward(inplace, dg, db, inplace, x, mean, rstd, gamma, beta, BR, BC, c->training, c->relu);
         CHECK(memcmp(inplace, dx, sizeof dx) == 0);
         free(x), free(gamma), free(beta), free(R);
     }
@@ -233,6 +235,40 @@ TEST(batchnorm_frozen_normalises_with_the_running_statistics_and_keeps_them)
         }
     }
     free(x);
+}
+
+TEST(batchnorm_backward_recomputes_the_forwards_relu_mask_bit_for_bit)
+{
+    /* rows multiples of 3 (test_bn_kinks.h); 2100: several chunks of rows */
+    static const int shape[][2] = {{2100, 12}, {30, 7}};
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++)
+        for (int training = 0; training < 2; training++) {
+            const int rows = shape[k][0], C = shape[k][1];
+            const size_t n = (size_t)rows * C;
+            float *x = malloc(n * 4), *gamma = malloc(C * 4), *beta = malloc(C * 4), *y = malloc(n * 4);
+            float *dy = rand_array(n, 300 + (unsigned)k), *masked = malloc(n * 4);
+            float *mean = malloc(C * 4), *rstd = malloc(C * 4), *rm = malloc(C * 4), *rv = malloc(C * 4);
+            float *dx[2] = {malloc(n * 4), malloc(n * 4)}, *dg[2] = {malloc(C * 4), malloc(C * 4)};
+            float *db[2] = {malloc(C * 4), malloc(C * 4)};
+            bn_kink_data(x, gamma, beta, rows, C);
+            for (int c = 0; c < C; c++) rm[c] = kink_mean(c), rv[c] = 1.0f / 6.0f; /* frozen: the batch's own */
+            cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, rows, C, training, 0.1f, 1);
+            /* the mask as the forward's output gives it: dy where y > 0 */
+            int on_kink = 0;
+            for (size_t i = 0; i < n; i++) {
+                masked[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+                on_kink += x[i] == mean[i % C] && beta[i % C] == 0.0f;
+            }
+            cpu_batchnorm_backward(dx[0], dg[0], db[0], dy, x, mean, rstd, gamma, beta, rows, C, training, 1);
+            cpu_batchnorm_backward(dx[1], dg[1], db[1], masked, x, mean, rstd, gamma, beta, rows, C, training, 0);
+            const int same = memcmp(dx[0], dx[1], n * 4) == 0 && memcmp(dg[0], dg[1], C * 4) == 0 &&
+                             memcmp(db[0], db[1], C * 4) == 0;
+            if (!same) printf("    rows %d, C %d, training %d: the recomputed mask's gradients differ\n", rows, C, training);
+            CHECK(same);
+            CHECK(on_kink >= rows / 3); /* pre-ReLU values of exactly 0 were there to mask */
+            free(x), free(gamma), free(beta), free(y), free(dy), free(masked), free(mean), free(rstd), free(rm), free(rv);
+            for (int j = 0; j < 2; j++) free(dx[j]), free(dg[j]), free(db[j]);
+        }
 }
 
 TEST(add_relu_adds_the_shortcut_then_clamps)
@@ -327,7 +363,7 @@ TEST(kernels_are_bit_identical_with_1_and_4_threads)
         float *mean = o[STATS], *rstd = mean + C, *rm = rstd + C, *rv = rm + C;
         int *am = malloc(np * sizeof(int));
         cpu_batchnorm_forward(o[Y], mean, rstd, rm, rv, x, gamma, beta, rows, C, 1, 0.1f, 1);
-        cpu_batchnorm_backward(o[DX], o[DGAMMA], o[DBETA], dy, x, o[Y], mean, rstd, gamma, rows, C, 1);
+        cpu_batchnorm_backward(o[DX], o[DGAMMA], o[DBETA], dy, x, mean, rstd, gamma, beta, rows, C, 1, 1);
         cpu_col2im(o[COL2IM], col, &s);
         cpu_maxpool_forward(o[POOL], am, x, &s);
         cpu_maxpool_backward(o[POOLDX], pdy, am, &s);

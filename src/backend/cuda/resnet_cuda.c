@@ -68,12 +68,12 @@ static void cuda_rn_batchnorm_forward(struct backend *b, void *y, float *mean, f
 }
 
 static void cuda_rn_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype,
-                                       const void *dy, const void *x, const void *y, const float *mean,
-                                       const float *rstd, const void *gamma, int rows, int C, int training)
+                                       const void *dy, const void *x, const float *mean, const float *rstd,
+                                       const void *gamma, const void *beta, int rows, int C, int training, int relu)
 {
     float *scratch = bn_scratch(b, rows, C);
-    CHECK_CUDA(cuda_batchnorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, y, mean, rstd, gamma, rows, C, training,
-                                       scratch, b->act_dtype, stream(b)));
+    CHECK_CUDA(cuda_batchnorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, beta, rows, C, training,
+                                       relu, scratch, b->act_dtype, stream(b)));
 }
 
 static void cuda_rn_add_relu(struct backend *b, void *y, const void *x, size_t n)

@@ -73,13 +73,13 @@ static void bn_forward(struct backend *be, const struct step_buffers *rb, const 
                               RN_BN_MOMENTUM, relu);
 }
 
-/* relu_out: the forward's output after its ReLU, or NULL (none) */
+/* relu: the forward's batch norm had its ReLU (backward recomputes the mask from x) */
 static void bn_backward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
-                        const struct rn_bn *n, void *dx, const void *dy, const void *x, const void *relu_out, int rows)
+                        const struct rn_bn *n, void *dx, const void *dy, const void *x, int rows, int relu)
 {
     be->rn->batchnorm_backward(be, dx, step_grad_at(rb, n->gamma), step_grad_at(rb, n->beta), rb->grad_dtype, dy, x,
-                               relu_out, a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma), rows, n->C,
-                               !p->frozen);
+                               a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma),
+                               step_weight_at(rb, n->beta), rows, n->C, !p->frozen, relu);
 }
 
 static struct conv_shape pool_shape(const struct resnet *p, int N)
@@ -155,23 +155,23 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         void *g = a->g[gi], *dx = g;
         if (wel) be->ops->act_backward(be, g, s->out, rout, k->cout, ACT_RELU); /* the block's ReLU */
         if (k->proj) {
-            if (wel) bn_backward(be, rb, p, a, &k->bp, t0, g, s->yp, NULL, rout);
+            if (wel) bn_backward(be, rb, p, a, &k->bp, t0, g, s->yp, rout, 0);
             gi ^= 1;
             dx = a->g[gi];
             conv_backward(be, rb, a, &k->cp, x, t0, dx, 0, wel);
         }
-        if (wel) bn_backward(be, rb, p, a, &k->b3, t0, g, s->y3, NULL, rout);
+        if (wel) bn_backward(be, rb, p, a, &k->b3, t0, g, s->y3, rout, 0);
         conv_backward(be, rb, a, &k->c3, s->a2, t0, t1, 0, wel);
-        if (wel) bn_backward(be, rb, p, a, &k->b2, t1, t1, s->y2, s->a2, rout);
+        if (wel) bn_backward(be, rb, p, a, &k->b2, t1, t1, s->y2, rout, 1);
         conv_backward(be, rb, a, &k->c2, s->a1, t1, t0, 0, wel);
-        if (wel) bn_backward(be, rb, p, a, &k->b1, t0, t0, s->y1, s->a1, rin);
+        if (wel) bn_backward(be, rb, p, a, &k->b1, t0, t0, s->y1, rin, 1);
         conv_backward(be, rb, a, &k->c1, x, t0, dx, 1, wel); /* dx: the shortcut's gradient, plus this */
         step_hook_stage_done(m, hook, i + 1);
     }
     if (wel) {
         const struct conv_shape ps = pool_shape(p, B);
         be->rn->maxpool_backward(be, t0, a->g[gi], a->argmax, &ps);
-        bn_backward(be, rb, p, a, &p->stem_bn, t0, t0, a->y0, a->a0, B * p->stem.P * p->stem.P);
+        bn_backward(be, rb, p, a, &p->stem_bn, t0, t0, a->y0, B * p->stem.P * p->stem.P, 1);
     }
     conv_backward(be, rb, a, &p->stem, a->x, t0, NULL, 0, wel);
     step_hook_stage_done(m, hook, 0);
