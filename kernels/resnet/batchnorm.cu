@@ -1,6 +1,7 @@
 /* batchnorm.cu — the ResNet's batch norm on the GPU, forward (training: this batch's
  * statistics and the running ones updated; frozen: the running ones) with its fused
- * ReLU, and backward (dgamma, dbeta, dx, the ReLU's mask recomputed from x).
+ * ReLU, or fused with a bottleneck's residual add and ReLU (and its projection shortcut's
+ * batch norm), and backward (dgamma, dbeta, dx, the ReLU's mask recomputed from x).
  * Semantics: the CPU reference, resnet_cpu.h. T: the compute dtype of x, y, gamma and
  * beta; G: the gradients' (fp32 or T); the statistics fp32.
  *
@@ -20,15 +21,23 @@
  * sum(d^2)/rows - (sum(d)/rows)^2 does not cancel the way raw sums of squares would),
  * where the CPU reads x twice (the mean, then the squares about it).
  *
- * Backward recomputes the ReLU's mask, v = bn_value(x) rounded to T > 0, from x (which it
- * reads anyway), the statistics, gamma and beta, with the forward's own operations
- * (bn_value: one explicit fused multiply-add), so the mask is the stored y's bit for bit,
- * values that round to 0 included, and y is read by neither of its passes: one pass over
- * memory (rows x C elements) fewer in each.
+ * Fewer passes over memory (rows x C elements each), for the element-wise work that is
+ * most of a ResNet step outside its GEMMs:
+ * - A bottleneck's output relu(bn3(y3) + r) is one element-wise pass after the partial
+ *   passes of bn3 (and of the projection's bn, whose r = bnp(yp) is made in that same
+ *   pass and never stored; the identity's r is the block's input): y3, yp, r read once
+ *   there and y written, where bn3's pass wrote y and the add read it back (and bnp's
+ *   wrote r for the add to read). Each summand is rounded to T before the add, as the
+ *   unfused passes stored it, so y has their bits (resnet_cpu.h says why).
+ * - Backward recomputes the ReLU's mask, v = bn_value(x) rounded to T > 0, from x (which
+ *   it reads anyway), the statistics, gamma and beta, with the forward's own operations
+ *   (bn_value: one explicit fused multiply-add), so the mask is the stored y's bit for bit,
+ *   values that round to 0 included, and y is not read by either of its passes.
  * Performance notes (next steps): resnet.cu's header. */
 #include <stdint.h>
 
 #include "kernels/dtype_cuda.cuh"
+#include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/resnet_cpu.h" /* BATCHNORM_EPS */
 #include "kernels/resnet/resnet_kernels.h"
 #include "kernels/vector_cuda.cuh"
@@ -333,6 +342,55 @@ __global__ void __launch_bounds__(BN_THREADS) bn_apply(T *y, const T *x, const f
     }
 }
 
+/* One batch norm's tensors of an element-wise pass (the shortcut's: x alone where it has
+ * no batch norm). */
+template <typename T> struct bn_input {
+    const T *x, *gamma, *beta;
+    const float *mean, *rstd;
+};
+
+/* max(a + b, 0), as the residual add with ReLU computes it: a NaN sum gives 0 */
+__device__ __forceinline__ float add_relu_value(float a, float b)
+{
+    const float v = a + b;
+    return v > 0.0f ? v : 0.0f;
+}
+
+/* y = max(bn(x) + r, 0): r = bns(xs) when PROJ (the projection shortcut's batch norm), else
+ * xs itself (the identity); both summands rounded to T as the unfused passes stored them
+ * (batchnorm_forward's y, the shortcut's batch norm output), so that y has their bits. */
+template <typename T, int V, bool PROJ>
+__global__ void __launch_bounds__(BN_THREADS)
+    bn_add_relu_apply(T *y, bn_input<T> bn, bn_input<T> sc, int rows, int C, int TW)
+{
+    const column_walk w(C / V, TW);
+    if (!w.active) return;
+    affine_terms<V> f, fs;
+    f.load(bn.mean, bn.rstd, bn.gamma, bn.beta, w.cv * V);
+    if constexpr (PROJ) fs.load(sc.mean, sc.rstd, sc.gamma, sc.beta, w.cv * V);
+    for (int r = w.r; r < rows; r += 2 * w.step) {
+        const int r2 = r + w.step;
+        const size_t o = (size_t)r * C + (size_t)w.cv * V, o2 = (size_t)r2 * C + (size_t)w.cv * V;
+        float v[V], s[V], v2[V] = {}, s2[V] = {};
+        load_f32<V>(v, bn.x + o);
+        load_f32<V>(s, sc.x + o);
+        if (r2 < rows) {
+            load_f32<V>(v2, bn.x + o2);
+            load_f32<V>(s2, sc.x + o2);
+        }
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const float t = stored<T>(f.value(v[k], k)), t2 = stored<T>(f.value(v2[k], k));
+            const float u = PROJ ? stored<T>(fs.value(s[k], k)) : s[k];
+            const float u2 = PROJ ? stored<T>(fs.value(s2[k], k)) : s2[k];
+            v[k] = add_relu_value(t, u);
+            v2[k] = add_relu_value(t2, u2);
+        }
+        store_f32<V>(y + o, v);
+        if (r2 < rows) store_f32<V>(y + o2, v2);
+    }
+}
+
 /* dx = A g + B (x - mean) + D (bn_grads_finish's coef), g masked as in masked_grad (the
  * ReLU's terms f loaded only when RELU). dx may be dy itself. */
 template <typename T, int V, bool RELU>
@@ -371,6 +429,27 @@ __global__ void __launch_bounds__(BN_THREADS)
 
 /* ---- launchers ------------------------------------------------------------------------ */
 
+/* mean and rstd of x [rows x C]: training, this batch's (the partial pass, then the
+ * finish, which updates the running statistics); frozen, the running ones. The partial
+ * pass's vector width is x's own, so that the statistics of an x are the same bits
+ * whatever the element-wise pass after them writes to. */
+template <typename T>
+static void launch_bn_statistics(float *mean, float *rstd, float *run_mean, float *run_var, const T *x, int rows, int C,
+                                 int training, float momentum, float *scratch, cudaStream_t s)
+{
+    if (!training) {
+        bn_frozen_stats<<<(C + 255) / 256, 256, 0, s>>>(mean, rstd, run_mean, run_var, C);
+        return;
+    }
+    if (rows <= 0) return;
+    with_vector_width<T>(vectors_fit<T>(C, x), [&](auto v) {
+        constexpr int V = decltype(v)::value;
+        launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, s);
+    });
+    bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x,
+                                                                  bn_chunks(rows, C), rows, C, momentum);
+}
+
 template <typename T>
 static cudaError_t launch_bn_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var, const void *x_,
                                      const void *gamma, const void *beta, int rows, int C, int training, float momentum,
@@ -378,19 +457,43 @@ static cudaError_t launch_bn_forward(void *y, float *mean, float *rstd, float *r
 {
     if (C <= 0) return cudaSuccess;
     const T *x = (const T *)x_;
+    launch_bn_statistics<T>(mean, rstd, run_mean, run_var, x, rows, C, training, momentum, scratch, s);
+    if (rows <= 0) return cudaGetLastError();
     with_vector_width<T>(vectors_fit<T>(C, x, y), [&](auto v) {
         constexpr int V = decltype(v)::value;
-        if (training && rows > 0) {
-            launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, s);
-            bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x,
-                                                                          bn_chunks(rows, C), rows, C, momentum);
-        } else if (!training) {
-            bn_frozen_stats<<<(C + 255) / 256, 256, 0, s>>>(mean, rstd, run_mean, run_var, C);
-        }
         const column_grid g(rows, C / V);
-        if (rows > 0)
-            bn_apply<T, V><<<g.grid, BN_THREADS, 0, s>>>((T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows, C,
-                                                        relu, g.TW);
+        bn_apply<T, V><<<g.grid, BN_THREADS, 0, s>>>((T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows, C,
+                                                    relu, g.TW);
+    });
+    return cudaGetLastError();
+}
+
+template <typename T> static bn_input<T> input_of(const struct bn_operands *o)
+{
+    return {(const T *)o->x, (const T *)o->gamma, (const T *)o->beta, o->mean, o->rstd};
+}
+
+/* Both batch norms' statistics one after the other in the same scratch (the stream orders
+ * them), then the one element-wise pass. */
+template <typename T>
+static cudaError_t launch_bn_add_relu_forward(void *y, const struct bn_operands *bn, const struct bn_operands *proj,
+                                              const void *shortcut, int rows, int C, int training, float momentum,
+                                              float *scratch, cudaStream_t s)
+{
+    if (C <= 0) return cudaSuccess;
+    const bn_input<T> in = input_of<T>(bn);
+    const bn_input<T> sc = proj != nullptr ? input_of<T>(proj) : bn_input<T>{(const T *)shortcut, nullptr, nullptr,
+                                                                            nullptr, nullptr};
+    launch_bn_statistics<T>(bn->mean, bn->rstd, bn->run_mean, bn->run_var, in.x, rows, C, training, momentum, scratch, s);
+    if (proj != nullptr)
+        launch_bn_statistics<T>(proj->mean, proj->rstd, proj->run_mean, proj->run_var, sc.x, rows, C, training, momentum,
+                                scratch, s);
+    if (rows <= 0) return cudaGetLastError();
+    with_vector_width<T>(vectors_fit<T>(C, y, in.x, sc.x), [&](auto v) {
+        constexpr int V = decltype(v)::value;
+        const column_grid g(rows, C / V);
+        if (proj != nullptr) bn_add_relu_apply<T, V, true><<<g.grid, BN_THREADS, 0, s>>>((T *)y, in, sc, rows, C, g.TW);
+        else bn_add_relu_apply<T, V, false><<<g.grid, BN_THREADS, 0, s>>>((T *)y, in, sc, rows, C, g.TW);
     });
     return cudaGetLastError();
 }
@@ -445,6 +548,15 @@ extern "C" cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd,
 {
     return DISPATCH_DTYPE(dtype, launch_bn_forward, y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training,
                           momentum, relu, scratch, s);
+}
+
+extern "C" cudaError_t cuda_batchnorm_add_relu_forward(void *y, const struct bn_operands *bn,
+                                                       const struct bn_operands *proj, const void *shortcut, int rows,
+                                                       int C, int training, float momentum, float *scratch, int dtype,
+                                                       cudaStream_t s)
+{
+    return DISPATCH_DTYPE(dtype, launch_bn_add_relu_forward, y, bn, proj, shortcut, rows, C, training, momentum, scratch,
+                          s);
 }
 
 extern "C" cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,

@@ -73,6 +73,27 @@ static void bn_forward(struct backend *be, const struct step_buffers *rb, const 
                               RN_BN_MOMENTUM, relu);
 }
 
+/* batch norm n's operands on input x: its gains, its statistics' slots */
+static struct bn_operands bn_operands_of(const struct step_buffers *rb, struct rn_acts *a, const struct rn_bn *n,
+                                         const void *x)
+{
+    return (struct bn_operands){x, step_weight_at(rb, n->gamma), step_weight_at(rb, n->beta), a->mean + n->at,
+                                a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at};
+}
+
+/* A bottleneck's output, out = max(bn3(y3) + the shortcut, 0), in one element-wise pass:
+ * the shortcut is the projection's batch norm of yp, computed in that pass (never
+ * stored), or the block's input x itself. */
+static void bn_add_relu_forward(struct backend *be, const struct step_buffers *rb, const struct resnet *p,
+                                struct rn_acts *a, const struct rn_block *k, struct rn_block_acts *s, const void *x,
+                                int rows)
+{
+    const struct bn_operands b3 = bn_operands_of(rb, a, &k->b3, s->y3);
+    const struct bn_operands bp = k->proj ? bn_operands_of(rb, a, &k->bp, s->yp) : (struct bn_operands){0};
+    be->rn->batchnorm_add_relu_forward(be, s->out, &b3, k->proj ? &bp : NULL, k->proj ? NULL : x, rows, k->b3.C,
+                                       !p->frozen, RN_BN_MOMENTUM);
+}
+
 /* relu: the forward's batch norm had its ReLU (backward recomputes the mask from x) */
 static void bn_backward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
                         const struct rn_bn *n, void *dx, const void *dy, const void *x, int rows, int relu)
@@ -112,12 +133,8 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         conv_forward(be, rb, a, &k->c2, s->a1, s->y2, wel);
         if (wel) bn_forward(be, rb, p, a, &k->b2, s->a2, s->y2, rout, 1);
         conv_forward(be, rb, a, &k->c3, s->a2, s->y3, wel);
-        if (wel) bn_forward(be, rb, p, a, &k->b3, s->out, s->y3, rout, 0);
-        if (k->proj) { /* the shortcut's BN into scratch, then out = relu(out + it) */
-            conv_forward(be, rb, a, &k->cp, x, s->yp, wel);
-            if (wel) bn_forward(be, rb, p, a, &k->bp, a->t[0], s->yp, rout, 0);
-        }
-        if (wel) be->rn->add_relu(be, s->out, k->proj ? a->t[0] : x, (size_t)rout * (size_t)k->cout);
+        if (k->proj) conv_forward(be, rb, a, &k->cp, x, s->yp, wel);
+        if (wel) bn_add_relu_forward(be, rb, p, a, k, s, x, rout);
         x = s->out;
     }
     step_hook_stage_begin(hook, p->nblocks + 1);
