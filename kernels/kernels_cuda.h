@@ -35,9 +35,8 @@ cudaError_t cuda_cast_from_f32(void *dst, const float *src, size_t n, int dtype,
 cudaError_t cuda_cast_to_f32(float *dst, const void *src, size_t n, int dtype, cudaStream_t stream);
 cudaError_t cuda_synth_batch(void *x, int *labels, uint64_t first_sample, int rows, int input_dim, int classes,
                              uint64_t seed, int dtype, cudaStream_t stream);
-/* The families' residual adds (residual_add.cu): y += x, and y = max(y + x, 0) (a NaN sum gives 0). */
+/* The families' residual add (residual_add.cu): y += x. */
 cudaError_t cuda_add(void *y, const void *x, size_t n, int dtype, cudaStream_t stream);
-cudaError_t cuda_add_relu(void *y, const void *x, size_t n, int dtype, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

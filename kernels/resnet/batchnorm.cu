@@ -1,6 +1,7 @@
 /* batchnorm.cu — the ResNet's batch norm on the GPU, forward (training: this batch's
  * statistics and the running ones updated; frozen: the running ones) with its fused
- * ReLU, and backward (dgamma, dbeta, dx, the ReLU's mask from the forward's output).
+ * ReLU, or fused with a bottleneck's residual add and ReLU (and its projection shortcut's
+ * batch norm), and backward (dgamma, dbeta, dx, the ReLU's mask recomputed from x).
  * Semantics: the CPU reference, resnet_cpu.h. T: the compute dtype of x, y, gamma and
  * beta; G: the gradients' (fp32 or T); the statistics fp32.
  *
@@ -19,10 +20,24 @@
  * the first row's value, is a shift close to the mean, so the variance
  * sum(d^2)/rows - (sum(d)/rows)^2 does not cancel the way raw sums of squares would),
  * where the CPU reads x twice (the mean, then the squares about it).
+ *
+ * Fewer passes over memory (rows x C elements each), for the element-wise work that is
+ * most of a ResNet step outside its GEMMs:
+ * - A bottleneck's output relu(bn3(y3) + r) is one element-wise pass after the partial
+ *   passes of bn3 (and of the projection's bn, whose r = bnp(yp) is made in that same
+ *   pass and never stored; the identity's r is the block's input): y3, yp, r read once
+ *   there and y written, where bn3's pass wrote y and the add read it back (and bnp's
+ *   wrote r for the add to read). Each summand is rounded to T before the add, as the
+ *   unfused passes stored it, so y has their bits (resnet_cpu.h says why).
+ * - Backward recomputes the ReLU's mask, v = bn_value(x) rounded to T > 0, from x (which
+ *   it reads anyway), the statistics, gamma and beta, with the forward's own operations
+ *   (bn_value: one explicit fused multiply-add), so the mask is the stored y's bit for bit,
+ *   values that round to 0 included, and y is not read by either of its passes.
  * Performance notes (next steps): resnet.cu's header. */
 #include <stdint.h>
 
 #include "kernels/dtype_cuda.cuh"
+#include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/resnet_cpu.h" /* BATCHNORM_EPS */
 #include "kernels/resnet/resnet_kernels.h"
 #include "kernels/vector_cuda.cuh"
@@ -50,6 +65,32 @@ extern "C" size_t cuda_batchnorm_scratch_floats(int rows, int C)
     return ((size_t)bn_chunks(rows, C) * 2 + 3) * (size_t)(C > 0 ? C : 0);
 }
 
+/* ---- the forward's value, shared with backward's ReLU mask --------------------------------- */
+
+/* A channel's value before its ReLU, x normalised: (x - mean) sc + beta, sc = rstd gamma,
+ * as one fused multiply-add written out, so that backward's recomputed ReLU mask sees the
+ * forward's bits whatever the compiler would contract. */
+__device__ __forceinline__ float bn_value(float x, float m, float sc, float b) { return __fmaf_rn(x - m, sc, b); }
+
+/* v as T stores it */
+template <typename T> __device__ __forceinline__ float stored(float v) { return to_f32(from_f32<T>(v)); }
+
+/* The terms of bn_value for V channels from c0, in registers. */
+template <int V> struct affine_terms {
+    float m[V], sc[V], b[V];
+    template <typename T>
+    __device__ __forceinline__ void load(const float *mean, const float *rstd, const T *gamma, const T *beta, int c0)
+    {
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            m[k] = mean[c0 + k];
+            sc[k] = rstd[c0 + k] * to_f32(gamma[c0 + k]);
+            b[k] = to_f32(beta[c0 + k]);
+        }
+    }
+    __device__ __forceinline__ float value(float x, int k) const { return bn_value(x, m[k], sc[k], b[k]); }
+};
+
 /* ---- 1. the partial pass ---------------------------------------------------------------- */
 
 /* The forward's terms of a row: a += d, b += d^2, d = x - shift, shift = x[0][c]. */
@@ -71,43 +112,47 @@ template <typename T, int V> struct stats_terms {
     }
 };
 
-/* V elements of dy and x at o; g = dy, zero where the forward's ReLU output y is not > 0
- * (y given: the ReLU's mask). */
-template <typename T, int V>
-__device__ __forceinline__ void masked_grad(float (&g)[V], float (&xv)[V], const T *dy, const T *x, const T *y, size_t o)
+/* V elements of dy and x at o; g = dy, zero where RELU and the forward's output was not
+ * > 0. That output is T's rounding of max(v, 0), v = f.value(x), which is > 0 exactly where
+ * T's rounding of v is: a NaN is neither, and neither is a positive v that rounds to 0. */
+template <typename T, int V, bool RELU>
+__device__ __forceinline__ void masked_grad(float (&g)[V], float (&xv)[V], const T *dy, const T *x,
+                                            const affine_terms<V> &f, size_t o)
 {
-    float yv[V];
     load_f32<V>(g, dy + o);
     load_f32<V>(xv, x + o);
-    if (y == nullptr) return;
-    load_f32<V>(yv, y + o);
+    if constexpr (RELU) {
 #pragma unroll
-    for (int k = 0; k < V; k++)
-        if (!(yv[k] > 0.0f)) g[k] = 0.0f;
+        for (int k = 0; k < V; k++)
+            if (!(stored<T>(f.value(xv[k], k)) > 0.0f)) g[k] = 0.0f;
+    }
 }
 
-/* The backward's: a += g (dbeta), b += g xhat (dgamma), xhat = (x - mean) rstd. */
-template <typename T, int V> struct grad_terms {
-    const T *dy, *x, *y;
+/* The backward's: a += g (dbeta), b += g xhat (dgamma), xhat = (x - mean) rstd; f.m is the
+ * mean, f's other terms are loaded only for the ReLU's mask. */
+template <typename T, int V, bool RELU> struct grad_terms {
+    const T *dy, *x, *gamma, *beta;
     const float *mean, *rstd;
     int C;
-    float m[V], rs[V];
+    affine_terms<V> f;
+    float rs[V];
     __device__ __forceinline__ void begin(int j)
     {
+        if constexpr (RELU) f.load(mean, rstd, gamma, beta, j * V);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            m[k] = mean[j * V + k];
+            if constexpr (!RELU) f.m[k] = mean[j * V + k];
             rs[k] = rstd[j * V + k];
         }
     }
     __device__ __forceinline__ void add(float (&a)[V], float (&b)[V], int r, int j) const
     {
         float g[V], xv[V];
-        masked_grad<T, V>(g, xv, dy, x, y, (size_t)r * C + (size_t)j * V);
+        masked_grad<T, V, RELU>(g, xv, dy, x, f, (size_t)r * C + (size_t)j * V);
 #pragma unroll
         for (int k = 0; k < V; k++) {
             a[k] += g[k];
-            b[k] = fmaf(g[k], (xv[k] - m[k]) * rs[k], b[k]);
+            b[k] = fmaf(g[k], (xv[k] - f.m[k]) * rs[k], b[k]);
         }
     }
 };
@@ -271,21 +316,15 @@ struct column_grid {
     }
 };
 
-/* y = (x - mean) (rstd gamma) + beta, then max(y, 0) when relu (a NaN stays, as on the CPU). */
+/* y = bn_value(x), then max(y, 0) when relu (a NaN stays, as on the CPU). */
 template <typename T, int V>
 __global__ void __launch_bounds__(BN_THREADS) bn_apply(T *y, const T *x, const float *mean, const float *rstd,
                                                        const T *gamma, const T *beta, int rows, int C, int relu, int TW)
 {
     const column_walk w(C / V, TW);
     if (!w.active) return;
-    float m[V], sc[V], b[V];
-#pragma unroll
-    for (int k = 0; k < V; k++) {
-        const int c = w.cv * V + k;
-        m[k] = mean[c];
-        sc[k] = rstd[c] * to_f32(gamma[c]);
-        b[k] = to_f32(beta[c]);
-    }
+    affine_terms<V> f;
+    f.load(mean, rstd, gamma, beta, w.cv * V);
     for (int r = w.r; r < rows; r += 2 * w.step) {
         const int r2 = r + w.step;
         const size_t o = (size_t)r * C + (size_t)w.cv * V, o2 = (size_t)r2 * C + (size_t)w.cv * V;
@@ -294,7 +333,7 @@ __global__ void __launch_bounds__(BN_THREADS) bn_apply(T *y, const T *x, const f
         if (r2 < rows) load_f32<V>(v2, x + o2);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            const float t = (v[k] - m[k]) * sc[k] + b[k], t2 = (v2[k] - m[k]) * sc[k] + b[k];
+            const float t = f.value(v[k], k), t2 = f.value(v2[k], k);
             v[k] = relu && t < 0.0f ? 0.0f : t;
             v2[k] = relu && t2 < 0.0f ? 0.0f : t2;
         }
@@ -303,20 +342,71 @@ __global__ void __launch_bounds__(BN_THREADS) bn_apply(T *y, const T *x, const f
     }
 }
 
-/* dx = A g + B (x - mean) + D (bn_grads_finish's coef), g masked as in masked_grad.
- * dx may be dy itself. */
-template <typename T, int V>
+/* One batch norm's tensors of an element-wise pass (the shortcut's: x alone where it has
+ * no batch norm). */
+template <typename T> struct bn_input {
+    const T *x, *gamma, *beta;
+    const float *mean, *rstd;
+};
+
+/* max(a + b, 0), as the residual add with ReLU computes it: a NaN sum gives 0 */
+__device__ __forceinline__ float add_relu_value(float a, float b)
+{
+    const float v = a + b;
+    return v > 0.0f ? v : 0.0f;
+}
+
+/* y = max(bn(x) + r, 0): r = bns(xs) when PROJ (the projection shortcut's batch norm), else
+ * xs itself (the identity); both summands rounded to T as the unfused passes stored them
+ * (batchnorm_forward's y, the shortcut's batch norm output), so that y has their bits. */
+template <typename T, int V, bool PROJ>
 __global__ void __launch_bounds__(BN_THREADS)
-    bn_apply_backward(T *dx, const T *dy, const T *x, const T *y, const float *mean, const float *coef, int rows, int C,
-                      int TW)
+    bn_add_relu_apply(T *y, bn_input<T> bn, bn_input<T> sc, int rows, int C, int TW)
 {
     const column_walk w(C / V, TW);
     if (!w.active) return;
-    float m[V], A[V], B[V], D[V];
+    affine_terms<V> f, fs;
+    f.load(bn.mean, bn.rstd, bn.gamma, bn.beta, w.cv * V);
+    if constexpr (PROJ) fs.load(sc.mean, sc.rstd, sc.gamma, sc.beta, w.cv * V);
+    for (int r = w.r; r < rows; r += 2 * w.step) {
+        const int r2 = r + w.step;
+        const size_t o = (size_t)r * C + (size_t)w.cv * V, o2 = (size_t)r2 * C + (size_t)w.cv * V;
+        float v[V], s[V], v2[V] = {}, s2[V] = {};
+        load_f32<V>(v, bn.x + o);
+        load_f32<V>(s, sc.x + o);
+        if (r2 < rows) {
+            load_f32<V>(v2, bn.x + o2);
+            load_f32<V>(s2, sc.x + o2);
+        }
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const float t = stored<T>(f.value(v[k], k)), t2 = stored<T>(f.value(v2[k], k));
+            const float u = PROJ ? stored<T>(fs.value(s[k], k)) : s[k];
+            const float u2 = PROJ ? stored<T>(fs.value(s2[k], k)) : s2[k];
+            v[k] = add_relu_value(t, u);
+            v2[k] = add_relu_value(t2, u2);
+        }
+        store_f32<V>(y + o, v);
+        if (r2 < rows) store_f32<V>(y + o2, v2);
+    }
+}
+
+/* dx = A g + B (x - mean) + D (bn_grads_finish's coef), g masked as in masked_grad (the
+ * ReLU's terms f loaded only when RELU). dx may be dy itself. */
+template <typename T, int V, bool RELU>
+__global__ void __launch_bounds__(BN_THREADS)
+    bn_apply_backward(T *dx, const T *dy, const T *x, const float *mean, const float *rstd, const T *gamma,
+                      const T *beta, const float *coef, int rows, int C, int TW)
+{
+    const column_walk w(C / V, TW);
+    if (!w.active) return;
+    affine_terms<V> f;
+    float A[V], B[V], D[V];
+    if constexpr (RELU) f.load(mean, rstd, gamma, beta, w.cv * V);
 #pragma unroll
     for (int k = 0; k < V; k++) {
         const int c = w.cv * V + k;
-        m[k] = mean[c];
+        if constexpr (!RELU) f.m[k] = mean[c];
         A[k] = coef[c];
         B[k] = coef[C + c];
         D[k] = coef[2 * C + c];
@@ -325,12 +415,12 @@ __global__ void __launch_bounds__(BN_THREADS)
         const int r2 = r + w.step;
         const size_t o = (size_t)r * C + (size_t)w.cv * V, o2 = (size_t)r2 * C + (size_t)w.cv * V;
         float g[V], xv[V], g2[V] = {}, xv2[V] = {};
-        masked_grad<T, V>(g, xv, dy, x, y, o);
-        if (r2 < rows) masked_grad<T, V>(g2, xv2, dy, x, y, o2);
+        masked_grad<T, V, RELU>(g, xv, dy, x, f, o);
+        if (r2 < rows) masked_grad<T, V, RELU>(g2, xv2, dy, x, f, o2);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            g[k] = A[k] * g[k] + (B[k] * (xv[k] - m[k]) + D[k]);
-            g2[k] = A[k] * g2[k] + (B[k] * (xv2[k] - m[k]) + D[k]);
+            g[k] = A[k] * g[k] + (B[k] * (xv[k] - f.m[k]) + D[k]);
+            g2[k] = A[k] * g2[k] + (B[k] * (xv2[k] - f.m[k]) + D[k]);
         }
         store_f32<V>(dx + o, g);
         if (r2 < rows) store_f32<V>(dx + o2, g2);
@@ -339,6 +429,27 @@ __global__ void __launch_bounds__(BN_THREADS)
 
 /* ---- launchers ------------------------------------------------------------------------ */
 
+/* mean and rstd of x [rows x C]: training, this batch's (the partial pass, then the
+ * finish, which updates the running statistics); frozen, the running ones. The partial
+ * pass's vector width is x's own, so that the statistics of an x are the same bits
+ * whatever the element-wise pass after them writes to. */
+template <typename T>
+static void launch_bn_statistics(float *mean, float *rstd, float *run_mean, float *run_var, const T *x, int rows, int C,
+                                 int training, float momentum, float *scratch, cudaStream_t s)
+{
+    if (!training) {
+        bn_frozen_stats<<<(C + 255) / 256, 256, 0, s>>>(mean, rstd, run_mean, run_var, C);
+        return;
+    }
+    if (rows <= 0) return;
+    with_vector_width<T>(vectors_fit<T>(C, x), [&](auto v) {
+        constexpr int V = decltype(v)::value;
+        launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, s);
+    });
+    bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x,
+                                                                  bn_chunks(rows, C), rows, C, momentum);
+}
+
 template <typename T>
 static cudaError_t launch_bn_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var, const void *x_,
                                      const void *gamma, const void *beta, int rows, int C, int training, float momentum,
@@ -346,47 +457,86 @@ static cudaError_t launch_bn_forward(void *y, float *mean, float *rstd, float *r
 {
     if (C <= 0) return cudaSuccess;
     const T *x = (const T *)x_;
+    launch_bn_statistics<T>(mean, rstd, run_mean, run_var, x, rows, C, training, momentum, scratch, s);
+    if (rows <= 0) return cudaGetLastError();
     with_vector_width<T>(vectors_fit<T>(C, x, y), [&](auto v) {
         constexpr int V = decltype(v)::value;
-        if (training && rows > 0) {
-            launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, s);
-            bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x,
-                                                                          bn_chunks(rows, C), rows, C, momentum);
-        } else if (!training) {
-            bn_frozen_stats<<<(C + 255) / 256, 256, 0, s>>>(mean, rstd, run_mean, run_var, C);
-        }
         const column_grid g(rows, C / V);
-        if (rows > 0)
-            bn_apply<T, V><<<g.grid, BN_THREADS, 0, s>>>((T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows, C,
-                                                        relu, g.TW);
+        bn_apply<T, V><<<g.grid, BN_THREADS, 0, s>>>((T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows, C,
+                                                    relu, g.TW);
     });
     return cudaGetLastError();
 }
 
+template <typename T> static bn_input<T> input_of(const struct bn_operands *o)
+{
+    return {(const T *)o->x, (const T *)o->gamma, (const T *)o->beta, o->mean, o->rstd};
+}
+
+/* Both batch norms' statistics one after the other in the same scratch (the stream orders
+ * them), then the one element-wise pass. */
 template <typename T>
-static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int grads_in_t, const void *dy_,
-                                      const void *x_, const void *y_, const float *mean, const float *rstd,
-                                      const void *gamma, int rows, int C, int training, float *scratch, cudaStream_t s)
+static cudaError_t launch_bn_add_relu_forward(void *y, const struct bn_operands *bn, const struct bn_operands *proj,
+                                              const void *shortcut, int rows, int C, int training, float momentum,
+                                              float *scratch, cudaStream_t s)
 {
     if (C <= 0) return cudaSuccess;
-    const T *dy = (const T *)dy_, *x = (const T *)x_, *y = (const T *)y_;
+    const bn_input<T> in = input_of<T>(bn);
+    const bn_input<T> sc = proj != nullptr ? input_of<T>(proj) : bn_input<T>{(const T *)shortcut, nullptr, nullptr,
+                                                                            nullptr, nullptr};
+    launch_bn_statistics<T>(bn->mean, bn->rstd, bn->run_mean, bn->run_var, in.x, rows, C, training, momentum, scratch, s);
+    if (proj != nullptr)
+        launch_bn_statistics<T>(proj->mean, proj->rstd, proj->run_mean, proj->run_var, sc.x, rows, C, training, momentum,
+                                scratch, s);
+    if (rows <= 0) return cudaGetLastError();
+    with_vector_width<T>(vectors_fit<T>(C, y, in.x, sc.x), [&](auto v) {
+        constexpr int V = decltype(v)::value;
+        const column_grid g(rows, C / V);
+        if (proj != nullptr) bn_add_relu_apply<T, V, true><<<g.grid, BN_THREADS, 0, s>>>((T *)y, in, sc, rows, C, g.TW);
+        else bn_add_relu_apply<T, V, false><<<g.grid, BN_THREADS, 0, s>>>((T *)y, in, sc, rows, C, g.TW);
+    });
+    return cudaGetLastError();
+}
+
+/* the partial pass of g and g xhat, the finish (dgamma, dbeta, the dx coefficients), the
+ * dx pass; RELU: dy masked by the forward's ReLU, recomputed */
+template <typename T, int V, bool RELU>
+static void launch_bn_backward_passes(T *dx, void *dgamma, void *dbeta, int grads_in_t, const T *dy, const T *x,
+                                      const float *mean, const float *rstd, const T *gamma, const T *beta, int rows,
+                                      int C, int training, float *scratch, cudaStream_t s)
+{
     const int chunks = bn_chunks(rows, C);
     float *coef = scratch + (size_t)chunks * 2 * C;
     const float inv_rows = training ? 1.0f / (float)rows : 0.0f;
-    with_vector_width<T>(vectors_fit<T>(C, dx, dy, x, y), [&](auto v) {
+    launch_partials<V>(scratch, grad_terms<T, V, RELU>{dy, x, gamma, beta, mean, rstd, C, {}, {}}, rows, C, s);
+    const int blocks = (C + 31) / 32;
+    if (grads_in_t)
+        bn_grads_finish<T, T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, coef, scratch, rstd, gamma,
+                                                                  chunks, C, inv_rows);
+    else
+        bn_grads_finish<T, float><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((float *)dgamma, (float *)dbeta, coef, scratch,
+                                                                      rstd, gamma, chunks, C, inv_rows);
+    const column_grid cg(rows, C / V);
+    if (rows > 0)
+        bn_apply_backward<T, V, RELU><<<cg.grid, BN_THREADS, 0, s>>>(dx, dy, x, mean, rstd, gamma, beta, coef, rows, C,
+                                                                    cg.TW);
+}
+
+template <typename T>
+static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int grads_in_t, const void *dy,
+                                      const void *x, const float *mean, const float *rstd, const void *gamma,
+                                      const void *beta, int rows, int C, int training, int relu, float *scratch,
+                                      cudaStream_t s)
+{
+    if (C <= 0) return cudaSuccess;
+    with_vector_width<T>(vectors_fit<T>(C, dx, dy, x), [&](auto v) {
         constexpr int V = decltype(v)::value;
-        launch_partials<V>(scratch, grad_terms<T, V>{dy, x, y, mean, rstd, C, {}, {}}, rows, C, s);
-        const int blocks = (C + 31) / 32;
-        const T *g = (const T *)gamma;
-        if (grads_in_t)
-            bn_grads_finish<T, T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, coef, scratch, rstd, g,
-                                                                      chunks, C, inv_rows);
+        if (relu)
+            launch_bn_backward_passes<T, V, true>((T *)dx, dgamma, dbeta, grads_in_t, (const T *)dy, (const T *)x, mean,
+                                                  rstd, (const T *)gamma, (const T *)beta, rows, C, training, scratch, s);
         else
-            bn_grads_finish<T, float><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((float *)dgamma, (float *)dbeta, coef, scratch,
-                                                                          rstd, g, chunks, C, inv_rows);
-        const column_grid cg(rows, C / V);
-        if (rows > 0)
-            bn_apply_backward<T, V><<<cg.grid, BN_THREADS, 0, s>>>((T *)dx, dy, x, y, mean, coef, rows, C, cg.TW);
+            launch_bn_backward_passes<T, V, false>((T *)dx, dgamma, dbeta, grads_in_t, (const T *)dy, (const T *)x, mean,
+                                                   rstd, (const T *)gamma, nullptr, rows, C, training, scratch, s);
     });
     return cudaGetLastError();
 }
@@ -400,11 +550,20 @@ extern "C" cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd,
                           momentum, relu, scratch, s);
 }
 
-extern "C" cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                               const void *x, const void *y, const float *mean, const float *rstd,
-                                               const void *gamma, int rows, int C, int training, float *scratch,
-                                               int dtype, cudaStream_t s)
+extern "C" cudaError_t cuda_batchnorm_add_relu_forward(void *y, const struct bn_operands *bn,
+                                                       const struct bn_operands *proj, const void *shortcut, int rows,
+                                                       int C, int training, float momentum, float *scratch, int dtype,
+                                                       cudaStream_t s)
 {
-    return DISPATCH_DTYPE(dtype, launch_bn_backward, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, y, mean, rstd,
-                          gamma, rows, C, training, scratch, s);
+    return DISPATCH_DTYPE(dtype, launch_bn_add_relu_forward, y, bn, proj, shortcut, rows, C, training, momentum, scratch,
+                          s);
+}
+
+extern "C" cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
+                                               const void *x, const float *mean, const float *rstd, const void *gamma,
+                                               const void *beta, int rows, int C, int training, int relu,
+                                               float *scratch, int dtype, cudaStream_t s)
+{
+    return DISPATCH_DTYPE(dtype, launch_bn_backward, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, mean, rstd, gamma,
+                          beta, rows, C, training, relu, scratch, s);
 }

@@ -2,8 +2,8 @@
  * resnet_cpu.h): im2col and its adjoint col2im, max pooling with its argmax and
  * backward, global average pooling and its backward, and the synthetic images
  * (synthetic_images.h, the same pure function of (seed, sample) as the CPU's, so both
- * backends see the same bits). Batch norm is batchnorm.cu's; the residual add with ReLU
- * is the families' residual add (cuda_add_relu, kernels/residual_add.cu).
+ * backends see the same bits). Batch norm is batchnorm.cu's, and so is the residual add
+ * with ReLU, fused into a bottleneck's last batch norm.
  *
  * NHWC: a pixel's C channels are contiguous, so a thread moves 16 bytes of one pixel
  * (V = 16 / sizeof(T) channels) where C is a multiple of V and the pointers are 16-byte
@@ -26,8 +26,14 @@
  *   and sums of squares of the output tile, fp32 partials per tile row: batchnorm.cu's
  *   partial pass for free), and its normalisation + ReLU into the next GEMM's prologue
  *   or an epilogue of the same kernel once the statistics are known.
- * - Backward: dgamma / dbeta's sums from the dgrad GEMM's epilogue, and the ReLU mask,
- *   BN backward and residual add in one element-wise pass.
+ * - Backward: dgamma / dbeta's sums from the dgrad GEMM's epilogue, and the block's
+ *   ReLU backward (act_backward on its output) joined to bn3's and the projection's
+ *   backward passes.
+ * - Done: a bottleneck's last batch norm, its projection shortcut's and the residual add
+ *   with ReLU in one element-wise pass (batchnorm.cu: the output written once, not
+ *   written and read back by the add; the projection's output never stored), and batch
+ *   norm's backward recomputing its ReLU's mask from x and the statistics, bit for bit
+ *   the stored output's, instead of reading that output in both of its passes.
  * - Done: im2col and col2im find a thread's window once, by multiply-high divisions
  *   (fast_div: the divisors are run-time shape values, and a true division is ~20
  *   instructions; the first versions did ~10 per 16 bytes copied and ran at a third of

@@ -1,13 +1,14 @@
 /* resnet_cpu.c — the ResNet's own operations on the CPU (resnet_cpu.h): im2col,
- * col2im, batch norm forward and backward, the residual add with ReLU, max and
- * average pooling. Parallel over rows of output; a channel's sum over the rows is
- * taken over fixed chunks of BN_CHUNK rows, whose partial sums are added in order,
- * so the bits do not depend on the thread count. */
+ * col2im, batch norm forward (alone, or with the residual add and ReLU) and backward,
+ * the residual add with ReLU, max and average pooling. Parallel over rows of output;
+ * a channel's sum over the rows is taken over fixed chunks of BN_CHUNK rows, whose
+ * partial sums are added in order, so the bits do not depend on the thread count. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/conv_shape.h"
 #include "kernels/resnet/resnet_cpu.h"
 #include "kernels/resnet/synthetic_images.h"
@@ -103,45 +104,90 @@ static void column_sums(double *sum, const float *x, const double *centre, int r
         for (int c = 0; c < C; c++) sum[c] += part[(size_t)k * C + c];
 }
 
-void cpu_batchnorm_forward(float *y, float *mean, float *rstd, float *run_mean, float *run_var, const float *x,
-                           const float *gamma, const float *beta, int rows, int C, int training, float momentum,
-                           int relu)
+/* mean and rstd [C] of x (training: the batch's, and the running statistics updated;
+ * frozen: the running ones) */
+static void batch_statistics(float *mean, float *rstd, float *run_mean, float *run_var, const float *x, int rows, int C,
+                             int training, float momentum)
 {
-    if (training) {
-        double *part = scratch((size_t)nchunks(rows) * C, sizeof(double));
-        double *m = scratch(2 * (size_t)C, sizeof(double)), *v = m + C;
-        column_sums(m, x, NULL, rows, C, part);
-        for (int c = 0; c < C; c++) m[c] /= rows;
-        column_sums(v, x, m, rows, C, part);
-        const double unbias = rows > 1 ? (double)rows / (rows - 1) : 1.0;
-        for (int c = 0; c < C; c++) {
-            const double var = v[c] / rows;
-            mean[c] = (float)m[c];
-            rstd[c] = (float)(1.0 / sqrt(var + BATCHNORM_EPS));
-            run_mean[c] = (1.0f - momentum) * run_mean[c] + momentum * (float)m[c];
-            run_var[c] = (1.0f - momentum) * run_var[c] + momentum * (float)(var * unbias);
-        }
-        free(m);
-        free(part);
-    } else {
+    if (!training) {
         for (int c = 0; c < C; c++) {
             mean[c] = run_mean[c];
             rstd[c] = 1.0f / sqrtf(run_var[c] + BATCHNORM_EPS);
         }
+        return;
     }
+    double *part = scratch((size_t)nchunks(rows) * C, sizeof(double));
+    double *m = scratch(2 * (size_t)C, sizeof(double)), *v = m + C;
+    column_sums(m, x, NULL, rows, C, part);
+    for (int c = 0; c < C; c++) m[c] /= rows;
+    column_sums(v, x, m, rows, C, part);
+    const double unbias = rows > 1 ? (double)rows / (rows - 1) : 1.0;
+    for (int c = 0; c < C; c++) {
+        const double var = v[c] / rows;
+        mean[c] = (float)m[c];
+        rstd[c] = (float)(1.0 / sqrt(var + BATCHNORM_EPS));
+        run_mean[c] = (1.0f - momentum) * run_mean[c] + momentum * (float)m[c];
+        run_var[c] = (1.0f - momentum) * run_var[c] + momentum * (float)(var * unbias);
+    }
+    free(m);
+    free(part);
+}
+
+/* A channel's normalised value before any ReLU: the forward's, and the backward's
+ * recomputation of its ReLU mask, so that the two agree bit for bit. */
+static inline float bn_value(float x, float mean, float rstd, float gamma, float beta)
+{
+    return (x - mean) * rstd * gamma + beta;
+}
+
+void cpu_batchnorm_forward(float *y, float *mean, float *rstd, float *run_mean, float *run_var, const float *x,
+                           const float *gamma, const float *beta, int rows, int C, int training, float momentum,
+                           int relu)
+{
+    batch_statistics(mean, rstd, run_mean, run_var, x, rows, C, training, momentum);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < rows; i++) {
         const float *xi = x + (size_t)i * C;
         float *yi = y + (size_t)i * C;
         for (int c = 0; c < C; c++) {
-            const float v = (xi[c] - mean[c]) * rstd[c] * gamma[c] + beta[c];
+            const float v = bn_value(xi[c], mean[c], rstd[c], gamma[c], beta[c]);
             yi[c] = relu && v < 0.0f ? 0.0f : v;
         }
     }
 }
 
-void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *y,
-                            const float *mean, const float *rstd, const float *gamma, int rows, int C, int training)
+static void operand_statistics(const struct bn_operands *o, int rows, int C, int training, float momentum)
+{
+    batch_statistics(o->mean, o->rstd, o->run_mean, o->run_var, o->x, rows, C, training, momentum);
+}
+
+/* One pass for the element-wise work of batchnorm_forward (no ReLU), the shortcut's
+ * batchnorm_forward and add_relu: each value as those compute it, in fp32 (nothing to
+ * round), added in add_relu's order. */
+void cpu_batchnorm_add_relu_forward(float *y, const struct bn_operands *bn, const struct bn_operands *proj,
+                                    const float *shortcut, int rows, int C, int training, float momentum)
+{
+    operand_statistics(bn, rows, C, training, momentum);
+    if (proj != NULL) operand_statistics(proj, rows, C, training, momentum);
+    const float *x = bn->x, *gamma = bn->gamma, *beta = bn->beta, *mean = bn->mean, *rstd = bn->rstd;
+    const float *r = proj != NULL ? proj->x : shortcut; /* the shortcut's tensor, before its batch norm if any */
+    const float *pgamma = proj != NULL ? proj->gamma : NULL, *pbeta = proj != NULL ? proj->beta : NULL;
+    const float *pmean = proj != NULL ? proj->mean : NULL, *prstd = proj != NULL ? proj->rstd : NULL;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < rows; i++) {
+        const float *xi = x + (size_t)i * C, *ri = r + (size_t)i * C;
+        float *yi = y + (size_t)i * C;
+        for (int c = 0; c < C; c++) {
+            const float s = proj == NULL ? ri[c] : bn_value(ri[c], pmean[c], prstd[c], pgamma[c], pbeta[c]);
+            const float v = bn_value(xi[c], mean[c], rstd[c], gamma[c], beta[c]) + s;
+            yi[c] = v > 0.0f ? v : 0.0f;
+        }
+    }
+}
+
+void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *mean,
+                            const float *rstd, const float *gamma, const float *beta, int rows, int C, int training,
+                            int relu)
 {
     const int nk = nchunks(rows);
     double *part = scratch((size_t)nk * 2 * C, sizeof(double));
@@ -152,9 +198,10 @@ void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float 
         for (int c = 0; c < C; c++) sg[c] = sgx[c] = 0.0;
         const int end = (k + 1) * BN_CHUNK < rows ? (k + 1) * BN_CHUNK : rows;
         for (int i = k * BN_CHUNK; i < end; i++) {
-            const float *xi = x + (size_t)i * C, *di = dy + (size_t)i * C, *yi = y != NULL ? y + (size_t)i * C : NULL;
+            const float *xi = x + (size_t)i * C, *di = dy + (size_t)i * C;
             for (int c = 0; c < C; c++) {
-                const float g = yi != NULL && !(yi[c] > 0.0f) ? 0.0f : di[c];
+                /* the forward's max(v, 0) is > 0 exactly where v is (a NaN: neither) */
+                const float g = relu && !(bn_value(xi[c], mean[c], rstd[c], gamma[c], beta[c]) > 0.0f) ? 0.0f : di[c];
                 sg[c] += g;
                 sgx[c] += (double)g * ((xi[c] - mean[c]) * rstd[c]);
             }
@@ -173,10 +220,10 @@ void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float 
     const float inv_rows = training ? 1.0f / (float)rows : 0.0f; /* frozen: the statistics are constants */
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < rows; i++) {
-        const float *xi = x + (size_t)i * C, *di = dy + (size_t)i * C, *yi = y != NULL ? y + (size_t)i * C : NULL;
+        const float *xi = x + (size_t)i * C, *di = dy + (size_t)i * C;
         float *dxi = dx + (size_t)i * C;
         for (int c = 0; c < C; c++) {
-            const float g = yi != NULL && !(yi[c] > 0.0f) ? 0.0f : di[c];
+            const float g = relu && !(bn_value(xi[c], mean[c], rstd[c], gamma[c], beta[c]) > 0.0f) ? 0.0f : di[c];
             const float xhat = (xi[c] - mean[c]) * rstd[c];
             dxi[c] = gamma[c] * rstd[c] * (g - (dbeta[c] + xhat * dgamma[c]) * inv_rows);
         }

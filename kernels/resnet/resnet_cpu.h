@@ -1,7 +1,8 @@
 /* resnet_cpu.h — the CPU versions of the ResNet's own operations (the reference for
- * the CUDA ones to come): im2col and col2im, which make a convolution two GEMMs;
- * batch norm in training and frozen mode, with its ReLU fused; the residual add with
- * ReLU; max and global average pooling; the synthetic images (resnet_cpu.c, synthetic_images.h).
+ * the CUDA ones): im2col and col2im, which make a convolution two GEMMs; batch norm in
+ * training and frozen mode, with its ReLU fused, or with a bottleneck's residual add
+ * and ReLU fused (the shortcut's own batch norm too); the residual add with ReLU alone;
+ * max and global average pooling; the synthetic images (resnet_cpu.c, synthetic_images.h).
  * Plain C over fp32 arrays, parallel with OpenMP, and deterministic: every sum has a
  * fixed order whatever the thread count (a channel's sum over rows goes over fixed
  * chunks of rows, added in chunk order; col2im and the pooling backward gather, they
@@ -20,6 +21,7 @@
 #include <stdint.h>
 
 struct conv_shape;
+struct bn_operands; /* bn_operands.h */
 
 #define BATCHNORM_EPS 1e-5f /* PyTorch's */
 
@@ -38,15 +40,31 @@ void cpu_col2im(float *dx, const float *col, const struct conv_shape *s);
 void cpu_batchnorm_forward(float *y, float *mean, float *rstd, float *run_mean, float *run_var, const float *x,
                            const float *gamma, const float *beta, int rows, int C, int training, float momentum,
                            int relu);
-/* From dy: g = dy, or dy where y > 0 when y (the forward's output after its ReLU) is
- * not NULL; dbeta = sum g, dgamma = sum g xhat over the rows (overwritten), and
+/* A bottleneck's output: y = max(bn(bn->x) + r, 0) over [rows x C], r the shortcut:
+ * proj's batch norm of its own input where proj is not NULL (a projection shortcut), else
+ * `shortcut` (the identity). Each batch norm's statistics as batchnorm_forward's. Defined
+ * as the operations it replaces, bit for bit: batchnorm_forward without ReLU into y (and
+ * proj's into a tensor of its own), then add_relu(y, that tensor or shortcut). So each
+ * summand is rounded to the compute dtype before the add, as the unfused operations
+ * stored it (a GPU's 16-bit dtype; nothing to round in fp32): the fusion changes no bit
+ * of training, for one rounding that an fp32 add would not make. y may not alias an input. */
+void cpu_batchnorm_add_relu_forward(float *y, const struct bn_operands *bn, const struct bn_operands *proj,
+                                    const float *shortcut, int rows, int C, int training, float momentum);
+/* From dy: g = dy, zeroed where the forward's ReLU output was not > 0 when relu (the
+ * forward's batchnorm_forward had relu = 1); dbeta = sum g, dgamma = sum g xhat over the
+ * rows (overwritten), and
  *   training: dx = gamma rstd (g - dbeta / rows - xhat dgamma / rows)
  *   frozen:   dx = gamma rstd g
- * with xhat = (x - mean) rstd. dx may be dy itself. */
-void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *y,
-                            const float *mean, const float *rstd, const float *gamma, int rows, int C, int training);
+ * with xhat = (x - mean) rstd. The ReLU's mask is recomputed from x, mean, rstd, gamma and
+ * beta by the forward's own operations in its order, so it is the mask of the forward's
+ * y, bit for bit, without reading y (a GPU also rounds the value to its compute dtype
+ * first, as the forward stored it: a positive value that rounds to 0 is masked there).
+ * beta may be NULL when relu = 0. dx may be dy itself. */
+void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *mean,
+                            const float *rstd, const float *gamma, const float *beta, int rows, int C, int training,
+                            int relu);
 
-/* y[i] = max(y[i] + x[i], 0): a bottleneck's output, its shortcut added. */
+/* y[i] = max(y[i] + x[i], 0) (a NaN sum gives 0): batchnorm_add_relu_forward's add, alone. */
 void cpu_add_relu(float *y, const float *x, size_t n);
 
 /* y [N*P*Q x C] = the maximum of each window (positions in the padding take no part);

@@ -1,5 +1,5 @@
-/* resnet_kernels.h — C launchers of the ResNet's CUDA kernels (resnet.cu, batchnorm.cu;
- * the add with ReLU is the families' residual add, kernels_cuda.h's). As kernels_cuda.h's: each
+/* resnet_kernels.h — C launchers of the ResNet's CUDA kernels (resnet.cu, batchnorm.cu:
+ * the residual add with ReLU is batch norm's, fused). As kernels_cuda.h's: each
  * takes the compute dtype of its activation buffers, enqueues on its stream and returns
  * the launch's cudaError_t; semantics in resnet_cpu.h (the backend's table: rn_ops.h). */
 #ifndef DPSCALE_RESNET_KERNELS_H
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/conv_shape.h"
 
 #ifdef __cplusplus
@@ -23,9 +24,12 @@ size_t cuda_batchnorm_scratch_floats(int rows, int C);
 cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var, const void *x,
                                    const void *gamma, const void *beta, int rows, int C, int training, float momentum,
                                    int relu, float *scratch, int dtype, cudaStream_t s);
+cudaError_t cuda_batchnorm_add_relu_forward(void *y, const struct bn_operands *bn, const struct bn_operands *proj,
+                                            const void *shortcut, int rows, int C, int training, float momentum,
+                                            float *scratch, int dtype, cudaStream_t s);
 cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy, const void *x,
-                                    const void *y, const float *mean, const float *rstd, const void *gamma, int rows,
-                                    int C, int training, float *scratch, int dtype, cudaStream_t s);
+                                    const float *mean, const float *rstd, const void *gamma, const void *beta, int rows,
+                                    int C, int training, int relu, float *scratch, int dtype, cudaStream_t s);
 cudaError_t cuda_maxpool_forward(void *y, int *argmax, const void *x, const struct conv_shape *s, int dtype,
                                  cudaStream_t st);
 cudaError_t cuda_maxpool_backward(void *dx, const void *dy, const int *argmax, const struct conv_shape *s, int dtype,

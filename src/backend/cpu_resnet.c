@@ -30,19 +30,21 @@ static void be_batchnorm_forward(struct backend *b, void *y, float *mean, float 
     cpu_batchnorm_forward(y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training, momentum, relu);
 }
 
+static void be_batchnorm_add_relu_forward(struct backend *b, void *y, const struct bn_operands *bn,
+                                          const struct bn_operands *proj, const void *shortcut, int rows, int C,
+                                          int training, float momentum)
+{
+    (void)b;
+    cpu_batchnorm_add_relu_forward(y, bn, proj, shortcut, rows, C, training, momentum);
+}
+
 static void be_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                  const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
-                                  int rows, int C, int training)
+                                  const void *x, const float *mean, const float *rstd, const void *gamma,
+                                  const void *beta, int rows, int C, int training, int relu)
 {
     (void)b;
     need_f32(grad_dtype);
-    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, y, mean, rstd, gamma, rows, C, training);
-}
-
-static void be_add_relu(struct backend *b, void *y, const void *x, size_t n)
-{
-    (void)b;
-    cpu_add_relu(y, x, n);
+    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, beta, rows, C, training, relu);
 }
 
 static void be_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
@@ -80,8 +82,8 @@ const struct rn_ops cpu_rn_ops = {
     .im2col = be_im2col,
     .col2im = be_col2im,
     .batchnorm_forward = be_batchnorm_forward,
+    .batchnorm_add_relu_forward = be_batchnorm_add_relu_forward,
     .batchnorm_backward = be_batchnorm_backward,
-    .add_relu = be_add_relu,
     .maxpool_forward = be_maxpool_forward,
     .maxpool_backward = be_maxpool_backward,
     .avgpool_forward = be_avgpool_forward,

@@ -34,8 +34,8 @@ static struct {
     X(ATTENTION_BACKWARD, "attention backward") X(FLASH_FORWARD, "flash attention forward")                    \
     X(FLASH_BACKWARD, "flash attention backward") X(ADD, "residual add") X(ROWS, "row gather/scatter")         \
     X(DATA, "synthetic data") X(ZERO, "zero") X(IM2COL, "im2col / col2im")                                     \
-    X(BATCHNORM_FORWARD, "batchnorm forward") X(BATCHNORM_BACKWARD, "batchnorm backward") X(POOL, "pooling")    \
-    X(CONV, "convolution (implicit GEMM)")
+    X(BATCHNORM_FORWARD, "batchnorm forward") X(BATCHNORM_ADD_RELU, "batchnorm + add + ReLU")                  \
+    X(BATCHNORM_BACKWARD, "batchnorm backward") X(POOL, "pooling") X(CONV, "convolution (implicit GEMM)")
 
 enum op_kind {
 #define OP_KIND_ENUM(kind, name) OPK_##kind,
@@ -228,16 +228,18 @@ static void w_bn_fwd(struct backend *b, void *y, float *mean, float *rstd, float
     TIMED(OPK_BATCHNORM_FORWARD, orig_rn, batchnorm_forward, b, y, mean, rstd, rm, rv, x, gamma, beta, rows, C,
           training, momentum, relu);
 }
-static void w_bn_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
-                     const void *y, const float *mean, const float *rstd, const void *gamma, int rows, int C,
-                     int training)
+static void w_bn_add_relu(struct backend *b, void *y, const struct bn_operands *bn, const struct bn_operands *proj,
+                          const void *shortcut, int rows, int C, int training, float momentum)
 {
-    TIMED(OPK_BATCHNORM_BACKWARD, orig_rn, batchnorm_backward, b, dx, dg, db, gd, dy, x, y, mean, rstd, gamma, rows, C,
-          training);
+    TIMED(OPK_BATCHNORM_ADD_RELU, orig_rn, batchnorm_add_relu_forward, b, y, bn, proj, shortcut, rows, C, training,
+          momentum);
 }
-static void w_add_relu(struct backend *b, void *y, const void *x, size_t n)
+static void w_bn_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
+                     const float *mean, const float *rstd, const void *gamma, const void *beta, int rows, int C,
+                     int training, int relu)
 {
-    TIMED(OPK_ADD, orig_rn, add_relu, b, y, x, n);
+    TIMED(OPK_BATCHNORM_BACKWARD, orig_rn, batchnorm_backward, b, dx, dg, db, gd, dy, x, mean, rstd, gamma, beta, rows,
+          C, training, relu);
 }
 static void w_maxpool_fwd(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
 {
@@ -321,8 +323,8 @@ static void wrap_rn(struct rn_ops *w)
     WRAP(im2col, w_im2col);
     WRAP(col2im, w_col2im);
     WRAP(batchnorm_forward, w_bn_fwd);
+    WRAP(batchnorm_add_relu_forward, w_bn_add_relu);
     WRAP(batchnorm_backward, w_bn_bwd);
-    WRAP(add_relu, w_add_relu);
     WRAP(maxpool_forward, w_maxpool_fwd);
     WRAP(maxpool_backward, w_maxpool_bwd);
     WRAP(avgpool_forward, w_avgpool_fwd);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/conv_shape.h"
 
 struct backend;
@@ -26,12 +27,21 @@ struct rn_ops {
     void (*batchnorm_forward)(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
                               const void *x, const void *gamma, const void *beta, int rows, int C, int training,
                               float momentum, int relu);
-    /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; y: the forward's
-     * output, whose zeros mask dy (its ReLU), or NULL (none). */
+    /* A bottleneck's output, y = max(bn(bn->x) + r, 0), in one element-wise pass: r is
+     * proj's batch norm of its own input where proj is not NULL (a projection shortcut;
+     * its output is never stored), else the tensor `shortcut` (the identity). Each batch
+     * norm's statistics as batchnorm_forward's; both summands rounded to the compute dtype
+     * before the add, as batchnorm_forward and an add with ReLU stored them: their bits. */
+    void (*batchnorm_add_relu_forward)(struct backend *b, void *y, const struct bn_operands *bn,
+                                       const struct bn_operands *proj, const void *shortcut, int rows, int C,
+                                       int training, float momentum);
+    /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; relu: the forward had
+     * its ReLU, whose mask (where its output was not > 0) zeroes dy: recomputed from x,
+     * mean, rstd, gamma and beta as the forward computed and stored that output, so the
+     * output itself is not read. beta may be NULL when relu = 0. */
     void (*batchnorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                               const void *x, const void *y, const float *mean, const float *rstd, const void *gamma,
-                               int rows, int C, int training);
-    void (*add_relu)(struct backend *b, void *y, const void *x, size_t n); /* y = max(y + x, 0) */
+                               const void *x, const float *mean, const float *rstd, const void *gamma,
+                               const void *beta, int rows, int C, int training, int relu);
     /* y = the windows' maxima, argmax their positions (h W + w in the image); backward
      * routes dy to them (dx overwritten). */
     void (*maxpool_forward)(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s);
@@ -59,7 +69,8 @@ struct rn_ops {
 /* A table the ResNet can run on: every one of its operations is there. */
 static inline int rn_ops_complete(const struct rn_ops *o)
 {
-    return o != NULL && o->im2col && o->col2im && o->batchnorm_forward && o->batchnorm_backward && o->add_relu &&
+    return o != NULL && o->im2col && o->col2im && o->batchnorm_forward && o->batchnorm_add_relu_forward &&
+           o->batchnorm_backward &&
            o->maxpool_forward && o->maxpool_backward && o->avgpool_forward && o->avgpool_backward && o->synth_images;
 }
 

@@ -124,6 +124,6 @@ def test_the_synthetic_images_are_learnable(outdir):
 def test_bench_names_the_resnets_operations():
     p = dpscale(1, "bench", "--config", TINY, "--train.iters=3")
     assert p.returncode == 0, p.stdout + p.stderr
-    for op in ("im2col / col2im", "batchnorm forward", "batchnorm backward", "pooling", "residual add"):
+    for op in ("im2col / col2im", "batchnorm forward", "batchnorm + add + ReLU", "batchnorm backward", "pooling"):
         assert op in p.stdout, p.stdout
 

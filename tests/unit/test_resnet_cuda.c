@@ -1,11 +1,14 @@
 /* test_resnet_cuda.c — the cuda backend's ResNet operations against the CPU's
  * (kernels/resnet/resnet_cpu.h), in fp32 and bf16, through the backend table as the model
- * calls them: im2col, col2im, the poolings, the add with ReLU and the synthetic images
- * give the CPU's bits (in bf16: the CPU's result on the same bf16 inputs, rounded once),
- * with 16-byte vectors and without (an odd channel count, a pointer one element off);
- * batch norm's statistics, running statistics, output and gradients agree to fp32's
- * (bf16's) resolution, with a mean far from zero, many chunks of rows and several
- * column tiles; and batch norm's backward gives the same bits twice.
+ * calls them: im2col, col2im, the poolings and the synthetic images give the CPU's bits
+ * (in bf16: the CPU's result on the same bf16 inputs, rounded once), with 16-byte vectors
+ * and without (an odd channel count, a pointer one element off); batch norm's statistics,
+ * running statistics, output and gradients agree to fp32's (bf16's) resolution, with a
+ * mean far from zero, many chunks of rows and several column tiles; batch norm with the
+ * residual add and ReLU gives the bits of the unfused batch norms and add (and the CPU's
+ * values); backward's recomputed ReLU mask gives the bits of the forward's output's mask,
+ * on values at the kink and values that round to 0; and batch norm's backward and the
+ * fused forward give the same bits twice.
  *
  * Needs a GPU: where none is visible (or the binary has no CUDA) every test passes
  * without checking anything and says so once. tests/gpu/resnet.sh runs it on the GPU. */
@@ -14,12 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/resnet_cpu.h"
 #include "backend/backend.h"
 #include "config/config.h"
 #include "base/halfconv.h"
 #include "check.h"
 #include "cuda_backend_test.h"
+#include "test_bn_kinks.h"
 #include "test_conv_shapes.h"
 
 static const char *const precisions[] = {"fp32", "bf16"};
@@ -159,9 +164,9 @@ TEST(max_pooling_gives_the_cpus_maxima_positions_and_gradients)
         }
 }
 
-/* ---- average pooling, the add with ReLU, the images ---- */
+/* ---- average pooling, the images ---- */
 
-TEST(average_pooling_and_the_add_with_relu_give_the_cpus_bits)
+TEST(average_pooling_gives_the_cpus_bits)
 {
     static const int shape[][3] = {{3, 49, 64}, {2, 5, 6}, {4, 16, 8}, {2, 9, 2048}};
     EACH_PRECISION
@@ -179,14 +184,6 @@ TEST(average_pooling_and_the_add_with_relu_give_the_cpus_bits)
             void *dx_d = dev_raw(NULL, nx, elem(), off);
             g_be.rn->avgpool_backward(&g_be, dx_d, dy_d, N, HW, C);
             CHECK(device_same_bits("average pool backward", dx_d, dx, nx, (int)k, off));
-            /* y = max(y + x, 0) over the whole of dx (the tail after the last whole vector too) */
-            float *sum = malloc(nx * 4);
-            memcpy(sum, dx, nx * 4);
-            for (size_t i = 0; i < nx; i++) sum[i] = rnd(sum[i]);
-            cpu_add_relu(sum, x, nx);
-            g_be.rn->add_relu(&g_be, dx_d, x_d, nx);
-            CHECK(device_same_bits("add + relu", dx_d, sum, nx, (int)k, off));
-            free(sum);
             dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
             dev_free(dx_d, elem(), off);
             free(x), free(dy), free(y), free(dx);
@@ -268,7 +265,17 @@ TEST(batchnorm_forward_matches_the_cpu)
         for (int mode = 0; mode < 4; mode++) bn_forward_case(&bn_shapes[k], mode & 1, mode >> 1, (int)(k % 2));
 }
 
-/* batch norm backward from the same dy, x, ReLU output and statistics on both; grad_dtype
+/* The GPU forward's ReLU output > 0 for an element: batchnorm.cu's bn_value (one fused
+ * multiply-add) rounded to the compute dtype, as it stores it, so that the CPU's gradients
+ * see the GPU's mask (the CPU's own value, rounded otherwise, is on the other side of 0
+ * for the odd element in a million) */
+static int gpu_relu_passes(float x, float mean, float rstd, float gamma, float beta)
+{
+    return rnd(fmaf(x - mean, rstd * gamma, beta)) > 0.0f;
+}
+
+/* batch norm backward from the same dy, x and statistics on both, the GPU with its ReLU's
+ * mask recomputed (masked), the CPU on dy masked by the GPU forward's mask; grad_dtype
  * fp32 or the compute dtype; in place (dx = dy) or not. Returns the GPU's dx, dgamma,
  * dbeta downloaded raw, for the determinism test. */
 static void bn_backward_case(const struct bn_shape *b, int training, int masked, int grad_dtype, int in_place, int off,
@@ -277,17 +284,20 @@ static void bn_backward_case(const struct bn_shape *b, int training, int masked,
     const size_t n = (size_t)b->rows * b->C, C = (size_t)b->C, ge = dtype_size(grad_dtype);
     float *x = rand_array(n, 43, b->offset), *dy = rand_array(n, 47, 0.0f), *gamma = rand_array(C, 53, 1.0f);
     float *beta = rand_array(C, 59, 0.0f), *rm = rand_array(C, 61, 0.0f), *rv = rand_array(C, 67, 2.0f);
-    float *y = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4);
+    float *y = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4), *dy_masked = malloc(n * 4);
     cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, b->rows, b->C, training, 0.1f, masked);
-    for (size_t i = 0; i < n; i++) y[i] = rnd(y[i]); /* the mask both read */
-    void *x_d = dev_from(x, n, g_be.act_dtype, off), *dy_d = dev_from(dy, n, g_be.act_dtype, off), *y_d = dev_from(y, n, g_be.act_dtype, off), *g_d = dev_from(gamma, C, g_be.act_dtype, 0);
+    for (size_t i = 0; i < n; i++)
+        dy_masked[i] = !masked || gpu_relu_passes(x[i], mean[i % C], rstd[i % C], gamma[i % C], beta[i % C]) ? dy[i]
+                                                                                                            : 0.0f;
+    void *x_d = dev_from(x, n, g_be.act_dtype, off), *dy_d = dev_from(dy, n, g_be.act_dtype, off);
+    void *g_d = dev_from(gamma, C, g_be.act_dtype, 0), *b_d = dev_from(beta, C, g_be.act_dtype, 0);
     void *dx_d = in_place ? dy_d : dev_raw(NULL, n, elem(), off);
     float *mean_d = dev_raw(mean, C, 4, 0), *rstd_d = dev_raw(rstd, C, 4, 0);
     void *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
     float *dx = malloc(n * 4), *dgamma = malloc(C * 4), *dbeta = malloc(C * 4);
-    cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, masked ? y : NULL, mean, rstd, gamma, b->rows, b->C, training);
-    g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, masked ? y_d : NULL, mean_d, rstd_d,
-                                g_d, b->rows, b->C, training);
+    cpu_batchnorm_backward(dx, dgamma, dbeta, dy_masked, x, mean, rstd, gamma, beta, b->rows, b->C, training, 0);
+    g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, mean_d, rstd_d, g_d, b_d, b->rows, b->C,
+                                training, masked);
     static float gg[BN_MAX_C], gb[BN_MAX_C];
     float *gdx = host_from(dx_d, n, g_be.act_dtype);
     if (grad_dtype == DT_F32) {
@@ -312,10 +322,10 @@ static void bn_backward_case(const struct bn_shape *b, int training, int masked,
         g_be.ops->download(&g_be, *raw + n * elem(), dg_d, C * ge);
         g_be.ops->download(&g_be, *raw + n * elem() + C * ge, db_d, C * ge);
     }
-    dev_free(x_d, elem(), off), dev_free(dy_d, elem(), off), dev_free(y_d, elem(), off), dev_free(g_d, elem(), 0);
+    dev_free(x_d, elem(), off), dev_free(dy_d, elem(), off), dev_free(g_d, elem(), 0), dev_free(b_d, elem(), 0);
     if (!in_place) dev_free(dx_d, elem(), off);
     dev_free(mean_d, 4, 0), dev_free(rstd_d, 4, 0), dev_free(dg_d, ge, 0), dev_free(db_d, ge, 0);
-    free(x), free(dy), free(gamma), free(beta), free(rm), free(rv), free(y), free(mean), free(rstd);
+    free(x), free(dy), free(gamma), free(beta), free(rm), free(rv), free(y), free(mean), free(rstd), free(dy_masked);
     free(dx), free(dgamma), free(dbeta), free(gdx);
 }
 
@@ -343,6 +353,193 @@ TEST(batchnorm_backward_gives_the_same_bits_twice)
         CHECK(na == nb && memcmp(a, b, na) == 0);
         free(a), free(b);
     }
+}
+
+/* ---- backward's recomputed ReLU mask ---- */
+
+/* Backward's recomputed ReLU mask against the forward's stored output, on the GPU: the
+ * gradients with relu = 1 from dy, and with relu = 0 from dy zeroed where the GPU
+ * forward's y is not > 0 (what a backward reading y computed), give the same bits, on
+ * inputs whose pre-ReLU values are exactly 0, tiny of either sign or, in bf16, positive
+ * but rounding to 0 (test_bn_kinks.h). */
+static void bn_mask_case(int rows, int C, int training, int grad_dtype, int in_place, int off)
+{
+    const size_t n = (size_t)rows * C, ge = dtype_size(grad_dtype);
+    float *x = malloc(n * 4), *gamma = malloc(C * 4), *beta = malloc(C * 4), *rm = malloc(C * 4), *rv = malloc(C * 4);
+    float *dy = rand_array(n, 109, 0.0f), *dy_masked = malloc(n * 4), *mean = malloc(C * 4), *rstd = malloc(C * 4);
+    bn_kink_data(x, gamma, beta, rows, C);
+    for (int c = 0; c < C; c++) rm[c] = kink_mean(c), rv[c] = 1.0f / 6.0f; /* frozen: the batch's own statistics */
+    void *x_d = dev_from(x, n, g_be.act_dtype, off), *y_d = dev_raw(NULL, n, elem(), off);
+    void *g_d = dev_from(gamma, C, g_be.act_dtype, 0), *b_d = dev_from(beta, C, g_be.act_dtype, 0);
+    float *rm_d = dev_raw(rm, C, 4, 0), *rv_d = dev_raw(rv, C, 4, 0);
+    float *mean_d = dev_raw(NULL, C, 4, 0), *rstd_d = dev_raw(NULL, C, 4, 0);
+    g_be.rn->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, rows, C, training, 0.1f, 1);
+    float *y = host_from(y_d, n, g_be.act_dtype);
+    g_be.ops->download(&g_be, mean, mean_d, C * 4);
+    g_be.ops->download(&g_be, rstd, rstd_d, C * 4);
+    int at_zero = 0, round_to_zero = 0; /* what the data holds, as batchnorm.cu computes it */
+    for (size_t i = 0; i < n; i++) {
+        const size_t c = i % C;
+        const float v = fmaf(rnd(x[i]) - mean[c], rstd[c] * rnd(gamma[c]), rnd(beta[c]));
+        at_zero += v == 0.0f;
+        round_to_zero += v > 0.0f && rnd(v) == 0.0f;
+        dy_masked[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    }
+    unsigned char *raw[2];
+    const size_t bytes = n * elem() + 2 * (size_t)C * ge;
+    for (int j = 0; j < 2; j++) { /* j = 0: the recomputed mask; 1: the stored output's */
+        void *dy_d = dev_from(j ? dy_masked : dy, n, g_be.act_dtype, off);
+        void *dx_d = in_place ? dy_d : dev_raw(NULL, n, elem(), off);
+        void *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
+        g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, mean_d, rstd_d, g_d, b_d, rows, C,
+                                    training, j == 0);
+        raw[j] = malloc(bytes);
+        g_be.ops->download(&g_be, raw[j], dx_d, n * elem());
+        g_be.ops->download(&g_be, raw[j] + n * elem(), dg_d, C * ge);
+        g_be.ops->download(&g_be, raw[j] + n * elem() + C * ge, db_d, C * ge);
+        dev_free(dy_d, elem(), off), dev_free(dg_d, ge, 0), dev_free(db_d, ge, 0);
+        if (!in_place) dev_free(dx_d, elem(), off);
+    }
+    const int same = memcmp(raw[0], raw[1], bytes) == 0;
+    if (!same || at_zero == 0 || (g_be.act_dtype != DT_F32 && round_to_zero == 0))
+        printf("    rows %d, C %d, training %d, gradients %s, in place %d, pointer offset %d: %s (%d values at 0, %d "
+               "rounding to 0)\n", rows, C, training, dtype_name(grad_dtype), in_place, off,
+               same ? "the same bits" : "the recomputed mask's gradients differ", at_zero, round_to_zero);
+    CHECK(same);
+    CHECK(at_zero > 0);
+    if (g_be.act_dtype != DT_F32) CHECK(round_to_zero > 0);
+    dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(g_d, elem(), 0), dev_free(b_d, elem(), 0);
+    dev_free(rm_d, 4, 0), dev_free(rv_d, 4, 0), dev_free(mean_d, 4, 0), dev_free(rstd_d, 4, 0);
+    free(x), free(gamma), free(beta), free(rm), free(rv), free(dy), free(dy_masked), free(mean), free(rstd), free(y);
+    free(raw[0]), free(raw[1]);
+}
+
+TEST(batchnorm_backward_recomputes_the_forwards_relu_mask_bit_for_bit)
+{
+    /* rows multiples of 3 (test_bn_kinks.h): several chunks; an odd C; a pointer off
+     * alignment; several column tiles */
+    static const int shape[][3] = {{3000, 24, 0}, {999, 7, 0}, {300, 48, 1}, {99, BN_MAX_C, 0}};
+    EACH_PRECISION
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++)
+        for (int mode = 0; mode < 4; mode++) {
+            const int grad_dtype = (mode & 2) ? g_be.act_dtype : DT_F32;
+            if ((mode & 2) && grad_dtype == DT_F32) continue;
+            bn_mask_case(shape[k][0], shape[k][1], mode & 1, grad_dtype, (int)(k % 2), shape[k][2]);
+        }
+}
+
+/* ---- batch norm with the residual add and ReLU ---- */
+
+/* One batch norm's tensors on the device: x `off` elements off alignment, its own copy
+ * of the running statistics (each run updates its own). */
+struct dev_bn {
+    void *x, *gamma, *beta;
+    float *mean, *rstd, *rm, *rv;
+    int off;
+};
+
+static struct dev_bn dev_bn_new(const float *x, size_t n, const float *gamma, const float *beta, const float *rm,
+                                const float *rv, size_t C, int off)
+{
+    return (struct dev_bn){dev_from(x, n, g_be.act_dtype, off), dev_from(gamma, C, g_be.act_dtype, 0),
+                           dev_from(beta, C, g_be.act_dtype, 0), dev_raw(NULL, C, 4, 0), dev_raw(NULL, C, 4, 0),
+                           dev_raw(rm, C, 4, 0), dev_raw(rv, C, 4, 0), off};
+}
+
+static void dev_bn_free(struct dev_bn *d)
+{
+    dev_free(d->x, elem(), d->off), dev_free(d->gamma, elem(), 0), dev_free(d->beta, elem(), 0);
+    dev_free(d->mean, 4, 0), dev_free(d->rstd, 4, 0), dev_free(d->rm, 4, 0), dev_free(d->rv, 4, 0);
+}
+
+static struct bn_operands dev_bn_operands(const struct dev_bn *d)
+{
+    return (struct bn_operands){d->x, d->gamma, d->beta, d->mean, d->rstd, d->rm, d->rv};
+}
+
+/* st [4 x C]: mean, rstd, running mean, running variance */
+static void dev_bn_stats(const struct dev_bn *d, float *st, size_t C)
+{
+    g_be.ops->download(&g_be, st, d->mean, C * 4);
+    g_be.ops->download(&g_be, st + C, d->rstd, C * 4);
+    g_be.ops->download(&g_be, st + 2 * C, d->rm, C * 4);
+    g_be.ops->download(&g_be, st + 3 * C, d->rv, C * 4);
+}
+
+/* batchnorm_add_relu_forward on the GPU against (1) the GPU's unfused operations: each batch
+ * norm's batchnorm_forward (no ReLU), then the add with ReLU of what they stored, as the
+ * cuda backend's add computed it (in fp32, rounded once: the CPU's bits), bit for bit, and
+ * the statistics too; (2) the CPU's batchnorm_add_relu_forward, the statistics at fp32's
+ * resolution, y at the compute dtype's; (3) itself, run again: the same bits. off: the
+ * last batch norm's x and y that many elements off alignment; sc_off: the shortcut's
+ * tensor (the projection's x, or the identity's). */
+static void bn_add_relu_case(const struct bn_shape *b, int training, int proj, int off, int sc_off)
+{
+    const size_t n = (size_t)b->rows * b->C, C = (size_t)b->C;
+    float *x = rand_array(n, 71, b->offset), *xp = rand_array(n, 73, 0.5f), *sc = rand_array(n, 79, 0.0f);
+    float *g3 = rand_array(C, 83, 1.0f), *b3 = rand_array(C, 89, 0.0f), *gp = rand_array(C, 97, 1.0f);
+    float *bp = rand_array(C, 101, 0.0f), *rm = rand_array(2 * C, 103, 0.0f), *rv = rand_array(2 * C, 107, 2.0f);
+    struct dev_bn f3 = dev_bn_new(x, n, g3, b3, rm, rv, C, off), fp = dev_bn_new(xp, n, gp, bp, rm + C, rv + C, C, sc_off);
+    struct dev_bn u3 = dev_bn_new(x, n, g3, b3, rm, rv, C, off), up = dev_bn_new(xp, n, gp, bp, rm + C, rv + C, C, sc_off);
+    void *sc_d = dev_from(sc, n, g_be.act_dtype, sc_off), *y_d = dev_raw(NULL, n, elem(), off);
+    void *again_d = dev_raw(NULL, n, elem(), off), *t3_d = dev_raw(NULL, n, elem(), off);
+    void *tp_d = dev_raw(NULL, n, elem(), 0); /* the unfused model's scratch: aligned */
+    const struct bn_operands o3 = dev_bn_operands(&f3), op = dev_bn_operands(&fp);
+    float *st_f = malloc(8 * C * 4), *st_u = malloc(8 * C * 4), *st_c = malloc(8 * C * 4);
+    g_be.rn->batchnorm_add_relu_forward(&g_be, y_d, &o3, proj ? &op : NULL, proj ? NULL : sc_d, b->rows, b->C, training,
+                                        0.1f);
+    dev_bn_stats(&f3, st_f, C), dev_bn_stats(&fp, st_f + 4 * C, C); /* before the second run updates them again */
+    g_be.rn->batchnorm_add_relu_forward(&g_be, again_d, &o3, proj ? &op : NULL, proj ? NULL : sc_d, b->rows, b->C,
+                                        training, 0.1f);
+    g_be.rn->batchnorm_forward(&g_be, t3_d, u3.mean, u3.rstd, u3.rm, u3.rv, u3.x, u3.gamma, u3.beta, b->rows, b->C,
+                               training, 0.1f, 0);
+    if (proj)
+        g_be.rn->batchnorm_forward(&g_be, tp_d, up.mean, up.rstd, up.rm, up.rv, up.x, up.gamma, up.beta, b->rows, b->C,
+                                   training, 0.1f, 0);
+    dev_bn_stats(&u3, st_u, C), dev_bn_stats(&up, st_u + 4 * C, C);
+    /* (1) the unfused: the add of the two stored tensors */
+    float *got = host_from(y_d, n, g_be.act_dtype), *again = host_from(again_d, n, g_be.act_dtype);
+    float *want = host_from(t3_d, n, g_be.act_dtype), *r = proj ? host_from(tp_d, n, g_be.act_dtype) : sc;
+    cpu_add_relu(want, r, n);
+    int ok = same_bits("batch norm + add + relu against the unfused", got, want, n, (int)(b - bn_shapes), off);
+    const size_t nst = (proj ? 8 : 4) * C;
+    if (memcmp(st_f, st_u, nst * 4) != 0) printf("    batch norm + add + relu: statistics differ from the unfused\n");
+    ok &= memcmp(st_f, st_u, nst * 4) == 0;
+    /* (2) the CPU, from the same running statistics */
+    float *ycpu = malloc(n * 4);
+    memcpy(st_c + 2 * C, rm, C * 4), memcpy(st_c + 3 * C, rv, C * 4);
+    memcpy(st_c + 6 * C, rm + C, C * 4), memcpy(st_c + 7 * C, rv + C, C * 4);
+    const struct bn_operands c3 = {x, g3, b3, st_c, st_c + C, st_c + 2 * C, st_c + 3 * C};
+    const struct bn_operands cp = {xp, gp, bp, st_c + 4 * C, st_c + 5 * C, st_c + 6 * C, st_c + 7 * C};
+    cpu_batchnorm_add_relu_forward(ycpu, &c3, proj ? &cp : NULL, proj ? NULL : sc, b->rows, b->C, training, 0.1f);
+    const double ty = g_be.act_dtype == DT_F32 ? 1e-5 : 1e-2;
+    for (int j = 0; j < (proj ? 2 : 1); j++) {
+        const float *g = st_f + 4 * C * j, *w = st_c + 4 * C * j;
+        ok &= means_close(g, w, w + C, C, 1e-6) & close_to("batch norm rstd", g + C, w + C, C, 1e-5);
+        ok &= close_to("running mean", g + 2 * C, w + 2 * C, C, 1e-5);
+        ok &= close_to("running variance", g + 3 * C, w + 3 * C, C, 1e-5);
+    }
+    ok &= close_to("batch norm + add + relu y", got, ycpu, n, ty);
+    /* (3) deterministic */
+    if (memcmp(got, again, n * 4) != 0) printf("    batch norm + add + relu: a second run differs\n");
+    ok &= memcmp(got, again, n * 4) == 0;
+    if (!ok) printf("    rows %d, C %d, offset %g, training %d, projection %d, pointer offsets %d and %d\n", b->rows,
+                    b->C, (double)b->offset, training, proj, off, sc_off);
+    CHECK(ok);
+    dev_bn_free(&f3), dev_bn_free(&fp), dev_bn_free(&u3), dev_bn_free(&up);
+    dev_free(sc_d, elem(), sc_off), dev_free(y_d, elem(), off), dev_free(again_d, elem(), off);
+    dev_free(t3_d, elem(), off), dev_free(tp_d, elem(), 0);
+    if (proj) free(r);
+    free(x), free(xp), free(sc), free(g3), free(b3), free(gp), free(bp), free(rm), free(rv);
+    free(got), free(again), free(want), free(st_f), free(st_u), free(st_c), free(ycpu);
+}
+
+TEST(batchnorm_add_relu_gives_the_unfused_bits_and_matches_the_cpu)
+{
+    EACH_PRECISION
+    for (size_t k = 0; k < sizeof bn_shapes / sizeof bn_shapes[0]; k++)
+        for (int mode = 0; mode < 4; mode++) /* pointers: both aligned, either off, both off */
+            bn_add_relu_case(&bn_shapes[k], mode & 1, mode >> 1, (int)(k % 2), (int)((k / 2) % 2));
 }
 
 int main(void)

@@ -2,19 +2,23 @@
  * a convolution as im2col + GEMM (forward, weight and input gradients) against the
  * direct seven-loop definition; batch norm's statistics, running statistics and
  * backward against central differences in training and frozen mode, with and
- * without its ReLU; max and average pooling against their definitions; the synthetic
- * images as a pure function of the sample; and bit-identical results with 1 and 4
- * threads. */
+ * without its ReLU; batch norm with the residual add and ReLU is, bit for bit, the
+ * batch norms and the add it replaces; backward's recomputed ReLU mask is the forward's
+ * output's, bit for bit, on values at the kink; max and average pooling against their
+ * definitions; the synthetic images as a pure function of the sample; and
+ * bit-identical results with 1 and 4 threads. */
 #include <cblas.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/resnet_cpu.h"
 #include "kernels/synthetic.h"
 #include "backend/backend.h"
 #include "check.h"
 #include "test_arrays.h"
+#include "test_bn_kinks.h"
 #include "test_conv_shapes.h"
 
 #define FD_EPS 1e-3f
@@ -176,7 +180,7 @@ TEST(batchnorm_backward_matches_finite_differences_in_training_and_frozen_mode)
         float y[BR * BC], mean[BC], rstd[BC], rm[BC], rv[BC], dx[BR * BC], dg[BC], db[BC], inplace[BR * BC];
         for (int j = 0; j < BC; j++) rm[j] = 0.25f * (float)j, rv[j] = 0.5f + 0.25f * (float)j;
         cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, BR, BC, c->training, 0.1f, c->relu);
-        cpu_batchnorm_backward(dx, dg, db, R, x, c->relu ? y : NULL, mean, rstd, gamma, BR, BC, c->training);
+        cpu_batchnorm_backward(dx, dg, db, R, x, mean, rstd, gamma, beta, BR, BC, c->training, c->relu);
         const double ex = bn_fd_worst(c, x, BR * BC, dx, x, gamma, beta, R);
         const double eg = bn_fd_worst(c, gamma, BC, dg, x, gamma, beta, R);
         const double eb = bn_fd_worst(c, beta, BC, db, x, gamma, beta, R);
@@ -187,7 +191,7 @@ TEST(batchnorm_backward_matches_finite_differences_in_training_and_frozen_mode)
         CHECK(eb < FD_TOL);
         /* dx may be dy itself */
         memcpy(inplace, R, sizeof inplace);
-        cpu_batchnorm_backward(inplace, dg, db, inplace, x, c->relu ? y : NULL, mean, rstd, gamma, BR, BC, c->training);
+        cpu_batchnorm_backward(inplace, dg, db, inplace, x, mean, rstd, gamma, beta, BR, BC, c->training, c->relu);
         CHECK(memcmp(inplace, dx, sizeof dx) == 0);
         free(x), free(gamma), free(beta), free(R);
     }
@@ -233,6 +237,111 @@ TEST(batchnorm_frozen_normalises_with_the_running_statistics_and_keeps_them)
         }
     }
     free(x);
+}
+
+/* A bottleneck's tensors for batchnorm_add_relu_forward: the last batch norm's input,
+ * the projection's, the identity shortcut, gains and running statistics for both. */
+struct block_case {
+    int rows, C;
+    float *x, *xp, *shortcut, *gamma, *beta, *gp, *bp, *rm, *rv;
+};
+
+static struct block_case block_case_new(int rows, int C, unsigned seed)
+{
+    const size_t n = (size_t)rows * C;
+    struct block_case b = {rows, C, rand_array(n, seed), rand_array(n, seed + 1), rand_array(n, seed + 2),
+                           rand_array(C, seed + 3), rand_array(C, seed + 4), rand_array(C, seed + 5),
+                           rand_array(C, seed + 6), rand_array(2 * (size_t)C, seed + 7), rand_array(2 * (size_t)C, 0)};
+    for (size_t i = 0; i < n; i++) b.xp[i] = 2.0f * b.xp[i] + 1.5f; /* a mean away from 0, a spread away from 1 */
+    for (int j = 0; j < 2 * C; j++) b.rv[j] = 1.0f + 0.5f * b.rm[j] * b.rm[j];
+    return b;
+}
+
+static void block_case_free(struct block_case *b)
+{
+    free(b->x), free(b->xp), free(b->shortcut), free(b->gamma), free(b->beta), free(b->gp), free(b->bp);
+    free(b->rm), free(b->rv);
+}
+
+/* stats [2 x 4 x C]: each batch norm's mean, rstd, running mean and variance, the running
+ * ones from the case's */
+static struct bn_operands block_operands(const struct block_case *b, int which, float *stats)
+{
+    const int C = b->C;
+    float *st = stats + (size_t)which * 4 * C;
+    memcpy(st + 2 * C, b->rm + (size_t)which * C, C * sizeof(float));
+    memcpy(st + 3 * C, b->rv + (size_t)which * C, C * sizeof(float));
+    return (struct bn_operands){which ? b->xp : b->x, which ? b->gp : b->gamma, which ? b->bp : b->beta, st, st + C,
+                                st + 2 * C, st + 3 * C};
+}
+
+TEST(batchnorm_add_relu_gives_the_bits_of_the_batchnorms_then_the_add_with_relu)
+{
+    static const int shape[][2] = {{1100, 5}, {37, 16}}; /* several chunks of rows; an odd C */
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++)
+        for (int mode = 0; mode < 4; mode++) {
+            const int training = mode & 1, proj = mode >> 1, rows = shape[k][0], C = shape[k][1];
+            const size_t n = (size_t)rows * C, ns = 8 * (size_t)C;
+            struct block_case b = block_case_new(rows, C, 200 + 10 * (unsigned)k);
+            float *want = malloc(n * 4), *got = malloc(n * 4), *t = malloc(n * 4);
+            float *want_st = calloc(ns, 4), *got_st = calloc(ns, 4);
+            /* what the model ran before: batch norm 3 into y, the projection's into t, then y = max(y + t, 0) */
+            const struct bn_operands w3 = block_operands(&b, 0, want_st), wp = block_operands(&b, 1, want_st);
+            cpu_batchnorm_forward(want, w3.mean, w3.rstd, w3.run_mean, w3.run_var, b.x, b.gamma, b.beta, rows, C,
+                                  training, 0.1f, 0);
+            if (proj)
+                cpu_batchnorm_forward(t, wp.mean, wp.rstd, wp.run_mean, wp.run_var, b.xp, b.gp, b.bp, rows, C, training,
+                                      0.1f, 0);
+            cpu_add_relu(want, proj ? t : b.shortcut, n);
+            const struct bn_operands g3 = block_operands(&b, 0, got_st), gp = block_operands(&b, 1, got_st);
+            cpu_batchnorm_add_relu_forward(got, &g3, proj ? &gp : NULL, proj ? NULL : b.shortcut, rows, C, training,
+                                           0.1f);
+            const size_t nst = (proj ? 8 : 4) * (size_t)C;
+            int zeros = 0;
+            for (size_t i = 0; i < n; i++) zeros += got[i] == 0.0f;
+            if (memcmp(got, want, n * 4) != 0 || memcmp(got_st, want_st, nst * 4) != 0)
+                printf("    rows %d, C %d, training %d, projection %d: %s differ\n", rows, C, training, proj,
+                       memcmp(got, want, n * 4) != 0 ? "outputs" : "statistics");
+            CHECK(memcmp(got, want, n * 4) == 0);
+            CHECK(memcmp(got_st, want_st, nst * 4) == 0);
+            CHECK(zeros > 0 && (size_t)zeros < n); /* the ReLU clamps some, not all */
+            free(want), free(got), free(t), free(want_st), free(got_st);
+            block_case_free(&b);
+        }
+}
+
+TEST(batchnorm_backward_recomputes_the_forwards_relu_mask_bit_for_bit)
+{
+    /* rows multiples of 3 (test_bn_kinks.h); 2100: several chunks of rows */
+    static const int shape[][2] = {{2100, 12}, {30, 7}};
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++)
+        for (int training = 0; training < 2; training++) {
+            const int rows = shape[k][0], C = shape[k][1];
+            const size_t n = (size_t)rows * C;
+            float *x = malloc(n * 4), *gamma = malloc(C * 4), *beta = malloc(C * 4), *y = malloc(n * 4);
+            float *dy = rand_array(n, 300 + (unsigned)k), *masked = malloc(n * 4);
+            float *mean = malloc(C * 4), *rstd = malloc(C * 4), *rm = malloc(C * 4), *rv = malloc(C * 4);
+            float *dx[2] = {malloc(n * 4), malloc(n * 4)}, *dg[2] = {malloc(C * 4), malloc(C * 4)};
+            float *db[2] = {malloc(C * 4), malloc(C * 4)};
+            bn_kink_data(x, gamma, beta, rows, C);
+            for (int c = 0; c < C; c++) rm[c] = kink_mean(c), rv[c] = 1.0f / 6.0f; /* frozen: the batch's own */
+            cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, rows, C, training, 0.1f, 1);
+            /* the mask as the forward's output gives it: dy where y > 0 */
+            int on_kink = 0;
+            for (size_t i = 0; i < n; i++) {
+                masked[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+                on_kink += x[i] == mean[i % C] && beta[i % C] == 0.0f;
+            }
+            cpu_batchnorm_backward(dx[0], dg[0], db[0], dy, x, mean, rstd, gamma, beta, rows, C, training, 1);
+            cpu_batchnorm_backward(dx[1], dg[1], db[1], masked, x, mean, rstd, gamma, beta, rows, C, training, 0);
+            const int same = memcmp(dx[0], dx[1], n * 4) == 0 && memcmp(dg[0], dg[1], C * 4) == 0 &&
+                             memcmp(db[0], db[1], C * 4) == 0;
+            if (!same) printf("    rows %d, C %d, training %d: the recomputed mask's gradients differ\n", rows, C, training);
+            CHECK(same);
+            CHECK(on_kink >= rows / 3); /* pre-ReLU values of exactly 0 were there to mask */
+            free(x), free(gamma), free(beta), free(y), free(dy), free(masked), free(mean), free(rstd), free(rm), free(rv);
+            for (int j = 0; j < 2; j++) free(dx[j]), free(dg[j]), free(db[j]);
+        }
 }
 
 TEST(add_relu_adds_the_shortcut_then_clamps)
@@ -316,18 +425,21 @@ TEST(kernels_are_bit_identical_with_1_and_4_threads)
     const size_t nx = x_size(&s), nc = col_rows(&s) * col_cols(&s), np = col_rows(&s) * C;
     float *x = rand_array(nx, 101), *dy = rand_array(nx, 102), *gamma = rand_array(C, 103), *beta = rand_array(C, 104);
     float *col = rand_array(nc, 105), *pdy = rand_array(np, 106);
-    enum { Y, DX, DGAMMA, DBETA, STATS, COL2IM, POOL, POOLDX, NOUT };
-    const size_t n[NOUT] = {nx, nx, (size_t)C, (size_t)C, 4 * (size_t)C, nx, np, nx};
+    enum { Y, DX, DGAMMA, DBETA, STATS, FUSED, FUSED_STATS, COL2IM, POOL, POOLDX, NOUT };
+    const size_t n[NOUT] = {nx, nx, (size_t)C, (size_t)C, 4 * (size_t)C, nx, 8 * (size_t)C, nx, np, nx};
     float *out[2][NOUT];
     const int saved = omp_get_max_threads();
     for (int k = 0; k < 2; k++) {
         omp_set_num_threads(k == 0 ? 1 : 4);
         float **o = out[k];
         for (int i = 0; i < NOUT; i++) o[i] = calloc(n[i], sizeof(float));
-        float *mean = o[STATS], *rstd = mean + C, *rm = rstd + C, *rv = rm + C;
+        float *mean = o[STATS], *rstd = mean + C, *rm = rstd + C, *rv = rm + C, *fstats = o[FUSED_STATS];
         int *am = malloc(np * sizeof(int));
         cpu_batchnorm_forward(o[Y], mean, rstd, rm, rv, x, gamma, beta, rows, C, 1, 0.1f, 1);
-        cpu_batchnorm_backward(o[DX], o[DGAMMA], o[DBETA], dy, x, o[Y], mean, rstd, gamma, rows, C, 1);
+        cpu_batchnorm_backward(o[DX], o[DGAMMA], o[DBETA], dy, x, mean, rstd, gamma, beta, rows, C, 1, 1);
+        const struct bn_operands b3 = {x, gamma, beta, fstats, fstats + C, fstats + 2 * C, fstats + 3 * C};
+        const struct bn_operands bp = {dy, beta, gamma, fstats + 4 * C, fstats + 5 * C, fstats + 6 * C, fstats + 7 * C};
+        cpu_batchnorm_add_relu_forward(o[FUSED], &b3, &bp, NULL, rows, C, 1, 0.1f);
         cpu_col2im(o[COL2IM], col, &s);
         cpu_maxpool_forward(o[POOL], am, x, &s);
         cpu_maxpool_backward(o[POOLDX], pdy, am, &s);

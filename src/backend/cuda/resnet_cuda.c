@@ -13,7 +13,6 @@
 #include "backend/cuda/cuda_state.h"
 #include "base/cuda_check.h"
 #include "base/error.h"
-#include "kernels/kernels_cuda.h" /* cuda_add_relu, the residual add */
 #include "kernels/resnet/conv_sm90.h"
 #include "kernels/resnet/resnet_kernels.h"
 
@@ -71,18 +70,22 @@ static void cuda_rn_batchnorm_forward(struct backend *b, void *y, float *mean, f
                                       scratch, b->act_dtype, stream(b)));
 }
 
-static void cuda_rn_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype,
-                                       const void *dy, const void *x, const void *y, const float *mean,
-                                       const float *rstd, const void *gamma, int rows, int C, int training)
+static void cuda_rn_batchnorm_add_relu_forward(struct backend *b, void *y, const struct bn_operands *bn,
+                                               const struct bn_operands *proj, const void *shortcut, int rows, int C,
+                                               int training, float momentum)
 {
-    float *scratch = bn_scratch(b, rows, C);
-    CHECK_CUDA(cuda_batchnorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, y, mean, rstd, gamma, rows, C, training,
-                                       scratch, b->act_dtype, stream(b)));
+    float *scratch = bn_scratch(b, rows, C); /* both batch norms' partial sums, one after the other */
+    CHECK_CUDA(cuda_batchnorm_add_relu_forward(y, bn, proj, shortcut, rows, C, training, momentum, scratch,
+                                               b->act_dtype, stream(b)));
 }
 
-static void cuda_rn_add_relu(struct backend *b, void *y, const void *x, size_t n)
+static void cuda_rn_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype,
+                                       const void *dy, const void *x, const float *mean, const float *rstd,
+                                       const void *gamma, const void *beta, int rows, int C, int training, int relu)
 {
-    CHECK_CUDA(cuda_add_relu(y, x, n, b->act_dtype, stream(b)));
+    float *scratch = bn_scratch(b, rows, C);
+    CHECK_CUDA(cuda_batchnorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, beta, rows, C, training,
+                                       relu, scratch, b->act_dtype, stream(b)));
 }
 
 static void cuda_rn_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
@@ -137,8 +140,8 @@ const struct rn_ops cuda_rn_ops = {
     .im2col = cuda_rn_im2col,
     .col2im = cuda_rn_col2im,
     .batchnorm_forward = cuda_rn_batchnorm_forward,
+    .batchnorm_add_relu_forward = cuda_rn_batchnorm_add_relu_forward,
     .batchnorm_backward = cuda_rn_batchnorm_backward,
-    .add_relu = cuda_rn_add_relu,
     .maxpool_forward = cuda_rn_maxpool_forward,
     .maxpool_backward = cuda_rn_maxpool_backward,
     .avgpool_forward = cuda_rn_avgpool_forward,

@@ -85,13 +85,34 @@ static void bn_forward(struct backend *be, const struct step_buffers *rb, const 
                               RN_BN_MOMENTUM, relu);
 }
 
-/* relu_out: the forward's output after its ReLU, or NULL (none) */
+/* batch norm n's operands on input x: its gains, its statistics' slots */
+static struct bn_operands bn_operands_of(const struct step_buffers *rb, struct rn_acts *a, const struct rn_bn *n,
+                                         const void *x)
+{
+    return (struct bn_operands){x, step_weight_at(rb, n->gamma), step_weight_at(rb, n->beta), a->mean + n->at,
+                                a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at};
+}
+
+/* A bottleneck's output, out = max(bn3(y3) + the shortcut, 0), in one element-wise pass:
+ * the shortcut is the projection's batch norm of yp, computed in that pass (never
+ * stored), or the block's input x itself. */
+static void bn_add_relu_forward(struct backend *be, const struct step_buffers *rb, const struct resnet *p,
+                                struct rn_acts *a, const struct rn_block *k, struct rn_block_acts *s, const void *x,
+                                int rows)
+{
+    const struct bn_operands b3 = bn_operands_of(rb, a, &k->b3, s->y3);
+    const struct bn_operands bp = k->proj ? bn_operands_of(rb, a, &k->bp, s->yp) : (struct bn_operands){0};
+    be->rn->batchnorm_add_relu_forward(be, s->out, &b3, k->proj ? &bp : NULL, k->proj ? NULL : x, rows, k->b3.C,
+                                       !p->frozen, RN_BN_MOMENTUM);
+}
+
+/* relu: the forward's batch norm had its ReLU (backward recomputes the mask from x) */
 static void bn_backward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
-                        const struct rn_bn *n, void *dx, const void *dy, const void *x, const void *relu_out, int rows)
+                        const struct rn_bn *n, void *dx, const void *dy, const void *x, int rows, int relu)
 {
     be->rn->batchnorm_backward(be, dx, step_grad_at(rb, n->gamma), step_grad_at(rb, n->beta), rb->grad_dtype, dy, x,
-                               relu_out, a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma), rows, n->C,
-                               !p->frozen);
+                               a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma),
+                               step_weight_at(rb, n->beta), rows, n->C, !p->frozen, relu);
 }
 
 static struct conv_shape pool_shape(const struct resnet *p, int N)
@@ -124,12 +145,8 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         conv_forward(be, rb, a, &k->c2, s->a1, s->y2, wel);
         if (wel) bn_forward(be, rb, p, a, &k->b2, s->a2, s->y2, rout, 1);
         conv_forward(be, rb, a, &k->c3, s->a2, s->y3, wel);
-        if (wel) bn_forward(be, rb, p, a, &k->b3, s->out, s->y3, rout, 0);
-        if (k->proj) { /* the shortcut's BN into scratch, then out = relu(out + it) */
-            conv_forward(be, rb, a, &k->cp, x, s->yp, wel);
-            if (wel) bn_forward(be, rb, p, a, &k->bp, a->t[0], s->yp, rout, 0);
-        }
-        if (wel) be->rn->add_relu(be, s->out, k->proj ? a->t[0] : x, (size_t)rout * (size_t)k->cout);
+        if (k->proj) conv_forward(be, rb, a, &k->cp, x, s->yp, wel);
+        if (wel) bn_add_relu_forward(be, rb, p, a, k, s, x, rout);
         x = s->out;
     }
     step_hook_stage_begin(hook, p->nblocks + 1);
@@ -167,23 +184,23 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         void *g = a->g[gi], *dx = g;
         if (wel) be->ops->act_backward(be, g, s->out, rout, k->cout, ACT_RELU); /* the block's ReLU */
         if (k->proj) {
-            if (wel) bn_backward(be, rb, p, a, &k->bp, t0, g, s->yp, NULL, rout);
+            if (wel) bn_backward(be, rb, p, a, &k->bp, t0, g, s->yp, rout, 0);
             gi ^= 1;
             dx = a->g[gi];
             conv_backward(be, rb, a, &k->cp, x, t0, dx, 0, wel);
         }
-        if (wel) bn_backward(be, rb, p, a, &k->b3, t0, g, s->y3, NULL, rout);
+        if (wel) bn_backward(be, rb, p, a, &k->b3, t0, g, s->y3, rout, 0);
         conv_backward(be, rb, a, &k->c3, s->a2, t0, t1, 0, wel);
-        if (wel) bn_backward(be, rb, p, a, &k->b2, t1, t1, s->y2, s->a2, rout);
+        if (wel) bn_backward(be, rb, p, a, &k->b2, t1, t1, s->y2, rout, 1);
         conv_backward(be, rb, a, &k->c2, s->a1, t1, t0, 0, wel);
-        if (wel) bn_backward(be, rb, p, a, &k->b1, t0, t0, s->y1, s->a1, rin);
+        if (wel) bn_backward(be, rb, p, a, &k->b1, t0, t0, s->y1, rin, 1);
         conv_backward(be, rb, a, &k->c1, x, t0, dx, 1, wel); /* dx: the shortcut's gradient, plus this */
         step_hook_stage_done(m, hook, i + 1);
     }
     if (wel) {
         const struct conv_shape ps = pool_shape(p, B);
         be->rn->maxpool_backward(be, t0, a->g[gi], a->argmax, &ps);
-        bn_backward(be, rb, p, a, &p->stem_bn, t0, t0, a->y0, a->a0, B * p->stem.P * p->stem.P);
+        bn_backward(be, rb, p, a, &p->stem_bn, t0, t0, a->y0, B * p->stem.P * p->stem.P, 1);
     }
     conv_backward(be, rb, a, &p->stem, a->x, t0, NULL, 0, wel);
     step_hook_stage_done(m, hook, 0);
