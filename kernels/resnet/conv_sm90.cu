@@ -100,6 +100,28 @@ static int sm_count(void)
     return n;
 }
 
+static cutlass::KernelHardwareInfo hardware(void)
+{
+    cutlass::KernelHardwareInfo hw{};
+    cudaGetDevice(&hw.device_id);
+    hw.sm_count = sm_count();
+    return hw;
+}
+
+/* One kernel on st: these convolutions need no workspace (no split of K inside CUTLASS) */
+template <class Device> static cudaError_t launch(typename Device::Arguments &args, cudaStream_t st)
+{
+    Device op;
+    if (Device::get_workspace_size(args) != 0 || op.can_implement(args) != cutlass::Status::kSuccess)
+        return cudaErrorNotSupported;
+    if (op.initialize(args, nullptr, st) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
+    if (op.run(st) != cutlass::Status::kSuccess) {
+        const cudaError_t e = cudaGetLastError();
+        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+    }
+    return cudaGetLastError();
+}
+
 /* The kernel's arguments for out = op(in, w): A = in (x or dy), B = w, D = out, packed
  * NHWC strides (for the forward and dgrad CUTLASS takes D's as the problem's C stride,
  * innermost first). */
@@ -116,12 +138,9 @@ template <class Conv> static typename Conv::Device::Arguments arguments(const ty
         cute::get<0, i>(epi.dD) = p.stride_C[Conv::Problem::RankT - 2 - i];
         cute::get<0, i>(epi.dC) = p.stride_C[Conv::Problem::RankT - 2 - i];
     });
-    cutlass::KernelHardwareInfo hw{};
-    cudaGetDevice(&hw.device_id);
-    hw.sm_count = sm_count();
+    const cutlass::KernelHardwareInfo hw = hardware();
     return typename Conv::Device::Arguments{
-        p, typename Kernel::MainloopArguments{static_cast<const Element *>(in), static_cast<const Element *>(w)}, epi,
-        hw};
+        p, typename Kernel::MainloopArguments{static_cast<const Element *>(in), static_cast<const Element *>(w)}, epi, hw};
 }
 
 template <class Conv> static int takes(const typename Conv::Problem &p, void *out, const void *in, const void *w)
@@ -133,15 +152,7 @@ template <class Conv>
 static cudaError_t run(const typename Conv::Problem &p, void *out, const void *in, const void *w, cudaStream_t st)
 {
     auto args = arguments<Conv>(p, out, in, w);
-    typename Conv::Device op;
-    if (Conv::Device::get_workspace_size(args) != 0) return cudaErrorNotSupported; /* none with these schedules */
-    if (op.can_implement(args) != cutlass::Status::kSuccess) return cudaErrorNotSupported;
-    if (op.initialize(args, nullptr, st) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
-    if (op.run(st) != cutlass::Status::kSuccess) {
-        const cudaError_t e = cudaGetLastError();
-        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-    }
-    return cudaGetLastError();
+    return launch<typename Conv::Device>(args, st);
 }
 
 template <cutlass::conv::Operator Op> using Narrow = Conv2d<Op, 64>;
@@ -178,9 +189,7 @@ static typename W::Device::Arguments wgrad_arguments(const typename W::Problem &
     epi.ptr_D = dw;
     epi.dC = cutlass::make_cute_packed_stride(typename Kernel::StrideC{}, p.shape_C, p.stride_C, W::Problem::ConvOp);
     epi.dD = cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, p.shape_C, p.stride_C, W::Problem::ConvOp);
-    cutlass::KernelHardwareInfo hw{};
-    cudaGetDevice(&hw.device_id);
-    hw.sm_count = sm_count();
+    const cutlass::KernelHardwareInfo hw = hardware();
     return typename W::Device::Arguments{
         p, typename Kernel::MainloopArguments{static_cast<const Element *>(dy), static_cast<const Element *>(x)}, epi,
         hw};
@@ -190,15 +199,7 @@ template <class W>
 static cudaError_t wgrad_run(const typename W::Problem &p, float *dw, const void *dy, const void *x, cudaStream_t st)
 {
     auto args = wgrad_arguments<W>(p, dw, dy, x);
-    typename W::Device op;
-    if (W::Device::get_workspace_size(args) != 0 || op.can_implement(args) != cutlass::Status::kSuccess)
-        return cudaErrorNotSupported;
-    if (op.initialize(args, nullptr, st) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
-    if (op.run(st) != cutlass::Status::kSuccess) {
-        const cudaError_t e = cudaGetLastError();
-        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-    }
-    return cudaGetLastError();
+    return launch<typename W::Device>(args, st);
 }
 
 template <class W> static int wgrad_takes(const struct conv_shape *s, int K, const void *dy, const void *x)

@@ -108,4 +108,28 @@ static inline int close_to(const char *what, const float *got, const float *want
     return 0;
 }
 
+/* Median seconds of 10 calls of run(arg) on the backend's stream, after 2 untimed (CUDA
+ * events between the calls): the timings the GPU tests print. */
+static inline double median_of_10_calls(void (*run)(void *), void *arg)
+{
+    struct backend_event *e[11];
+    for (int i = 0; i < 11; i++) e[i] = g_be.ops->event_create(&g_be);
+    for (int r = 0; r < 2; r++) run(arg);
+    g_be.ops->event_record(&g_be, e[0]);
+    for (int r = 0; r < 10; r++) {
+        run(arg);
+        g_be.ops->event_record(&g_be, e[r + 1]);
+    }
+    g_be.ops->synchronize(&g_be);
+    double t[10];
+    for (int r = 0; r < 10; r++) t[r] = g_be.ops->event_elapsed_s(&g_be, e[r], e[r + 1]);
+    for (int i = 0; i < 11; i++) g_be.ops->event_destroy(&g_be, e[i]);
+    for (int i = 1; i < 10; i++)
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            const double x = t[j];
+            t[j] = t[j - 1], t[j - 1] = x;
+        }
+    return 0.5 * (t[4] + t[5]);
+}
+
 #endif

@@ -284,27 +284,24 @@ TEST(what_it_cannot_take_is_declined)
     }
 }
 
-/* median of 10 runs after 2, in seconds: which = 0 the implicit GEMM, 1 im2col + cuBLASLt, 2 cuBLASLt alone */
+/* one timed path: which = 0 the implicit GEMM, 1 im2col + cuBLASLt, 2 cuBLASLt alone */
+struct timed {
+    struct bufs *b;
+    const struct conv_shape *s;
+    int K, dgrad, which;
+};
+
+static void run_timed(void *arg)
+{
+    const struct timed *t = arg;
+    if (t->which == 0) implicit(t->b, t->s, t->K, t->dgrad);
+    else im2col_path(t->b, t->s, t->K, t->dgrad, t->which == 2);
+}
+
 static double time_path(struct bufs *b, const struct conv_shape *s, int K, int dgrad, int which)
 {
-    struct backend_event *e[11];
-    for (int i = 0; i < 11; i++) e[i] = g_be.ops->event_create(&g_be);
-    double t[10];
-    for (int r = 0; r < 2; r++) which == 0 ? (void)implicit(b, s, K, dgrad) : im2col_path(b, s, K, dgrad, which == 2);
-    g_be.ops->event_record(&g_be, e[0]);
-    for (int r = 0; r < 10; r++) {
-        which == 0 ? (void)implicit(b, s, K, dgrad) : im2col_path(b, s, K, dgrad, which == 2);
-        g_be.ops->event_record(&g_be, e[r + 1]);
-    }
-    g_be.ops->synchronize(&g_be);
-    for (int r = 0; r < 10; r++) t[r] = g_be.ops->event_elapsed_s(&g_be, e[r], e[r + 1]);
-    for (int i = 0; i < 11; i++) g_be.ops->event_destroy(&g_be, e[i]);
-    for (int i = 1; i < 10; i++)
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-            const double x = t[j];
-            t[j] = t[j - 1], t[j - 1] = x;
-        }
-    return 0.5 * (t[4] + t[5]);
+    struct timed t = {b, s, K, dgrad, which};
+    return median_of_10_calls(run_timed, &t);
 }
 
 TEST(resnet50_convolutions_timed_at_batch_256)
