@@ -70,6 +70,8 @@ LIB_OBJ := $(filter-out build/src/cli/main.o,$(OBJ))
 UNIT_TESTS := $(patsubst tests/unit/%.c,bin/tests/%,$(wildcard tests/unit/test_*.c))
 # a CUDA build's: the Hopper backward's layouts and TMA descriptors, checked on the host (no GPU needed)
 UNIT_TESTS += $(if $(filter -DDPSCALE_HAVE_CUDA,$(CFLAGS)),bin/tests/test_flash_sm90_layouts)
+# and the staged LayerNorm backward's plan and mapping, replayed on the host
+UNIT_TESTS += $(if $(filter -DDPSCALE_HAVE_CUDA,$(CFLAGS)),bin/tests/test_layernorm_staged_plan)
 
 .PHONY: all deps demo test unit integration bench fuzz-report clean FORCE
 all: deps bin/dpscale
@@ -119,6 +121,10 @@ bin/tests/test_flash_sm90_layouts: tests/unit/test_flash_sm90_layouts.cu
 	@mkdir -p $(@D)
 	$(CUTLASS_FOUND)
 	$(NVCC) -O1 -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -MMD -MP $(SM90A_ARCH) -o $@ $<
+
+bin/tests/test_layernorm_staged_plan: tests/unit/test_layernorm_staged_plan.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O1 -std=c++17 $(CPPFLAGS_TREE) -MMD -MP -gencode arch=compute_90,code=sm_90 -o $@ $<
 
 bin/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(@D)

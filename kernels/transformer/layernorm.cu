@@ -5,18 +5,39 @@
  * 16 bits or 1,024 of fp32, wider rows read three times (the second and third reads hit
  * the cache); one element at a time where the width or a pointer does not allow vectors.
  *
- * Backward: a persistent grid (LN_BWD_BLOCKS_PER_SM blocks an SM) walks tiles of a few
- * rows (64 KiB of dy and x). A tile is read twice: first a warp (or a few warps) per row
+ * Backward: two kernels, chosen by DPSCALE_LN_BACKWARD (staged | tiled; tiled when unset) or
+ * by name (cuda_layernorm_backward_using), each followed by ln_bwd_sum, which adds the blocks'
+ * partial rows of the gains in a fixed order. Every sum of either has one order whatever the
+ * timing: the gradients are the same bits on every run, without atomics.
+ *
+ * Tiled (ln_bwd_tiled): a persistent grid (LN_BWD_BLOCKS_PER_SM blocks an SM) walks tiles of
+ * a few rows (64 KiB of dy and x). A tile is read twice: first a warp (or a few warps) per row
  * adds the row's two sums, then each thread, owning a fixed set of columns for the whole
  * kernel, reads the tile's rows again (from the L1 or L2, where the first read left them),
- * writes dx and adds its columns' gain sums. HBM traffic is the floor: dy and x read once,
- * dx written once (and read once, prefetched into the L2, when accumulating), plus a partial
- * row of the gains a block. Every column of a block's gain sums has one owner, who adds its
- * rows in a fixed order; ln_bwd_sum adds the blocks' rows in a fixed order too: the
- * gradients are the same bits on every run, without atomics. The one-element form of the
- * same kernel takes any width and alignment. T: the compute dtype; G: the gradients' (fp32
- * or T). */
+ * writes dx and adds its columns' gain sums. HBM sees each element once where the second read
+ * hits, but the kernel measured 2.7 times the memory floor (44.6 us at 8192 x 1600 bf16 on an
+ * H200, floor 16.4): likely the second trip through the L2 and loads that each wait their
+ * latency with few bytes in flight a thread. Its one-element form takes any width and
+ * alignment, and is the staged kernel's fallback.
+ *
+ * Staged (ln_bwd_staged, compute capability 9.0 or later, 16-byte vectors): a block an SM
+ * (1,024 threads) takes a contiguous run of ~R / SMs rows in tiles of up to ~48 KB (a row,
+ * where one is larger). The copy engine brings each tile's dy and x (and dx when accumulating)
+ * into shared memory as one bulk copy a tensor (cp.async.bulk, counted on an mbarrier), up to
+ * 8 tiles ahead (~190 KB an SM staged or in flight) while the block works on the oldest, so
+ * that the memory always has work queued; the row step adds each row's two sums from shared
+ * memory, the column step writes dx from shared memory and keeps its columns' gain sums in
+ * registers for the whole kernel. L2 and HBM see each element once: dy and x read, dx written
+ * (and read first when accumulating), plus (mean, rstd) and one partial row of the gains a
+ * block (132 on an H200, half the tiled kernel's 264). No thread waits on a global load in the
+ * loop, and the bytes in flight do not depend on the threads' registers. Where it does not
+ * apply (an older GPU, widths or pointers without 16-byte vectors, rows too wide for two
+ * tiles of one row and gamma in shared memory or for 2 vectors a thread: over 16,384 wide in 16
+ * bits, ~14,000 when accumulating, 8,192 in fp32), the tiled kernel runs. T: the compute
+ * dtype; G: the gradients' (fp32 or T). */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <type_traits>
 
@@ -46,13 +67,14 @@
 
 struct ln_gpu {
     int sms;           /* multiprocessors */
+    int major;         /* compute capability's */
     size_t smem_optin; /* shared memory a block may have (static and dynamic) */
 };
 
 static cudaError_t ln_gpu_current(ln_gpu *g, int *device)
 {
     static ln_gpu known[LN_MAX_GPUS]; /* sms == 0: not asked yet */
-    int dev = 0, sms = 0, optin = 0;
+    int dev = 0, sms = 0, major = 0, optin = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
     *device = dev;
@@ -61,9 +83,11 @@ static cudaError_t ln_gpu_current(ln_gpu *g, int *device)
         return cudaSuccess;
     }
     if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess ||
         (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess)
         return e;
     g->sms = sms > 0 ? sms : 1;
+    g->major = major;
     g->smem_optin = (size_t)optin;
     if (dev >= 0 && dev < LN_MAX_GPUS) known[dev] = *g;
     return cudaSuccess;
@@ -232,6 +256,19 @@ template <int V> __device__ __forceinline__ void ln_acc_add(float *acc, const fl
     }
 }
 
+/* acc[0..V) = v, as float4s where V fills them (acc then 16-byte aligned) */
+template <int V> __device__ __forceinline__ void ln_acc_store(float *acc, const float (&v)[V])
+{
+    if constexpr (V % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < V / 4; q++)
+            reinterpret_cast<float4 *>(acc)[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < V; i++) acc[i] = v[i];
+    }
+}
+
 /* Elements a thread of the backward's column step takes at a time: half the row step's
  * 16-byte vector (8 bytes: its gain sums then take 4 or 2 registers a row, not 8 or 4),
  * or one element. */
@@ -391,6 +428,308 @@ __global__ void __launch_bounds__(LN_BWD_THREADS, LN_BWD_BLOCKS_PER_SM)
     }
 }
 
+/* ---- LayerNorm backward, staged: each element read from HBM once -------------------------- */
+
+#define LN_STG_THREADS 1024 /* one block an SM: at most 64 registers a thread */
+#define LN_STG_WARPS (LN_STG_THREADS / 32)
+#define LN_STG_MAX_STAGES 8
+#define LN_STG_MAX_TILE_ROWS 64
+/* A tile's dy and x (and dx when accumulating), at most about: small enough that the last
+ * tile's work, which no load overlaps, is short, and that a block's tiles are many (its rows
+ * are ~R / SMs); large enough that a tile's one or two __syncthreads are few against its
+ * bytes. The stages that fit in the rest of shared memory (4 to 8 in 16 bits up to 8,192
+ * wide, 2 or 3 for fp32 rows of 8,192) keep ~190 KB an SM staged or in flight, several times
+ * what the memory's latency needs (~36 GB/s an SM for ~1 us). */
+#define LN_STG_TILE_BYTES (48 << 10)
+/* 16-byte vectors of a row a thread owns in the column step: 1 (bf16 / fp16 up to 8,192
+ * wide, fp32 up to 4,096: its gains' sums and gamma in 24 registers) or 2 (twice as wide;
+ * gamma then read from shared memory each row, to stay under 64 registers) */
+#define LN_STG_MAX_K 2
+
+/* The Hopper primitives the staged kernel waits with: an mbarrier a stage, armed by one
+ * thread with the bytes its bulk copies bring, completed by the copies themselves. */
+__device__ __forceinline__ uint32_t ln_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void ln_mbar_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+/* the barriers' initialisation visible to the copy engine (the async proxy) */
+__device__ __forceinline__ void ln_fence_mbar_init()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/* this thread's arrival, announcing `bytes` more to come by complete_tx */
+__device__ __forceinline__ void ln_mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+/* waits for the phase of parity `parity` to complete; its bytes are then visible here */
+__device__ __forceinline__ void ln_mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* `bytes` (a multiple of 16, both ends 16-byte aligned) from global to shared memory by the
+ * copy engine, counted on the barrier */
+__device__ __forceinline__ void ln_bulk_load(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+/* this thread's reads of shared memory ordered before the copy engine's next writes there */
+__device__ __forceinline__ void ln_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+/* A row's factors from its (mean, rstd) and two sums: (-mean rstd, rstd, b, c), so that xhat =
+ * x rstd - mean rstd and dx = rstd g + c xhat + b; sgd = sum g (x - mean), sum g xhat = rstd sgd. */
+__device__ __forceinline__ float4 ln_row_factors(float2 mr, float sg, float sgd, int C)
+{
+    return make_float4(-mr.x * mr.y, mr.y, -mr.y * (sg / C), -mr.y * (mr.y * sgd / C));
+}
+
+/* f[0..V) = p[0..V), p 16-byte aligned (V a multiple of 4) */
+template <int V> __device__ __forceinline__ void ln_load_floats(float (&f)[V], const float *p)
+{
+#pragma unroll
+    for (int q = 0; q < V / 4; q++) {
+        const float4 a = reinterpret_cast<const float4 *>(p)[q];
+        f[4 * q] = a.x, f[4 * q + 1] = a.y, f[4 * q + 2] = a.z, f[4 * q + 3] = a.w;
+    }
+}
+
+/* Bytes ahead of the stages in the staged kernel's dynamic shared memory: a barrier a stage,
+ * (mean, rstd) of the block's rows, gamma in fp32 (C of them: none to unpack in the row step). */
+__host__ __device__ constexpr size_t ln_stg_head_bytes(int block_rows, int C)
+{
+    return 8 * LN_STG_MAX_STAGES + ((size_t)8 * block_rows + 15) / 16 * 16 + (size_t)4 * C;
+}
+
+/* The backward of block b's rows r_begin .. r_end - 1 (about R / gridDim.x: whole rows, the
+ * blocks' counts within one of each other) in tiles of tile_rows rows, 16-byte vectors of V
+ * elements only. K: the column step's vectors a thread (above); ACC: dx += the gradient.
+ *
+ *   staging: one thread has the copy engine bring a tile's dy, x (and dx) as two (three) bulk
+ *            copies, each one run of whole rows, into a stage of shared memory; `stages` tiles
+ *            are asked for at the start, and the next as soon as a stage is free, so that the
+ *            loads of the next tiles overlap the work on this one;
+ *   rows:    wpr = 32 / tile_rows warps a row (1 for tiles of 32 rows or more, warps then
+ *            taking rows in turn); the row's wpr * 32 lanes take its vectors in turn and add
+ *            sum g and sum g (x - mean) from shared memory; after a __syncthreads warp r adds
+ *            row r's wpr pairs (a fixed tree), which make its factors (stat[], two buffers by
+ *            tile parity: with one warp a row a warp may write the next tile's while others
+ *            read this one's);
+ *   columns: thread (s, j) takes vector j (and j + 1024 where K = 2) of rows s, s + slices, ...
+ *            of the tile from shared memory, writes dx to global memory and adds dy xhat and dy
+ *            in its registers, which hold its columns' gain sums for the whole kernel (slices =
+ *            1024 / (C / V) where a row has 512 vectors or fewer, else 1).
+ * At the end the slices' sums are added in slice order (in the stages' memory) into the
+ * block's partial row. Each sum has one order whatever the timing: the same bits on every run.
+ *
+ * Shared memory: the head (ln_stg_head_bytes), then the stages, each [dy | x | dx] of tile_rows
+ * rows. Tile t is the (t / stages)-th use of stage t % stages: its barrier's phase of parity
+ * (t / stages) & 1. Tile t + stages - 1 goes into tile t - 1's stage after tile t's first
+ * __syncthreads, which a thread reaches only once done with tile t - 1. */
+template <typename T, bool ACC, int K>
+__global__ void __launch_bounds__(LN_STG_THREADS, 1)
+    ln_bwd_staged(T *__restrict__ dx, float *__restrict__ partial, const T *__restrict__ dy,
+                  const T *__restrict__ x, const float *__restrict__ mean, const float *__restrict__ rstd,
+                  const T *__restrict__ gamma, int R, int C, int tile_rows, int stages, int slices, int block_rows)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int NT = LN_STG_THREADS, NW = LN_STG_WARPS, V = pack16<T>::N, NA = ACC ? 3 : 2;
+    typedef ln_vec<T, V> vec;
+    extern __shared__ float4 ln_stg_smem[];
+    __shared__ float4 stat[2][LN_STG_MAX_TILE_ROWS];
+    __shared__ float2 part[NW];
+    unsigned char *const smem = reinterpret_cast<unsigned char *>(ln_stg_smem);
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, nvec = C / V;
+    const int r_begin = (int)((long long)blockIdx.x * R / gridDim.x);
+    const int r_end = (int)((long long)(blockIdx.x + 1) * R / gridDim.x);
+    const int ntiles = (r_end - r_begin + tile_rows - 1) / tile_rows, plane = tile_rows * nvec;
+    const uint32_t bar0 = ln_smem_addr(smem);
+    float2 *const mr = reinterpret_cast<float2 *>(smem + 8 * LN_STG_MAX_STAGES);
+    float *const gf = reinterpret_cast<float *>(smem + ln_stg_head_bytes(block_rows, 0));
+    unsigned char *const stage0 = smem + ln_stg_head_bytes(block_rows, C);
+    const size_t plane_bytes = (size_t)plane * sizeof(vec), stage_bytes = NA * plane_bytes;
+
+    /* tile t of the block into stage k, by the producer: lane 0 of the last warp, which adds
+     * no row's pairs after the row step (a tile of fewer than 32 rows) */
+    const int producer = NT - 32;
+    auto issue = [&](int t, int k) {
+        const int r0 = r_begin + t * tile_rows, n = min(tile_rows, r_end - r0);
+        const uint32_t bar = bar0 + 8 * k, bytes = (uint32_t)((size_t)n * C * sizeof(T));
+        const uint32_t dst = ln_smem_addr(stage0 + (size_t)k * stage_bytes);
+        ln_mbar_expect_tx(bar, NA * bytes);
+        ln_bulk_load(dst, dy + (size_t)r0 * C, bytes, bar);
+        ln_bulk_load(dst + (uint32_t)plane_bytes, x + (size_t)r0 * C, bytes, bar);
+        if (ACC) ln_bulk_load(dst + 2 * (uint32_t)plane_bytes, dx + (size_t)r0 * C, bytes, bar);
+    };
+    if (tid == producer) {
+#pragma unroll 1
+        for (int k = 0; k < stages; k++) ln_mbar_init(bar0 + 8 * k, 1);
+        ln_fence_mbar_init();
+#pragma unroll 1
+        for (int t = 0; t < min(stages, ntiles); t++) issue(t, t);
+    }
+    /* gamma and the rows' (mean, rstd), while the first tiles come */
+#pragma unroll 1
+    for (int j = tid; j < nvec; j += NT) {
+        float g[V];
+        load_f32<V>(g, gamma + (size_t)j * V);
+        ln_acc_store<V>(gf + (size_t)j * V, g);
+    }
+#pragma unroll 1
+    for (int i = tid; i < r_end - r_begin; i += NT) mr[i] = make_float2(mean[r_begin + i], rstd[r_begin + i]);
+    __syncthreads();
+
+    /* the column step's thread: slice s, vector j0 (and j0 + NT) of each of its rows */
+    const int span = slices > 1 ? nvec : NT, s = tid / span, j0 = tid % span;
+    const bool cols = s < slices;
+    float ag[K][V], ab[K][V], gk[V];
+#pragma unroll
+    for (int k = 0; k < K; k++)
+#pragma unroll
+        for (int i = 0; i < V; i++) ag[k][i] = ab[k][i] = 0.0f;
+    if constexpr (K == 1)
+        if (cols && j0 < nvec) ln_load_floats<V>(gk, gf + (size_t)j0 * V);
+    /* the row step's warp: part q of row rw of each pass over NW / wpr rows */
+    const int wpr = tile_rows < NW ? NW / tile_rows : 1, per_pass = NW / wpr, q = warp % wpr, rw = warp / wpr;
+
+    int buf = 0; /* tile t's stage, t % stages, and its barrier's parity */
+    uint32_t parity = 0;
+#pragma unroll 1
+    for (int t = 0; t < ntiles; t++) {
+        const int l0 = t * tile_rows, nrows = min(tile_rows, r_end - r_begin - l0);
+        const vec *const sdy = reinterpret_cast<const vec *>(stage0 + (size_t)buf * stage_bytes);
+        float4 *const st = stat[t & 1];
+        ln_mbar_wait(bar0 + 8 * buf, parity);
+
+        /* rows */
+        if (rw < per_pass)
+#pragma unroll 1
+            for (int lr = rw; lr < nrows; lr += per_pass) {
+                const float m = mr[l0 + lr].x;
+                const vec *const d_row = sdy + (size_t)lr * nvec, *const x_row = d_row + plane;
+                float sg = 0.0f, sgd = 0.0f;
+#pragma unroll 2
+                for (int j = q * 32 + lane; j < nvec; j += 32 * wpr) {
+                    const vec d = d_row[j], xv = x_row[j];
+                    float gm[V];
+                    ln_load_floats<V>(gm, gf + (size_t)j * V);
+#pragma unroll
+                    for (int i = 0; i < V; i++) {
+                        const float g = ln_get(d, i) * gm[i];
+                        sg += g;
+                        sgd = fmaf(g, ln_get(xv, i) - m, sgd);
+                    }
+                }
+                sg = warp_sum(sg);
+                sgd = warp_sum(sgd);
+                if (lane == 0) {
+                    if (wpr == 1) st[lr] = ln_row_factors(mr[l0 + lr], sg, sgd, C);
+                    else part[lr * wpr + q] = make_float2(sg, sgd);
+                }
+            }
+        __syncthreads();
+        /* every thread is done with tile t - 1: its stage takes tile t + stages - 1 */
+        if (tid == producer && t >= 1 && t + stages - 1 < ntiles) {
+            ln_fence_proxy_async();
+            issue(t + stages - 1, buf == 0 ? stages - 1 : buf - 1);
+        }
+        if (wpr > 1) { /* uniform; warp lr adds row lr's wpr pairs (lane k the k-th) in its fixed tree */
+            if (warp < nrows) {
+                const float2 p = lane < wpr ? part[warp * wpr + lane] : make_float2(0.0f, 0.0f);
+                const float sg = warp_sum(p.x), sgd = warp_sum(p.y);
+                if (lane == 0) st[warp] = ln_row_factors(mr[l0 + warp], sg, sgd, C);
+            }
+            __syncthreads();
+        }
+
+        /* columns: pointers at vector j0 of row s, stepping `slices` rows */
+        if (cols) {
+            const size_t step = (size_t)slices * nvec;
+            const vec *in = sdy + (size_t)s * nvec + j0;
+            vec *out = reinterpret_cast<vec *>(dx + (size_t)(r_begin + l0 + s) * C) + j0;
+#pragma unroll 1
+            for (int lr = s; lr < nrows; lr += slices, in += step, out += step) {
+                const float4 f = st[lr]; /* -mean rstd, rstd, b, c */
+#pragma unroll
+                for (int k = 0; k < K; k++)
+                    if (j0 + k * NT < nvec) {
+                        const vec d = in[k * NT], xv = in[plane + k * NT];
+                        vec o;
+                        if (ACC) o = in[2 * plane + k * NT];
+                        float gm[V], v[V];
+                        if constexpr (K == 1) {
+#pragma unroll
+                            for (int i = 0; i < V; i++) gm[i] = gk[i];
+                        } else {
+                            ln_load_floats<V>(gm, gf + (size_t)(j0 + k * NT) * V);
+                        }
+#pragma unroll
+                        for (int i = 0; i < V; i++) {
+                            const float di = ln_get(d, i), xh = fmaf(ln_get(xv, i), f.y, f.x);
+                            v[i] = fmaf(f.y, di * gm[i], fmaf(f.w, xh, f.z));
+                            if (ACC) v[i] += ln_get(o, i);
+                            ag[k][i] = fmaf(di, xh, ag[k][i]);
+                            ab[k][i] += di;
+                        }
+                        ln_set(o, v);
+                        out[k * NT] = o;
+                    }
+            }
+        }
+        if (++buf == stages) buf = 0, parity ^= 1;
+    }
+
+    /* the block's partial row: [0][c] sum dy xhat, [1][c] sum dy */
+    float *const row = partial + (size_t)blockIdx.x * 2 * C;
+    if (slices == 1) { /* uniform */
+        if (cols)
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const int j = j0 + k * NT;
+                if (j < nvec) {
+                    ln_acc_store<V>(row + (size_t)j * V, ag[k]);
+                    ln_acc_store<V>(row + C + (size_t)j * V, ab[k]);
+                }
+            }
+    } else {
+        /* the slices' sums into the stages' memory (every copy waited for, every read of it
+         * done after this __syncthreads), then added in slice order */
+        float *const all = reinterpret_cast<float *>(stage0);
+        __syncthreads();
+        if (cols) {
+            ln_acc_store<V>(all + (size_t)s * 2 * C + (size_t)j0 * V, ag[0]);
+            ln_acc_store<V>(all + (size_t)s * 2 * C + C + (size_t)j0 * V, ab[0]);
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int c = tid; c < 2 * C; c += NT) {
+            float v = all[c];
+#pragma unroll 1
+            for (int k = 1; k < slices; k++) v += all[(size_t)k * 2 * C + c];
+            row[c] = v;
+        }
+    }
+#else
+    __trap(); /* launched on compute capability 9.0 or later only */
+#endif
+}
+
 /* dgamma[c] = sum over chunks k of partial[k][0][c], dbeta[c] of partial[k][1][c], in a
  * fixed order: warp w of a block of 32 columns adds chunks w, w + TF_SUM_WARPS, ..., then
  * the warps' sums are added in warp order. */
@@ -509,12 +848,11 @@ extern "C" size_t cuda_layernorm_scratch_floats(int R, int C)
 }
 
 /* Dynamic shared memory over 48 KiB needs the kernel's leave, once a device. */
-template <typename T, int V> static cudaError_t ln_bwd_allow_smem(int dev, size_t bytes)
+template <auto Kernel> static cudaError_t ln_allow_smem(int dev, size_t bytes)
 {
     static size_t allowed[LN_MAX_GPUS];
     if (bytes <= (48u << 10) || (dev >= 0 && dev < LN_MAX_GPUS && allowed[dev] >= bytes)) return cudaSuccess;
-    const cudaError_t e =
-        cudaFuncSetAttribute(ln_bwd_tiled<T, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    const cudaError_t e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     if (e == cudaSuccess && dev >= 0 && dev < LN_MAX_GPUS) allowed[dev] = bytes;
     return e;
 }
@@ -537,28 +875,135 @@ static cudaError_t launch_ln_bwd_tiled(T *dx, float *partial, const T *dy, const
     size_t smem = (size_t)slices * 2 * C * sizeof(float);
     const int in_shared = smem + static_smem <= g.smem_optin;
     if (!in_shared) smem = 0; /* the sums in the partial rows themselves */
-    if ((e = ln_bwd_allow_smem<T, V>(dev, smem)) != cudaSuccess) return e;
+    if ((e = ln_allow_smem<ln_bwd_tiled<T, V>>(dev, smem)) != cudaSuccess) return e;
     *blocks = ln_bwd_blocks(tiles, g.sms);
     ln_bwd_tiled<T, V><<<*blocks, LN_BWD_THREADS, smem, s>>>(dx, partial, dy, x, mean, rstd, gamma, R, C, tile_rows,
                                                              slices, in_shared, accumulate);
     return cudaGetLastError();
 }
 
+/* How ln_bwd_staged takes R rows of C: a block an SM (at most one a row), block_rows rows a
+ * block at most, tiles of tile_rows rows (a multiple of slices where a tile has that many),
+ * `stages` tiles in flight, k vectors a thread of the column step; smem: its dynamic shared
+ * memory (the head, then the stages, or the slices' gain sums at the end where larger). */
+struct ln_stg_plan {
+    int blocks, block_rows, tile_rows, stages, slices, k;
+    size_t smem;
+};
+
+static const size_t ln_stg_static_smem = sizeof(float4) * 2 * LN_STG_MAX_TILE_ROWS + sizeof(float2) * LN_STG_WARPS;
+
+/* false where the staged kernel does not apply: before compute capability 9.0 (no bulk
+ * copies), rows of more than 2 vectors a thread (16 bits over 16,384 wide, fp32 over 8,192),
+ * or where two tiles of one row do not fit beside the head (16 bits over ~14,000 wide when
+ * accumulating; over ~2 million rows on 132 SMs, whose (mean, rstd) take the room). */
+template <typename T> static bool ln_stg_plan_for(ln_stg_plan *p, const ln_gpu &g, int R, int C, int accumulate)
+{
+    constexpr int V = pack16<T>::N, NT = LN_STG_THREADS;
+    if (g.major < 9 || R <= 0 || C <= 0 || C % V != 0) return false;
+    const int nvec = C / V;
+    p->k = (nvec + NT - 1) / NT;
+    if (p->k > LN_STG_MAX_K) return false;
+    p->blocks = R < g.sms ? R : g.sms;
+    p->block_rows = (R + p->blocks - 1) / p->blocks;
+    const size_t row_bytes = (size_t)(accumulate ? 3 : 2) * C * sizeof(T);
+    const size_t head = ln_stg_head_bytes(p->block_rows, C);
+    if (head + ln_stg_static_smem + 2 * row_bytes > g.smem_optin) return false;
+    const size_t room = g.smem_optin - ln_stg_static_smem - head; /* for the stages */
+    size_t rows = LN_STG_TILE_BYTES / row_bytes;
+    const size_t most = room / (2 * row_bytes); /* two stages at least: one loads while one is used */
+    rows = rows < 1 ? 1 : rows;
+    rows = rows > most ? most : rows;
+    rows = rows > LN_STG_MAX_TILE_ROWS ? LN_STG_MAX_TILE_ROWS : rows;
+    rows = rows > (size_t)p->block_rows ? (size_t)p->block_rows : rows;
+    /* slices of a row of 512 vectors or fewer, each taking a tile's rows in turn: whole turns */
+    int slices = nvec <= NT / 2 ? NT / nvec : 1;
+    if ((size_t)slices >= rows) slices = (int)rows;
+    else rows = rows / slices * slices;
+    const int tiles = (int)((p->block_rows + rows - 1) / rows);
+    size_t stages = room / (rows * row_bytes);
+    stages = stages > LN_STG_MAX_STAGES ? LN_STG_MAX_STAGES : stages;
+    stages = stages > (size_t)tiles ? (size_t)tiles : stages;
+    size_t body = stages * rows * row_bytes;
+    const size_t sums = slices > 1 ? (size_t)slices * 2 * C * sizeof(float) : 0;
+    body = sums > body ? sums : body;
+    if (head + body + ln_stg_static_smem > g.smem_optin) return false;
+    p->tile_rows = (int)rows;
+    p->stages = (int)stages;
+    p->slices = slices;
+    p->smem = head + body;
+    return true;
+}
+
+/* The staged kernel's plan for these arguments on the current device (*dev), or false */
 template <typename T>
-static cudaError_t launch_ln_bwd(void *dx_, void *dgamma, void *dbeta, int grads_in_t, const void *dy_,
-                                 const void *x_, const float *mean, const float *rstd, const void *gamma_, int R, int C,
-                                 int accumulate, float *partial, cudaStream_t s)
+static bool ln_stg_takes(ln_stg_plan *p, int *dev, const T *dx, const T *dy, const T *x, const T *gamma,
+                         const float *partial, int R, int C, int accumulate)
+{
+    ln_gpu g;
+    return vectors_fit<T>(C, dx, dy, x, gamma) && aligned16(partial) && ln_gpu_current(&g, dev) == cudaSuccess &&
+           ln_stg_plan_for<T>(p, g, R, C, accumulate);
+}
+
+template <typename T, bool ACC, int K>
+static cudaError_t launch_ln_bwd_staged_as(const ln_stg_plan &p, int dev, T *dx, float *partial, const T *dy,
+                                          const T *x, const float *mean, const float *rstd, const T *gamma, int R,
+                                          int C, cudaStream_t s)
+{
+    const cudaError_t e = ln_allow_smem<ln_bwd_staged<T, ACC, K>>(dev, p.smem);
+    if (e != cudaSuccess) return e;
+    ln_bwd_staged<T, ACC, K><<<p.blocks, LN_STG_THREADS, p.smem, s>>>(dx, partial, dy, x, mean, rstd, gamma, R, C,
+                                                                      p.tile_rows, p.stages, p.slices, p.block_rows);
+    return cudaGetLastError();
+}
+
+template <typename T>
+static cudaError_t launch_ln_bwd_staged(const ln_stg_plan &p, int dev, T *dx, float *partial, const T *dy, const T *x,
+                                        const float *mean, const float *rstd, const T *gamma, int R, int C,
+                                        int accumulate, cudaStream_t s)
+{
+    if (accumulate)
+        return p.k == 1 ? launch_ln_bwd_staged_as<T, true, 1>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s)
+                        : launch_ln_bwd_staged_as<T, true, 2>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
+    return p.k == 1 ? launch_ln_bwd_staged_as<T, false, 1>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s)
+                    : launch_ln_bwd_staged_as<T, false, 2>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
+}
+
+/* DPSCALE_LN_BACKWARD=staged (tiled) makes LN_BACKWARD_AUTO the staged (tiled) kernel; read
+ * once; unset or anything else: tiled */
+static enum ln_backward_kernel ln_bwd_env_kernel(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DPSCALE_LN_BACKWARD");
+        v = e != NULL && strcmp(e, "staged") == 0 ? LN_BACKWARD_STAGED : LN_BACKWARD_TILED;
+    }
+    return (enum ln_backward_kernel)v;
+}
+
+template <typename T>
+static cudaError_t launch_ln_bwd(enum ln_backward_kernel which, void *dx_, void *dgamma, void *dbeta, int grads_in_t,
+                                 const void *dy_, const void *x_, const float *mean, const float *rstd,
+                                 const void *gamma_, int R, int C, int accumulate, float *partial, cudaStream_t s)
 {
     T *dx = (T *)dx_;
     const T *dy = (const T *)dy_, *x = (const T *)x_, *gamma = (const T *)gamma_;
     if (C <= 0) return cudaSuccess;
+    if (which == LN_BACKWARD_AUTO) which = ln_bwd_env_kernel();
     int chunks = 0; /* R = 0: no rows, gains of zero */
     cudaError_t e = cudaSuccess;
-    if (R > 0)
+    ln_stg_plan plan;
+    int dev;
+    if (R > 0 && which == LN_BACKWARD_STAGED &&
+        ln_stg_takes<T>(&plan, &dev, dx, dy, x, gamma, partial, R, C, accumulate)) {
+        e = launch_ln_bwd_staged<T>(plan, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s);
+        chunks = plan.blocks;
+    } else if (R > 0) {
         with_vector_width<T>(vectors_fit<T>(C, dx, dy, x, gamma), [&](auto v) {
             e = launch_ln_bwd_tiled<T, decltype(v)::value>(dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate,
                                                            &chunks, s);
         });
+    }
     if (e != cudaSuccess) return e;
     const int sum_blocks = (C + 31) / 32;
     if (grads_in_t)
@@ -568,10 +1013,39 @@ static cudaError_t launch_ln_bwd(void *dx_, void *dgamma, void *dbeta, int grads
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t cuda_layernorm_backward_using(enum ln_backward_kernel which, void *dx, void *dgamma,
+                                                     void *dbeta, int grad_dtype, const void *dy, const void *x,
+                                                     const float *mean, const float *rstd, const void *gamma, int R,
+                                                     int C, int accumulate, float *partial, int dtype, cudaStream_t s)
+{
+    return DISPATCH_DTYPE(dtype, launch_ln_bwd, which, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, mean, rstd,
+                          gamma, R, C, accumulate, partial, s);
+}
+
 extern "C" cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
                                                const void *x, const float *mean, const float *rstd, const void *gamma,
                                                int R, int C, int accumulate, float *partial, int dtype, cudaStream_t s)
 {
-    return DISPATCH_DTYPE(dtype, launch_ln_bwd, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, mean, rstd, gamma, R,
-                          C, accumulate, partial, s);
+    return cuda_layernorm_backward_using(LN_BACKWARD_AUTO, dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, R,
+                                         C, accumulate, partial, dtype, s);
+}
+
+template <typename T>
+static int ln_stg_takes_typed(struct ln_staged_shape *shape, const void *dx, const void *dy, const void *x,
+                              const void *gamma, const float *partial, int R, int C, int accumulate)
+{
+    ln_stg_plan plan;
+    int dev;
+    if (!ln_stg_takes<T>(&plan, &dev, (const T *)dx, (const T *)dy, (const T *)x, (const T *)gamma, partial, R, C,
+                         accumulate))
+        return 0;
+    if (shape != NULL) *shape = ln_staged_shape{plan.blocks, plan.tile_rows, plan.stages, plan.slices};
+    return 1;
+}
+
+extern "C" int cuda_layernorm_backward_staged_takes(struct ln_staged_shape *shape, const void *dx, const void *dy,
+                                                    const void *x, const void *gamma, const float *partial, int R,
+                                                    int C, int accumulate, int dtype)
+{
+    return DISPATCH_DTYPE(dtype, ln_stg_takes_typed, shape, dx, dy, x, gamma, partial, R, C, accumulate);
 }
