@@ -4,7 +4,8 @@
 # norm's backward recomputing its ReLU mask, on one H200: the kernels' tests, the ResNet GPU
 # correctness suite (tests/gpu/resnet.sh correctness: loss curves, gradcheck, PyTorch), the
 # tiny net in bf16 with and without the implicit GEMMs against PyTorch, the loss kernel's test,
-# and dpscale bench of ResNet-50 with and without the implicit GEMMs.
+# dpscale bench of ResNet-50 with and without the implicit GEMMs; the LayerNorm backward's two
+# kernels (test_transformer_cuda's timings, and GPT-2 XL's step with each).
 # Binaries: build/gpu/bins.tar.xz; from the repository root: bash results/h200x1-resnet-fusion/call.sh
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 PYTHON=python3
@@ -19,6 +20,7 @@ date -u; $D --version 2>&1 | head -1; nvidia-smi --query-gpu=name,driver_version
 ok 200 conv_sm90 $T/test_conv_sm90_cuda; grep -vE "^ok " $L/conv_sm90.log | head -50
 ok 150 resnet_kernels $T/test_resnet_cuda; grep -E "FAILED|passed|^FAIL" $L/resnet_kernels.log | head -20
 ok 150 loss $T/test_loss_cuda; grep -vE "^ok " $L/loss.log | head -12
+ok 200 layernorm $T/test_transformer_cuda; grep -vE "^ok " $L/layernorm.log | head -30
 for conv in auto im2col; do
   ok 60 dump_tiny_bf16_$conv env DPSCALE_CONV=$conv $D dump --config configs/resnet-tiny.ini --backend=cuda --precision=bf16 $O --run.output=tiny16-$conv.h5
   ok 120 torch_tiny_bf16_$conv python3 tests/gpu/torch_resnet_reference.py $L/tiny16-$conv.h5 --tol 3e-2 --impl functional --bf16-relative 3
@@ -32,6 +34,9 @@ grep -E "PASS|FAIL|INFO|SKIP" $L/suite/results.txt 2>/dev/null | head -40
 bench() { local n=$1; shift; timeout 150 "$@" > $L/bench-$n.log 2>&1; echo "== bench $n rc=$?"; grep -E "^step|GEMM FLOP rate" $L/bench-$n.log; sed -n '/where the step goes/,/largest/p' $L/bench-$n.log | head -16; }
 bench resnet50 $D bench --config configs/resnet50.ini
 bench resnet50-im2col env DPSCALE_CONV=im2col $D bench --config configs/resnet50.ini
+for ln in staged tiled; do
+  bench gpt2-xl-ln-$ln env DPSCALE_LN_BACKWARD=$ln $D bench --config configs/gpt2-xl.ini --train.batch_per_gpu=8
+done
 rm -f $L/*.h5
 tar -C /tmp -czf $OUT/resnet-fusion-logs.tar.gz resnet-fusion
 date -u
