@@ -16,7 +16,8 @@
  * stage) into a K x R S C filter of a few tiles, and CUTLASS's Hopper kernel cannot split
  * that reduction: here the batch is cut into slices of whole images, each slice's
  * gradient goes to its own fp32 partial in a workspace, and a last pass adds the slices
- * in order (the same bits every run).
+ * in order (the same bits every run). It is right and slow (2.5 x im2col + cuBLASLt on an
+ * H200: results/h200x1-resnet-fusion), so it runs only when DPSCALE_CONV_WGRAD=implicit.
  *
  * DPSCALE_CONV=im2col, read once per process, keeps the im2col path everywhere (an A/B of
  * a whole run); "auto" or unset is the rule above. */
@@ -48,7 +49,8 @@ cudaError_t cuda_conv_sm90(enum conv_sm90_op op, void *out, const void *in, cons
                            int K, int dtype, cudaStream_t st);
 
 /* The weight's gradient dw [K x R*S*C] (grad_dtype: fp32 or bf16, overwritten) from dy and x;
- * workspace: cuda_conv_sm90_wgrad_workspace_floats(s, K) floats. */
+ * workspace: cuda_conv_sm90_wgrad_workspace_floats(s, K) floats. Only with
+ * DPSCALE_CONV_WGRAD=implicit (see above). */
 int cuda_conv_sm90_wgrad_takes(const struct conv_shape *s, int K, int dtype, int grad_dtype, const void *dy,
                                const void *x, const void *dw);
 size_t cuda_conv_sm90_wgrad_workspace_floats(const struct conv_shape *s, int K);

@@ -5,7 +5,7 @@
  * 16 bits or 1,024 of fp32, wider rows read three times (the second and third reads hit
  * the cache); one element at a time where the width or a pointer does not allow vectors.
  *
- * Backward: two kernels, chosen by DPSCALE_LN_BACKWARD (staged | tiled; tiled when unset) or
+ * Backward: two kernels, chosen by DPSCALE_LN_BACKWARD (staged | tiled; staged when unset) or
  * by name (cuda_layernorm_backward_using), each followed by ln_bwd_sum, which adds the blocks'
  * partial rows of the gains in a fixed order. Every sum of either has one order whatever the
  * timing: the gradients are the same bits on every run, without atomics.
@@ -969,14 +969,16 @@ static cudaError_t launch_ln_bwd_staged(const ln_stg_plan &p, int dev, T *dx, fl
                     : launch_ln_bwd_staged_as<T, false, 2>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
 }
 
-/* DPSCALE_LN_BACKWARD=staged (tiled) makes LN_BACKWARD_AUTO the staged (tiled) kernel; read
- * once; unset or anything else: tiled */
+/* DPSCALE_LN_BACKWARD=tiled (staged) makes LN_BACKWARD_AUTO the tiled (staged) kernel; read
+ * once; unset or anything else: staged, which measured faster at every shape timed on an H200
+ * (41.8 against 44.8 us at 8192 x 1600, 27.4 against 31.2 at 8192 x 1024, 76.6 against 109.8
+ * at 4096 x 8192; results/h200x1-resnet-fusion) */
 static enum ln_backward_kernel ln_bwd_env_kernel(void)
 {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("DPSCALE_LN_BACKWARD");
-        v = e != NULL && strcmp(e, "staged") == 0 ? LN_BACKWARD_STAGED : LN_BACKWARD_TILED;
+        v = e != NULL && strcmp(e, "tiled") == 0 ? LN_BACKWARD_TILED : LN_BACKWARD_STAGED;
     }
     return (enum ln_backward_kernel)v;
 }

@@ -33,7 +33,7 @@ cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, int gra
                                     int accumulate, float *partial, int dtype, cudaStream_t s);
 /* The LayerNorm backward's two kernels (layernorm.cu's header says how each works).
  * cuda_layernorm_backward takes the one DPSCALE_LN_BACKWARD names (staged | tiled, read
- * once per process; tiled when unset); the _using launcher takes the one named, for tests
+ * once per process; staged when unset); the _using launcher takes the one named, for tests
  * that compare the two in one process (tests/unit/test_transformer_cuda.c). STAGED runs
  * the tiled kernel where the staged one does not take the arguments (see _staged_takes). */
 enum ln_backward_kernel {

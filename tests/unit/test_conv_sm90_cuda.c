@@ -8,8 +8,9 @@
  * same bits twice; the shapes and buffers it declines (fp32, 3 channels, a pointer off
  * 16 bytes, a strided dgrad, a 1x1) are declined, leaving the output untouched.
  *
- * The weight's gradient (the batch cut into slices, their fp32 partials added in order)
- * agrees with im2col + cuBLASLt in fp32 and bf16, also for batches that split unevenly.
+ * The weight's gradient (the batch cut into slices, their fp32 partials added in order; opt-in
+ * with DPSCALE_CONV_WGRAD=implicit, which main sets) agrees with im2col + cuBLASLt in fp32
+ * and bf16, also for batches that split unevenly.
  *
  * It also times ResNet-50's windowed convolutions at its benchmark batch (256, 224 x 224),
  * its strided 1x1s through im2col alone (the implicit GEMM declines them): the implicit GEMM against im2col + cuBLASLt and against cuBLASLt alone on the col
@@ -341,6 +342,7 @@ TEST(resnet50_convolutions_timed_at_batch_256)
 
 int main(void)
 {
+    setenv("DPSCALE_CONV_WGRAD", "implicit", 1); /* the implicit weight gradient is opt-in: test it */
     const int rc = test_main("conv_sm90_cuda");
     if (g_open) backend_close(&g_be);
     return rc;

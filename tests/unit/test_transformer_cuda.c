@@ -137,7 +137,7 @@ static const char *const via_names[NVIA] = {"backend table", "tiled", "staged"};
 static int via_of_the_environment(void)
 {
     const char *e = getenv("DPSCALE_LN_BACKWARD");
-    return e != NULL && strcmp(e, "staged") == 0 ? VIA_STAGED : VIA_TILED;
+    return e != NULL && strcmp(e, "tiled") == 0 ? VIA_TILED : VIA_STAGED;
 }
 
 /* scratch for the kernels called by name: cuda_layernorm_scratch_floats(R, C) floats */
