@@ -28,6 +28,10 @@ cudaError_t cuda_bias_grad(void *dbias, int dbias_in_dtype, const void *d, int r
 /* row_loss: scratch of `rows` floats; rows ld elements apart */
 cudaError_t cuda_softmax_xent(void *dlogits, float *loss, const void *logits, const int *labels, int rows, int classes,
                               int ld, float grad_scale, int dtype, float *row_loss, cudaStream_t stream);
+/* the same with `threads` a block (a multiple of 32 up to 1,024; 0: the default by width), for timings */
+cudaError_t cuda_softmax_xent_threads(void *dlogits, float *loss, const void *logits, const int *labels, int rows,
+                                      int classes, int ld, float grad_scale, int dtype, float *row_loss, int threads,
+                                      cudaStream_t stream);
 cudaError_t cuda_optimizer_step(float *params, const void *grads, int grad_dtype, void *state1, void *state2,
                                 int state_dtype, void *params_lp, size_t n, const struct optim_hparams *h, int dtype,
                                 cudaStream_t stream);

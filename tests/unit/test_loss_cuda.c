@@ -7,9 +7,9 @@
  * fp32, bf16 and fp16; the same bits twice.
  *
  * It also times it at GPT-2 small's head (16,384 x 50,257, padded to 50,304, bf16) beside
- * the memory floor of one read and one write at 4.8 TB/s (an H200's), median of 10: a
- * figure, nothing asserted. Needs a GPU (skips without one):
- * bin/tests/test_loss_cuda */
+ * the memory floor of one read and one write at 4.8 TB/s (an H200's), median of 10, with
+ * the default block and with 256, 512 and 1,024 threads a row: figures, nothing asserted.
+ * Needs a GPU (skips without one): bin/tests/test_loss_cuda */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -113,13 +113,14 @@ struct head {
     void *z;
     float *loss, *row_loss;
     const int *labels;
-    int rows, classes, ld;
+    int rows, classes, ld, threads;
 };
 
 static void run_head(void *arg)
 {
     const struct head *h = arg;
-    cuda_softmax_xent(h->z, h->loss, h->z, h->labels, h->rows, h->classes, h->ld, 1.0f, DT_BF16, h->row_loss, stream());
+    cuda_softmax_xent_threads(h->z, h->loss, h->z, h->labels, h->rows, h->classes, h->ld, 1.0f, DT_BF16, h->row_loss,
+                              h->threads, stream());
 }
 
 TEST(gpt2_head_timed)
@@ -136,9 +137,15 @@ TEST(gpt2_head_timed)
     const double floor_s = 2.0 * (double)n * 2 / 4.8e12;
     printf("    GPT-2 small's head, %d x %d (ld %d), bf16, in place: memory floor (one read, one write) %.3f ms\n", rows,
            classes, ld, floor_s * 1e3);
-    struct head h = {z_d, loss_d, row_loss, labels_d, rows, classes, ld};
-    const double t = median_of_10_calls(run_head, &h);
-    printf("    %.3f ms (%.2f x the floor)\n", t * 1e3, t / floor_s);
+    static const int threads[] = {0, 256, 512, 1024};
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+        struct head h = {z_d, loss_d, row_loss, labels_d, rows, classes, ld, threads[i]};
+        const double t = median_of_10_calls(run_head, &h);
+        if (threads[i] == 0)
+            printf("    the default: %.3f ms (%.2f x the floor)\n", t * 1e3, t / floor_s);
+        else
+            printf("    %4d threads a row: %.3f ms (%.2f x the floor)\n", threads[i], t * 1e3, t / floor_s);
+    }
     dev_free(z_d, 2, 0), dev_free(labels_d, sizeof(int), 0), dev_free(row_loss, 4, 0), dev_free(loss_d, 4, 0);
     free(labels);
 }
