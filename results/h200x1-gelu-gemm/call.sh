@@ -5,15 +5,7 @@
 # the staged softmax cross-entropy against the rows kernel (DPSCALE_XENT=rows), and ResNet-50
 # with the strided 1x1s back on im2col.
 # Binaries: build/gpu/bins.tar.xz; from the repository root: bash results/h200x1-gelu-gemm/call.sh
-set -u
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 PYTHON=python3
-python3 -c "import tarfile; tarfile.open('build/gpu/bins.tar.xz').extractall('build/gpu')" || exit 3
-D=build/gpu/bin/dpscale
-T=build/gpu/bin/tests
-L=/tmp/gelu-gemm; mkdir -p $L
-O="--run.output_dir=$L"
-ok() { local t=$1 n=$2; shift 2; local t0=$SECONDS; if timeout $t "$@" > $L/$n.log 2>&1; then echo "== $n: PASS ($((SECONDS-t0)) s)"; else echo "== $n: FAIL ($?)"; tail -6 $L/$n.log; fi; }
-date -u; $D --version 2>&1 | head -1; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source tests/gpu/lent_call.sh /tmp/gelu-gemm
 ok 200 gemm_gelu $T/test_gemm_gelu_cuda; grep -vE "^ok " $L/gemm_gelu.log | head -30
 ok 100 conv_sm90 $T/test_conv_sm90_cuda; grep -E "FAILED|passed|sum" $L/conv_sm90.log
 ok 200 loss $T/test_loss_cuda; grep -vE "^ok " $L/loss.log | head -20
@@ -24,7 +16,6 @@ for m in gpt bert; do
 done
 ok 60 dump_mlp $D dump --config configs/mlp-tiny.ini --backend=cuda --precision=bf16 --model.hidden_dim=64 $O --run.output=mlp.h5
 ok 60 torch_mlp python3 tests/gpu/torch_reference.py $L/mlp.h5 --tol 3e-2; tail -1 $L/torch_mlp.log
-bench() { local n=$1; shift; timeout 150 "$@" > $L/bench-$n.log 2>&1; echo "== bench $n rc=$?"; grep -E "^step|GEMM FLOP rate" $L/bench-$n.log; sed -n '/where the step goes/,/largest/p' $L/bench-$n.log | sed -n '3,6p'; }
 for cfg in gpt2-small bert-large gpt2-xl mlp-gemm-heavy mlp-comm-bound mlp-small mlp-medium; do
   extra=""; [ $cfg = bert-large ] && extra="--model.mask_fraction=1"; [ $cfg = gpt2-xl ] && extra="--train.batch_per_gpu=8"
   bench $cfg $D bench --config configs/$cfg.ini $extra

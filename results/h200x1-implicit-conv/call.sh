@@ -4,15 +4,7 @@
 # dpscale bench of ResNet-50 both ways, and the Hopper attention rebuilt with NDEBUG.
 # Binaries: build/gpu/bins.tar.xz (bin/dpscale, bin/tests/*), built from the commit named in
 # the log; run from the repository root: bash results/h200x1-implicit-conv/call.sh
-set -u
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 PYTHON=python3
-python3 -c "import tarfile; tarfile.open('build/gpu/bins.tar.xz').extractall('build/gpu')" || exit 3
-D=build/gpu/bin/dpscale
-T=build/gpu/bin/tests
-L=/tmp/implicit-conv; mkdir -p $L
-O="--run.output_dir=$L"
-ok() { local t=$1 n=$2; shift 2; local t0=$SECONDS; if timeout $t "$@" > $L/$n.log 2>&1; then echo "== $n: PASS ($((SECONDS-t0)) s)"; else echo "== $n: FAIL ($?)"; tail -6 $L/$n.log; fi; }
-date -u; $D --version 2>&1 | head -2; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source tests/gpu/lent_call.sh /tmp/implicit-conv
 ok 200 conv_sm90 $T/test_conv_sm90_cuda; grep -vE "^ok " $L/conv_sm90.log | head -60
 ok 150 resnet_kernels $T/test_resnet_cuda; grep -E "FAILED|passed" $L/resnet_kernels.log
 for conv in auto im2col; do
@@ -24,7 +16,6 @@ for conv in auto im2col; do
   tail -4 $L/torch_r50_128_bf16_$conv.log
   rm -f $L/r50-128-16-$conv.h5
 done
-bench() { local n=$1; shift; timeout 150 "$@" > $L/bench-$n.log 2>&1; echo "== bench $n rc=$?"; grep -E "^step|GEMM FLOP rate" $L/bench-$n.log; sed -n '/where the step goes/,/largest/p' $L/bench-$n.log | head -16; }
 bench resnet50 $D bench --config configs/resnet50.ini
 bench resnet50-im2col env DPSCALE_CONV=im2col $D bench --config configs/resnet50.ini
 ok 200 flash $T/test_flash_attention_cuda; grep -E "FAILED|passed|TFLOP" $L/flash.log | head -30

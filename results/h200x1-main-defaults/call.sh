@@ -6,16 +6,7 @@
 # kernels timed alone (Nsight Compute), dpscale bench of every transformer, ResNet-50 (with and
 # without DPSCALE_CONV=im2col) and the MLPs.
 # Binaries: build/gpu/bins.tar.xz; from the repository root: bash results/h200x1-main-defaults/call.sh
-set -u
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 PYTHON=python3
-python3 -c "import tarfile; tarfile.open('build/gpu/bins.tar.xz').extractall('build/gpu')" || exit 3
-rm -rf bin && ln -s build/gpu/bin bin
-D=bin/dpscale
-T=bin/tests
-L=/tmp/main-defaults; mkdir -p $L
-O="--run.output_dir=$L"
-ok() { local t=$1 n=$2; shift 2; local t0=$SECONDS; if timeout $t "$@" > $L/$n.log 2>&1; then echo "== $n: PASS ($((SECONDS-t0)) s)"; else echo "== $n: FAIL ($?)"; tail -8 $L/$n.log; fi; }
-date -u; $D --version 2>&1 | head -1; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source tests/gpu/lent_call.sh /tmp/main-defaults
 ok 100 layernorm $T/test_transformer_cuda; grep -E " us|passed" $L/layernorm.log | head -12
 ok 150 conv_sm90 $T/test_conv_sm90_cuda; grep -E "passed|FAIL" $L/conv_sm90.log
 ok 100 resnet_kernels $T/test_resnet_cuda; grep -E "FAIL|passed" $L/resnet_kernels.log | head
@@ -31,7 +22,6 @@ if command -v ncu > /dev/null; then
   ok 200 ncu_attention_backward ncu -k "regex:fa90_backward" -c 4 --cache-control none --metrics gpu__time_duration.sum $D run --config configs/gpt2-small.ini --run.backend=cuda --model.layers=2 --train.iters=1 --train.warmup=0 --run.sweep=1 $O --run.output=ncu.h5
   grep -E "fa90_backward|gpu__time_duration" $L/ncu_attention_backward.log | head -16
 fi
-bench() { local n=$1; shift; timeout 150 "$@" > $L/bench-$n.log 2>&1; echo "== bench $n rc=$?"; grep -E "^step|GEMM FLOP rate" $L/bench-$n.log; sed -n '/where the step goes/,/largest/p' $L/bench-$n.log | sed -n '3,9p'; }
 bench resnet50 $D bench --config configs/resnet50.ini
 bench resnet50-im2col env DPSCALE_CONV=im2col $D bench --config configs/resnet50.ini
 bench gpt2-small $D bench --config configs/gpt2-small.ini

@@ -7,16 +7,7 @@
 # dpscale bench of ResNet-50 with and without the implicit GEMMs; the LayerNorm backward's two
 # kernels (test_transformer_cuda's timings, and GPT-2 XL's step with each).
 # Binaries: build/gpu/bins.tar.xz; from the repository root: bash results/h200x1-resnet-fusion/call.sh
-set -u
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 PYTHON=python3
-python3 -c "import tarfile; tarfile.open('build/gpu/bins.tar.xz').extractall('build/gpu')" || exit 3
-rm -rf bin && ln -s build/gpu/bin bin
-D=bin/dpscale
-T=bin/tests
-L=/tmp/resnet-fusion; mkdir -p $L
-O="--run.output_dir=$L"
-ok() { local t=$1 n=$2; shift 2; local t0=$SECONDS; if timeout $t "$@" > $L/$n.log 2>&1; then echo "== $n: PASS ($((SECONDS-t0)) s)"; else echo "== $n: FAIL ($?)"; tail -8 $L/$n.log; fi; }
-date -u; $D --version 2>&1 | head -1; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source tests/gpu/lent_call.sh /tmp/resnet-fusion
 ok 200 conv_sm90 $T/test_conv_sm90_cuda; grep -vE "^ok " $L/conv_sm90.log | head -50
 ok 150 resnet_kernels $T/test_resnet_cuda; grep -E "FAILED|passed|^FAIL" $L/resnet_kernels.log | head -20
 ok 150 loss $T/test_loss_cuda; grep -vE "^ok " $L/loss.log | head -12
@@ -31,7 +22,6 @@ ok 150 torch_r50_128_bf16 python3 tests/gpu/torch_resnet_reference.py $L/r50-128
 tail -2 $L/torch_r50_128_bf16.log; rm -f $L/*.h5
 ok 400 resnet_correctness bash tests/gpu/resnet.sh $L/suite correctness
 grep -E "PASS|FAIL|INFO|SKIP" $L/suite/results.txt 2>/dev/null | head -40
-bench() { local n=$1; shift; timeout 150 "$@" > $L/bench-$n.log 2>&1; echo "== bench $n rc=$?"; grep -E "^step|GEMM FLOP rate" $L/bench-$n.log; sed -n '/where the step goes/,/largest/p' $L/bench-$n.log | head -16; }
 bench resnet50 $D bench --config configs/resnet50.ini
 bench resnet50-im2col env DPSCALE_CONV=im2col $D bench --config configs/resnet50.ini
 for ln in staged tiled; do

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# lent_call.sh — how a results/*/call.sh begins on the lent GPU machine, sourced from the
+# repository root there:
+#
+#   source tests/gpu/lent_call.sh LOGDIR
+#
+# It exports what the machine needs (Open MPI as root, NVLink SHARP off, python3), unpacks the
+# binaries carried as build/gpu/bins.tar.xz (bin/dpscale and bin/tests/*, built and stripped on
+# the development machine) into build/gpu and points bin at them, and sets
+#   D  bin/dpscale        T  bin/tests        L  LOGDIR (made)     O  dpscale's --run.output_dir=LOGDIR
+# and two functions:
+#   ok SECONDS NAME CMD...   runs CMD into L/NAME.log under a timeout: "== NAME: PASS (s)" or
+#                            "== NAME: FAIL (rc)" and the log's last lines
+#   bench NAME CMD...        runs a dpscale bench into L/bench-NAME.log: its step, GEMM rate and
+#                            largest operations
+# Then it prints the date, dpscale's version and the GPU. Exits 3 if the binaries do not unpack.
+set -u
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 PYTHON=python3
+python3 -c "import tarfile; tarfile.open('build/gpu/bins.tar.xz').extractall('build/gpu')" || exit 3
+rm -rf bin && ln -s build/gpu/bin bin
+D=bin/dpscale
+# shellcheck disable=SC2034 # T and O are for the script that sources this one
+T=bin/tests
+L=$1
+mkdir -p "$L"
+O="--run.output_dir=$L"
+ok() {
+    local t=$1 n=$2 t0=$SECONDS
+    shift 2
+    if timeout "$t" "$@" > "$L/$n.log" 2>&1; then echo "== $n: PASS ($((SECONDS - t0)) s)"; else echo "== $n: FAIL ($?)"; tail -8 "$L/$n.log"; fi
+}
+bench() {
+    local n=$1
+    shift
+    timeout 150 "$@" > "$L/bench-$n.log" 2>&1
+    echo "== bench $n rc=$?"
+    grep -E "^step|GEMM FLOP rate" "$L/bench-$n.log"
+    sed -n '/where the step goes/,/largest/p' "$L/bench-$n.log" | sed -n '3,9p'
+}
+date -u
+$D --version 2>&1 | head -1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
