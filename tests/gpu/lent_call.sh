@@ -19,11 +19,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABL
 python3 -c "import tarfile; tarfile.open('build/gpu/bins.tar.xz').extractall('build/gpu')" || exit 3
 rm -rf bin && ln -s build/gpu/bin bin
 D=bin/dpscale
-# shellcheck disable=SC2034 # T and O are for the script that sources this one
-T=bin/tests
 L=$1
 mkdir -p "$L"
-O="--run.output_dir=$L"
+# shellcheck disable=SC2034 # T and O are for the script that sources this one
+T=bin/tests O="--run.output_dir=$L"
 ok() {
     local t=$1 n=$2 t0=$SECONDS
     shift 2
