@@ -283,14 +283,12 @@ TEST(hopper_one_kernel_backward_matches_fa2_to_16_bit_resolution)
         char name[96];
         shape_name(name, sizeof name, p.s);
         printf("    %-30s one kernel, max error / max |FA2|: dQ %.2e  dK %.2e  dV %.2e; dK dV %s the two-kernel "
-               "scheme's bits
-",
+               "scheme's bits\n",
                name, eq, ek, ev, kv_same ? "are" : "are not");
         /* dQ: summed in another order, so to 1e-2 (the forward's out checks' scale); dK dV:
          * causal tiles come in the two-kernel order, full ones staggered (other sums) */
         if (!(eq <= 1e-2 && ek <= tol && ev <= tol && (kv_same || !p.s.causal)))
-            printf("    FAILED %s: expected dQ <= 1e-2, dK dV <= %.0e%s
-", name, tol,
+            printf("    FAILED %s: expected dQ <= 1e-2, dK dV <= %.0e%s\n", name, tol,
                    p.s.causal ? " and the two-kernel scheme's bits" : ""),
                 g_current_failed = 1;
         free(want), free(sep), free(got);
@@ -315,8 +313,7 @@ TEST(hopper_one_kernel_backward_gives_the_same_bits_three_times)
         if (!same) {
             char name[96];
             shape_name(name, sizeof name, p.s);
-            printf("    FAILED %s: runs of the one-kernel backward differ
-", name);
+            printf("    FAILED %s: runs of the one-kernel backward differ\n", name);
         }
         CHECK(same);
         free(a);
