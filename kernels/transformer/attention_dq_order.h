@@ -76,17 +76,21 @@ DQ_ORDER_FN int dq_order_contributors(struct dq_order o, int qt)
     return o.causal ? (qt / 2 < o.nkb - 1 ? qt / 2 : o.nkb - 1) + 1 : o.nkb;
 }
 
-/* block nb's place (0 first) among tile qt's contributors; nb must visit qt */
+/* how many blocks start at a tile <= x (rotated: starts rise with nb) */
+DQ_ORDER_FN int dq_order_started_by(struct dq_order o, int x)
+{
+    const int n = ((x + 1) * o.nkb + o.nqt - 1) / o.nqt;
+    return n < o.nkb ? n : o.nkb;
+}
+
+/* block nb's place (0 first) among tile qt's contributors; nb must visit qt. Rotated: the
+ * blocks that visit qt before nb are those starting after nb's start and at or before qt,
+ * cyclically (no two start alike, as nqt >= nkb) */
 DQ_ORDER_FN int dq_order_rank(struct dq_order o, int nb, int qt)
 {
     if (!o.rotated) return dq_order_contributors(o, qt) - 1 - nb;
-    const int i = dq_order_visit(o, nb, qt);
-    int r = 0;
-    for (int m = 0; m < o.nkb; m++) {
-        const int im = dq_order_visit(o, m, qt);
-        r += im < i || (im == i && m > nb);
-    }
-    return r;
+    const int before = dq_order_started_by(o, qt) - dq_order_started_by(o, dq_order_start(o, nb));
+    return before >= 0 ? before : before + o.nkb;
 }
 
 #endif

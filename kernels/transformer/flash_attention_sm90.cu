@@ -1,17 +1,26 @@
 /* flash_attention_sm90.cu — the fused attention's forward and backward for Hopper
  * (sm_90a), head dimension 64, bf16 / fp16: FlashAttention-3's machinery (warpgroup MMA,
  * TMA loads into mbarrier pipelines, a producer warp beside consumer warpgroups); the
- * backward on dpscale's deterministic two-kernel scheme. flash_attention.cu picks them
+ * backward deterministic, in two schemes (below). flash_attention.cu picks them
  * (flash_attention_sm90.h). The forward (its own section below): blocks of 128 queries,
  * tiles of 128 keys, the online softmax of flash_attention.cu's (lse in the log2 domain),
  * each consumer's next S = Q K^T in flight beside its P V. What follows is the backward.
  *
- * Why two kernels and not FlashAttention-3's one: FA3 adds each key block's dQ into an
- * fp32 buffer with atomics, whose order varies from run to run; here dK dV come from one
- * kernel (a block per 128 keys, looping over tiles of 64 queries) and dQ from another (a
- * block per 128 queries, looping over tiles of 64 keys), each output written once. That
- * costs S = QK^T and dP = dO V^T a second time (7 products of 64 x 64 x 64 per pair of
- * tiles instead of 5), and buys the same bits on every run, as the FA2 kernels.
+ * The backward has two schemes, both giving the same bits on every run, as the FA2
+ * kernels (DPSCALE_FLASH_DQ picks: flash_attention_sm90.h). FlashAttention-3 adds each key
+ * block's dQ into an fp32 buffer with atomics, whose order varies from run to run.
+ * "separate" (the default): dK dV come from one kernel (a block per 128 keys, looping
+ * over tiles of 64 queries) and dQ from another (a block per 128 queries, looping over
+ * tiles of 64 keys), each output written once. That costs S = QK^T and dP = dO V^T a
+ * second time (7 products of 64 x 64 x 64 per pair of tiles instead of 5).
+ * "accumulate": one kernel, the dK dV one, also computes each tile's share of dQ from
+ * the dS^T it has (dQ^T = K^T dS^T, both operands in shared memory) and one thread of
+ * the loader warpgroup adds it into an fp32 workspace with bulk (TMA) reduce-adds; what
+ * keeps that deterministic is the order: a semaphore per (sequence, head, query tile)
+ * lets the tile's contributors add one after another in a fixed order
+ * (attention_dq_order.h, which also says why it neither deadlocks nor, in lockstep,
+ * waits), and a small kernel converts the sums to 16 bits. 5 products and one 16 KiB
+ * fp32 reduction per pair of tiles.
  *
  * A block: warpgroup 0 loads (one thread issues every TMA copy, its registers given to
  * the others by setmaxnreg), warpgroups 1 and 2 compute, each on 64 of the block's 128
@@ -30,7 +39,9 @@
  * this, the smem views and the TMA descriptors on the host).
  *
  * Shared memory per block: 2 x 128 x 64 (own rows) + 2 x kStages x 64 x 64 (tiles) 16-bit
- * elements, 128-byte swizzled as wgmma and TMA want them, + lse and delta stages: 83 KiB.
+ * elements, 128-byte swizzled as wgmma and TMA want them, + lse and delta stages: 83 KiB;
+ * the one-kernel scheme's adds two dS^T buffers (16 KiB each) and two fp32 staging
+ * buffers of a tile's dQ partial (16 KiB each): 148 KiB.
  * One block an SM (384 threads; 24 registers for the loaders, 240 for the consumers).
  *
  * Tails: the TMA tensors are (row, d, head, sequence), so rows past T read as zeros; the

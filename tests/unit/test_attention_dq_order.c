@@ -33,6 +33,13 @@ TEST(each_tiles_contributors_rank_exactly_0_to_n_minus_1)
                         bad |= i >= dq_order_tiles(o, nb) || dq_order_tile(o, nb, i) != qt;
                         const int r = dq_order_rank(o, nb, qt);
                         if (r < 0 || r >= n || seen[r]++) bad = 1;
+                        /* the rank is the place by visiting iteration (later blocks first on a tie) */
+                        int want = 0;
+                        for (int m = 0; m < o.nkb; m++) {
+                            const int im = dq_order_visit(o, m, qt);
+                            want += im >= 0 && (im < i || (im == i && m > nb));
+                        }
+                        bad |= r != want;
                     }
                     bad |= visitors != n;
                 }
