@@ -507,7 +507,17 @@ template <typename T> constexpr int dtype_enum();
 template <> constexpr int dtype_enum<__nv_bfloat16>() { return DT_BF16; }
 template <> constexpr int dtype_enum<__half>() { return DT_F16; }
 
-/* delta, then dK dV and dQ: the FA2 kernels, or the Hopper ones where `sm90` */
+/* The scratch: delta (B T H floats), then from the next 128-byte boundary the Hopper
+ * one-kernel scheme's dq_accum (B H T 64 floats) and its semaphores (B H ceil(T / 64) ints). */
+static size_t dq_accum_offset(int B, int T_, int H) { return ((size_t)B * T_ * H + 31) / 32 * 32; }
+static size_t dq_accum_floats(int B, int T_, int H) { return (size_t)B * H * T_ * 64; }
+extern "C" size_t cuda_flash_attention_scratch_floats(int B, int T_, int H)
+{
+    return dq_accum_offset(B, T_, H) + dq_accum_floats(B, T_, H) + (size_t)B * H * ((T_ + 63) / 64);
+}
+
+/* delta, then dK dV and dQ: the FA2 kernels, or the Hopper ones where `sm90` (2: the
+ * one-kernel scheme) */
 template <typename T, int D>
 static cudaError_t backward_typed(void *dqkv, const void *dout, const void *out, const void *qkv, const float *lse,
                                   float *delta, int B, int T_, int C, int H, int causal, int sm90, cudaStream_t s)
@@ -516,8 +526,12 @@ static cudaError_t backward_typed(void *dqkv, const void *dout, const void *out,
     const size_t warps = (size_t)B * T_ * H;
     fa_delta<T, D><<<(unsigned)((warps * 32 + 255) / 256), 256, 0, s>>>(delta, (const T *)out, (const T *)dout, B, T_,
                                                                       H, C);
-    if (sm90)
-        return fa_sm90_backward(dqkv, dout, qkv, lse, delta, B, T_, C, H, causal, dtype_enum<T>(), s);
+    if (sm90) {
+        float *dq_accum = delta + dq_accum_offset(B, T_, H);
+        int *dq_sem = (int *)(dq_accum + dq_accum_floats(B, T_, H));
+        return fa_sm90_backward(dqkv, dout, qkv, lse, delta, dq_accum, dq_sem, B, T_, C, H, causal, sm90 == 2,
+                                dtype_enum<T>(), s);
+    }
     for (int b0 = 0; b0 < B; b0 += seqs_per_launch(H)) {
         const int nb = min(seqs_per_launch(H), B - b0);
         const size_t x3 = (size_t)b0 * T_ * 3 * C, x1 = (size_t)b0 * T_ * C, r = (size_t)b0 * H * T_;
@@ -535,7 +549,6 @@ static cudaError_t backward_typed(void *dqkv, const void *dout, const void *out,
     ((dtype) == DT_BF16 ? ((D) == 32 ? F<__nv_bfloat16, 32>(__VA_ARGS__) : F<__nv_bfloat16, 64>(__VA_ARGS__)) \
                         : ((D) == 32 ? F<__half, 32>(__VA_ARGS__) : F<__half, 64>(__VA_ARGS__)))
 
-extern "C" size_t cuda_flash_attention_scratch_floats(int B, int T_, int H) { return (size_t)B * T_ * H; }
 
 /* ---- which backward ------------------------------------------------------------------------ */
 
@@ -575,12 +588,26 @@ extern "C" int cuda_flash_attention_sm90_applies(const void *dqkv, const void *d
            device_is_sm90();
 }
 
-/* whether the kernels named (AUTO: by the rule and the environment) are the Hopper ones;
- * -1 where SM90 is asked for and they do not apply */
+/* DPSCALE_FLASH_DQ=accumulate picks the Hopper backward's one-kernel scheme; read once */
+static int env_wants_dq_accumulate(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DPSCALE_FLASH_DQ");
+        v = e != NULL && strcmp(e, "accumulate") == 0;
+    }
+    return v;
+}
+
+/* whether the kernels named (AUTO: by the rule and the environment) are the Hopper ones:
+ * 0 no, 1 yes, 2 the backward's one-kernel scheme; -1 where SM90 is asked for and they do
+ * not apply */
 static int use_sm90(enum flash_kernels which, int applies, int backward)
 {
-    if (which == FLASH_KERNELS_SM90) return applies ? 1 : -1;
-    return which == FLASH_KERNELS_AUTO && applies && !env_wants_fa2(backward);
+    if (which == FLASH_KERNELS_SM90 || which == FLASH_KERNELS_SM90_ACCUMULATE)
+        return !applies ? -1 : backward && which == FLASH_KERNELS_SM90_ACCUMULATE ? 2 : 1;
+    if (which != FLASH_KERNELS_AUTO || !applies || env_wants_fa2(backward)) return 0;
+    return backward && env_wants_dq_accumulate() ? 2 : 1;
 }
 
 extern "C" cudaError_t cuda_flash_attention_forward_using(enum flash_kernels which, void *out, float *lse,

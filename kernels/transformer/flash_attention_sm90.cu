@@ -1,17 +1,26 @@
 /* flash_attention_sm90.cu — the fused attention's forward and backward for Hopper
  * (sm_90a), head dimension 64, bf16 / fp16: FlashAttention-3's machinery (warpgroup MMA,
  * TMA loads into mbarrier pipelines, a producer warp beside consumer warpgroups); the
- * backward on dpscale's deterministic two-kernel scheme. flash_attention.cu picks them
+ * backward deterministic, in two schemes (below). flash_attention.cu picks them
  * (flash_attention_sm90.h). The forward (its own section below): blocks of 128 queries,
  * tiles of 128 keys, the online softmax of flash_attention.cu's (lse in the log2 domain),
  * each consumer's next S = Q K^T in flight beside its P V. What follows is the backward.
  *
- * Why two kernels and not FlashAttention-3's one: FA3 adds each key block's dQ into an
- * fp32 buffer with atomics, whose order varies from run to run; here dK dV come from one
- * kernel (a block per 128 keys, looping over tiles of 64 queries) and dQ from another (a
- * block per 128 queries, looping over tiles of 64 keys), each output written once. That
- * costs S = QK^T and dP = dO V^T a second time (7 products of 64 x 64 x 64 per pair of
- * tiles instead of 5), and buys the same bits on every run, as the FA2 kernels.
+ * The backward has two schemes, both giving the same bits on every run, as the FA2
+ * kernels (DPSCALE_FLASH_DQ picks: flash_attention_sm90.h). FlashAttention-3 adds each key
+ * block's dQ into an fp32 buffer with atomics, whose order varies from run to run.
+ * "separate" (the default): dK dV come from one kernel (a block per 128 keys, looping
+ * over tiles of 64 queries) and dQ from another (a block per 128 queries, looping over
+ * tiles of 64 keys), each output written once. That costs S = QK^T and dP = dO V^T a
+ * second time (7 products of 64 x 64 x 64 per pair of tiles instead of 5).
+ * "accumulate": one kernel, the dK dV one, also computes each tile's share of dQ from
+ * the dS^T it has (dQ^T = K^T dS^T, both operands in shared memory) and one thread of
+ * the loader warpgroup adds it into an fp32 workspace with bulk (TMA) reduce-adds; what
+ * keeps that deterministic is the order: a semaphore per (sequence, head, query tile)
+ * lets the tile's contributors add one after another in a fixed order
+ * (attention_dq_order.h, which also says why it neither deadlocks nor, in lockstep,
+ * waits), and a small kernel converts the sums to 16 bits. 5 products and one 16 KiB
+ * fp32 reduction per pair of tiles.
  *
  * A block: warpgroup 0 loads (one thread issues every TMA copy, its registers given to
  * the others by setmaxnreg), warpgroups 1 and 2 compute, each on 64 of the block's 128
@@ -30,7 +39,9 @@
  * this, the smem views and the TMA descriptors on the host).
  *
  * Shared memory per block: 2 x 128 x 64 (own rows) + 2 x kStages x 64 x 64 (tiles) 16-bit
- * elements, 128-byte swizzled as wgmma and TMA want them, + lse and delta stages: 83 KiB.
+ * elements, 128-byte swizzled as wgmma and TMA want them, + lse and delta stages: 83 KiB;
+ * the one-kernel scheme's adds two dS^T buffers (16 KiB each) and two fp32 staging
+ * buffers of a tile's dQ partial (16 KiB each): 148 KiB.
  * One block an SM (384 threads; 24 registers for the loaders, 240 for the consumers).
  *
  * Tails: the TMA tensors are (row, d, head, sequence), so rows past T read as zeros; the
@@ -49,6 +60,7 @@
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_types.h>
 
+#include "kernels/transformer/attention_dq_order.h"
 #include "kernels/transformer/attention_math.cuh"
 #include "kernels/transformer/flash_attention_sm90.h"
 
@@ -87,6 +99,13 @@ template <typename E, int Tile = kTile> struct Types {
         GMMA::rs_op_selector<E, E, float, Shape<_64, Int<Tile>, _16>, GMMA::Major::K, GMMA::Major::K>()));
     using MmaAB = decltype(make_tiled_mma(
         GMMA::rs_op_selector<E, E, float, Shape<_64, Int<kD>, _16>, GMMA::Major::K, GMMA::Major::MN>()));
+    /* the one-kernel scheme's dQ^T = K^T dS^T, both from smem: K^T the block's own K rows
+     * seen as (d, key), dS^T a warpgroup's half of the tile's queries as (query, key), both
+     * MN-major (d, query contiguous); 64-byte swizzle, as a half holds 32 queries */
+    using SmemOwnT = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<E>{}, Shape<Int<kD>, Int<kBlock>>{}));
+    using SmemDsHalf = decltype(tile_to_shape(GMMA::Layout_MN_SW64_Atom<E>{}, Shape<_32, Int<kBlock>>{}));
+    using MmaDq = decltype(make_tiled_mma(
+        GMMA::ss_op_selector<E, E, float, Shape<_64, _32, _16>, GMMA::Major::MN, GMMA::Major::MN>()));
     /* one of Q, K, V, dO in memory: (row, d, head, sequence) */
     using GRows = decltype(make_tensor(make_gmem_ptr(static_cast<E const *>(nullptr)),
                                        make_layout(make_shape(int(), Int<kD>{}, int(), int()),
@@ -108,6 +127,9 @@ template <typename E> struct Params {
     E *dqkv;
     int T, H, C, B;
     float sl2, scale;
+    float *dq_accum; /* the one-kernel scheme: fp32 dQ sums [B, H, T, 64], */
+    int *dq_sem;     /* a semaphore per (sequence, head, query tile), 0 at the start, */
+    dq_order order;  /* and the order they add in (attention_dq_order.h) */
 };
 
 template <typename E> struct Smem {
@@ -118,6 +140,18 @@ template <typename E> struct Smem {
     alignas(8) uint64_t own_full, full[kStages], empty[kStages];
 };
 template <typename E> constexpr size_t smem_bytes() { return sizeof(Smem<E>) + 1024; /* alignment slack */ }
+
+/* the one-kernel scheme's: dS^T of a tile (two buffers x the two warpgroups' halves of its
+ * queries, every key of the block) and the fp32 dQ partial of a tile, [query][d] as it lies
+ * in dq_accum (two buffers, each "full" once the consumers wrote it, "empty" once the bulk
+ * reduction has read it) */
+template <typename E> struct SmemDq {
+    Smem<E> pipe;
+    alignas(1024) E ds[2][kConsumers][32 * kBlock];
+    alignas(128) float stage[2][kTile * kD];
+    alignas(8) uint64_t stage_full[2], stage_empty[2];
+};
+template <typename E> constexpr size_t dq_smem_bytes() { return sizeof(SmemDq<E>) + 1024; }
 
 constexpr uint32_t kOwnBytes = 2u * kBlock * kD * 2u;
 constexpr uint32_t kTileBytes = 2u * kTile * kD * 2u;
@@ -164,6 +198,22 @@ __device__ __forceinline__ void mma_rs(Mma &mma, TA &a, TB const &b, TC &c)
     warpgroup_fence_operand(a);
 }
 
+/* c = a b, both operands smem descriptors; one batch, not waited, as mma_rs */
+template <class Mma, class TA, class TB, class TC>
+__device__ __forceinline__ void mma_ss(Mma &mma, TA const &a, TB const &b, TC &c)
+{
+    warpgroup_fence_operand(c);
+    warpgroup_arrive();
+    mma.accumulate_ = GMMA::ScaleOut::Zero;
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(a); k++) {
+        cute::gemm(mma, a(_, _, k), b(_, _, k), c);
+        mma.accumulate_ = GMMA::ScaleOut::One;
+    }
+    warpgroup_commit_batch();
+    warpgroup_fence_operand(c);
+}
+
 /* an accumulator [64 x 64] rounded to 16 bits as the A operand of the next product
  * (same element order: see the header) */
 template <typename E, class TAcc, class TA> __device__ __forceinline__ void acc_to_a(TA &a, TAcc const &acc)
@@ -174,8 +224,8 @@ template <typename E, class TAcc, class TA> __device__ __forceinline__ void acc_
     for (int i = 0; i < size(a32); i++) a32(i) = pack2<E>(acc(2 * i), acc(2 * i + 1));
 }
 
-/* the block's barriers, before any role starts */
-template <class S> __device__ __forceinline__ void init_barriers(S &sm)
+/* the block's barriers (the pipeline's, and those `extra` makes), before any role starts */
+template <class S, class Extra> __device__ __forceinline__ void init_barriers(S &sm, Extra extra)
 {
     if (threadIdx.x == 0) {
         cutlass::arch::ClusterTransactionBarrier::init(&sm.own_full, 1);
@@ -183,10 +233,12 @@ template <class S> __device__ __forceinline__ void init_barriers(S &sm)
             cutlass::arch::ClusterTransactionBarrier::init(&sm.full[s], 1);
             cutlass::arch::ClusterBarrier::init(&sm.empty[s], kConsumers * 128);
         }
+        extra();
         cutlass::arch::fence_barrier_init();
     }
     __syncthreads();
 }
+template <class S> __device__ __forceinline__ void init_barriers(S &sm) { init_barriers(sm, [] {}); }
 
 /* mbarrier waits and arrivals that also keep the compiler's loads and stores on their
  * side (CUTLASS's asm has no memory clobber; the lse and K loads are plain C++) */
@@ -199,6 +251,42 @@ __device__ __forceinline__ void arrive_barrier(uint64_t &bar)
 {
     asm volatile("" ::: "memory");
     cutlass::arch::ClusterBarrier::arrive(&bar);
+}
+
+/* the 256 consumer threads meet (named barrier 1; 0 is __syncthreads') */
+__device__ __forceinline__ void consumers_sync()
+{
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers * 128) : "memory");
+}
+
+/* The one-kernel scheme's global side, all from one thread: a bulk copy (store) or an fp32
+ * reduce-add of `bytes` from shared memory into global memory, committed as a bulk group;
+ * waits for the groups to have read their source or to be complete; the semaphores. */
+__device__ __forceinline__ void bulk_store(float *g, const float *sh, uint32_t bytes)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+                 "cp.async.bulk.commit_group;" ::"l"(g), "r"((uint32_t)__cvta_generic_to_shared(sh)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_add(float *g, const float *sh, uint32_t bytes)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
+                 "cp.async.bulk.commit_group;" ::"l"(g), "r"((uint32_t)__cvta_generic_to_shared(sh)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_done() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+/* orders this thread's generic accesses to global memory with its bulk (async proxy) ones */
+__device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+__device__ __forceinline__ int load_acquire(const int *p)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void increment_release(int *p)
+{
+    asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(p) : "memory");
 }
 
 /* Tile j of the loop goes to stage j % kStages; its buffers are free again once the
@@ -224,6 +312,65 @@ __device__ __forceinline__ void load_tile_pairs(const Tma0 &t0, const G0 &g0, S0
 
 /* ---- dK, dV ---------------------------------------------------------------------------- */
 
+/* The dK dV loader: the block's K and V rows (key block nb of head h, sequence b), then
+ * Q, dO, lse and delta of the n query tiles tile_of(0 .. n - 1), tile j into stage
+ * j % kStages once that stage is free. */
+template <typename E, class TileOf>
+__device__ __forceinline__ void load_dkdv(const Params<E> &p, Smem<E> &sm, int nb, int h, int b, int n, TileOf tile_of)
+{
+    using Ty = Types<E>;
+    const int T = p.T;
+    prefetch_tma_descriptor(p.own0.get_tma_descriptor());
+    prefetch_tma_descriptor(p.own1.get_tma_descriptor());
+    prefetch_tma_descriptor(p.tile0.get_tma_descriptor());
+    prefetch_tma_descriptor(p.tile1.get_tma_descriptor());
+    prefetch_tma_descriptor(p.lse.get_tma_descriptor());
+    prefetch_tma_descriptor(p.delta.get_tma_descriptor());
+    const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
+    Tensor gK = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
+    Tensor gV = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
+    Tensor gQ = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+    Tensor gO = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+    const int line0 = (b * p.H + h) * T, lines = p.B * p.H * T;
+    Tensor gLall = p.lse.get_tma_tensor(make_shape(lines));
+    Tensor gDall = p.delta.get_tma_tensor(make_shape(lines));
+    Tensor sK = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
+    Tensor sV = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
+    Tensor sQ = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+    Tensor sO = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+    using LineStages = Layout<Shape<Int<kLineBox>, Int<kStages>>, Stride<_1, Int<kLineStage>>>;
+    Tensor sL = make_tensor(make_smem_ptr(&sm.lse[0][0]), LineStages{});
+    Tensor sD = make_tensor(make_smem_ptr(&sm.delta[0][0]), LineStages{});
+    auto tk = p.own0.get_slice(0);
+    auto tv = p.own1.get_slice(0);
+    auto tq = p.tile0.get_slice(0);
+    auto to = p.tile1.get_slice(0);
+    auto tl = p.lse.get_slice(0);
+    auto td = p.delta.get_slice(0);
+    Tensor tQg = tq.partition_S(gQ);
+    Tensor tQs = tq.partition_D(sQ);
+    Tensor tOg = to.partition_S(gO);
+    Tensor tOs = to.partition_D(sO);
+    Tensor tLs = tl.partition_D(sL);
+    Tensor tDs = td.partition_D(sD);
+
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
+    copy(p.own0.with(sm.own_full), tk.partition_S(gK), tk.partition_D(sK));
+    copy(p.own1.with(sm.own_full), tv.partition_S(gV), tv.partition_D(sV));
+    for (int j = 0; j < n; j++) {
+        const int s = stage_of(j), qt = tile_of(j);
+        if (j >= kStages) wait_barrier(sm.empty[s], round_parity(j) ^ 1u);
+        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.full[s], kTileBytes + kLineBytes);
+        copy(p.tile0.with(sm.full[s]), tQg(_, _, _, qt), tQs(_, _, _, s));
+        copy(p.tile1.with(sm.full[s]), tOg(_, _, _, qt), tOs(_, _, _, s));
+        const int a = (line0 + qt * kTile) & ~3; /* see kLineBox */
+        Tensor gL = local_tile(domain_offset(make_coord(a), gLall), Shape<Int<kLineBox>>{}, make_coord(0));
+        Tensor gD = local_tile(domain_offset(make_coord(a), gDall), Shape<Int<kLineBox>>{}, make_coord(0));
+        copy(p.lse.with(sm.full[s]), tl.partition_S(gL), tLs(_, _, s));
+        copy(p.delta.with(sm.full[s]), td.partition_S(gD), tDs(_, _, s));
+    }
+}
+
 /* grid (key blocks, heads, sequences) */
 template <typename E, bool Causal>
 __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_constant__ Params<E> p)
@@ -238,56 +385,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
 
     if (wg == 0) { /* the loader */
         cutlass::arch::warpgroup_reg_dealloc<kLoaderRegs>();
-        if (threadIdx.x != 0) return;
-        prefetch_tma_descriptor(p.own0.get_tma_descriptor());
-        prefetch_tma_descriptor(p.own1.get_tma_descriptor());
-        prefetch_tma_descriptor(p.tile0.get_tma_descriptor());
-        prefetch_tma_descriptor(p.tile1.get_tma_descriptor());
-        prefetch_tma_descriptor(p.lse.get_tma_descriptor());
-        prefetch_tma_descriptor(p.delta.get_tma_descriptor());
-        const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
-        Tensor gK = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
-        Tensor gV = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
-        Tensor gQ = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
-        Tensor gO = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
-        const int line0 = (b * p.H + h) * T, lines = p.B * p.H * T;
-        Tensor gLall = p.lse.get_tma_tensor(make_shape(lines));
-        Tensor gDall = p.delta.get_tma_tensor(make_shape(lines));
-        Tensor sK = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
-        Tensor sV = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
-        Tensor sQ = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
-        Tensor sO = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
-        using LineStages = Layout<Shape<Int<kLineBox>, Int<kStages>>, Stride<_1, Int<kLineStage>>>;
-        Tensor sL = make_tensor(make_smem_ptr(&sm.lse[0][0]), LineStages{});
-        Tensor sD = make_tensor(make_smem_ptr(&sm.delta[0][0]), LineStages{});
-        auto tk = p.own0.get_slice(0);
-        auto tv = p.own1.get_slice(0);
-        auto tq = p.tile0.get_slice(0);
-        auto to = p.tile1.get_slice(0);
-        auto tl = p.lse.get_slice(0);
-        auto td = p.delta.get_slice(0);
-        Tensor tQg = tq.partition_S(gQ);
-        Tensor tQs = tq.partition_D(sQ);
-        Tensor tOg = to.partition_S(gO);
-        Tensor tOs = to.partition_D(sO);
-        Tensor tLs = tl.partition_D(sL);
-        Tensor tDs = td.partition_D(sD);
-
-        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
-        copy(p.own0.with(sm.own_full), tk.partition_S(gK), tk.partition_D(sK));
-        copy(p.own1.with(sm.own_full), tv.partition_S(gV), tv.partition_D(sV));
-        for (int qt = qt_first, j = 0; qt < nqt; qt++, j++) {
-            const int s = stage_of(j);
-            if (j >= kStages) wait_barrier(sm.empty[s], round_parity(j) ^ 1u);
-            cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.full[s], kTileBytes + kLineBytes);
-            copy(p.tile0.with(sm.full[s]), tQg(_, _, _, qt), tQs(_, _, _, s));
-            copy(p.tile1.with(sm.full[s]), tOg(_, _, _, qt), tOs(_, _, _, s));
-            const int a = (line0 + qt * kTile) & ~3; /* see kLineBox */
-            Tensor gL = local_tile(domain_offset(make_coord(a), gLall), Shape<Int<kLineBox>>{}, make_coord(0));
-            Tensor gD = local_tile(domain_offset(make_coord(a), gDall), Shape<Int<kLineBox>>{}, make_coord(0));
-            copy(p.lse.with(sm.full[s]), tl.partition_S(gL), tLs(_, _, s));
-            copy(p.delta.with(sm.full[s]), td.partition_S(gD), tDs(_, _, s));
-        }
+        if (threadIdx.x == 0) load_dkdv(p, sm, nb, h, b, nqt - qt_first, [&](int j) { return qt_first + j; });
         return;
     }
 
@@ -372,6 +470,198 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
         *reinterpret_cast<uint32_t *>(dk + (size_t)key * ld + c) = pack2<E>(accK(i) * p.scale, accK(i + 1) * p.scale);
         *reinterpret_cast<uint32_t *>(dv + (size_t)key * ld + c) = pack2<E>(accV(i), accV(i + 1));
     }
+}
+
+/* ---- dK, dV and dQ in one kernel ---------------------------------------------------------- */
+
+/* The dQ writer (one thread of the loader warpgroup): tile j's partial, once the consumers
+ * staged it, into dq_accum when the tile's semaphore says this block's turn has come
+ * (stored by the first contributor, reduce-added by the others); the staging buffer freed
+ * once the bulk copy has read it, the semaphore passed on once the copy is complete. */
+template <typename E>
+__device__ __forceinline__ void add_dq_tiles(const Params<E> &p, SmemDq<E> &sd, int nb, int h, int b, int n)
+{
+    const dq_order o = p.order;
+    const size_t bh = (size_t)b * p.H + h;
+    int *sem = p.dq_sem + bh * o.nqt;
+    float *acc = p.dq_accum + bh * p.T * kD;
+    for (int j = 0; j < n; j++) {
+        const int u = j & 1, qt = dq_order_tile(o, nb, j), rank = dq_order_rank(o, nb, qt);
+        const uint32_t bytes = (uint32_t)min(kTile, p.T - qt * kTile) * kD * 4u; /* rows past T: none */
+        float *dst = acc + (size_t)qt * kTile * kD;
+        wait_barrier(sd.stage_full[u], (uint32_t)(j >> 1) & 1u);
+        while (load_acquire(sem + qt) != rank) {
+        }
+        fence_async_global();
+        if (rank == 0) bulk_store(dst, sd.stage[u], bytes);
+        else bulk_add(dst, sd.stage[u], bytes);
+        bulk_wait_read();
+        arrive_barrier(sd.stage_empty[u]);
+        bulk_wait_done();
+        fence_async_global();
+        increment_release(sem + qt);
+    }
+}
+
+/* grid (key blocks in dq_order_block's order, heads, sequences). dK dV as
+ * fa90_backward_dkdv, over the tiles in the order dq_order_tile gives, and for each tile
+ * the block's share of dQ: the consumers put dS^T into shared memory (every key of the
+ * block), meet, and each computes dQ^T = K^T dS^T for 32 of the tile's queries (SS wgmma
+ * m64n32, K = 128 keys), staged as fp32 for the writer (add_dq_tiles). */
+template <typename E, bool Causal>
+__global__ void __launch_bounds__(kThreads, 1) fa90_backward_fused(const __grid_constant__ Params<E> p)
+{
+    using Ty = Types<E>;
+    SmemDq<E> &sd = shared_storage<SmemDq<E>>();
+    Smem<E> &sm = sd.pipe;
+    const dq_order o = p.order;
+    const int nb = dq_order_block(o, blockIdx.x), h = blockIdx.y, b = blockIdx.z, T = p.T;
+    const int n0 = nb * kBlock, ntiles = dq_order_tiles(o, nb);
+    const int wg = threadIdx.x / 128;
+    init_barriers(sm, [&] {
+        for (int u = 0; u < 2; u++) {
+            cutlass::arch::ClusterBarrier::init(&sd.stage_full[u], kConsumers * 128);
+            cutlass::arch::ClusterBarrier::init(&sd.stage_empty[u], 1);
+        }
+    });
+
+    if (wg == 0) { /* the loader (thread 0) and the dQ writer (warp 1's first thread) */
+        cutlass::arch::warpgroup_reg_dealloc<kLoaderRegs>();
+        if (threadIdx.x == 0) load_dkdv(p, sm, nb, h, b, ntiles, [&](int j) { return dq_order_tile(o, nb, j); });
+        else if (threadIdx.x == 32) add_dq_tiles(p, sd, nb, h, b, ntiles);
+        return;
+    }
+
+    /* a consumer: keys k0w .. k0w + 63; dQ of queries 32 cw .. 32 cw + 31 of each tile */
+    cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
+    const int cw = wg - 1, tid = threadIdx.x % 128, k0w = n0 + 64 * cw;
+    const int skew = ((b * p.H + h) * T) & 3; /* row q0's place in its stage's box (kLineBox) */
+    typename Ty::MmaABt mma_s;
+    typename Ty::MmaAB mma_o;
+    typename Ty::MmaDq mma_q;
+    auto ts = mma_s.get_thread_slice(tid);
+    auto to = mma_o.get_thread_slice(tid);
+    auto tq = mma_q.get_thread_slice(tid);
+    Tensor sK = local_tile(make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{}), HalfShape{}, make_coord(cw, _0{}));
+    Tensor sV = local_tile(make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{}), HalfShape{}, make_coord(cw, _0{}));
+    Tensor sQ = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+    Tensor sO = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+    Tensor sQt = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTilesT{});
+    Tensor sOt = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTilesT{});
+    Tensor rK = ts.partition_fragment_A(sK);
+    Tensor rV = ts.partition_fragment_A(sV);
+    Tensor dQs = ts.partition_fragment_B(sQ); /* wgmma descriptors */
+    Tensor dOs = ts.partition_fragment_B(sO);
+    Tensor dQt = to.partition_fragment_B(sQt);
+    Tensor dOt = to.partition_fragment_B(sOt);
+    Tensor dKt = tq.partition_fragment_A(make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwnT{}));
+    Tensor dDs0 = tq.partition_fragment_B(make_tensor(make_smem_ptr(sd.ds[0][cw]), typename Ty::SmemDsHalf{}));
+    Tensor dDs1 = tq.partition_fragment_B(make_tensor(make_smem_ptr(sd.ds[1][cw]), typename Ty::SmemDsHalf{}));
+    Tensor accS = partition_fragment_C(mma_s, ScoreShape{});
+    Tensor accP = partition_fragment_C(mma_s, ScoreShape{}); /* dP^T, then dS^T */
+    Tensor accK = partition_fragment_C(mma_o, HalfShape{});
+    Tensor accV = partition_fragment_C(mma_o, HalfShape{});
+    Tensor accQ = partition_fragment_C(mma_q, Shape<Int<kD>, _32>{}); /* dQ^T: (d, query) */
+    Tensor rP = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
+    Tensor rS = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
+    Tensor cS = ts.partition_C(make_identity_tensor(ScoreShape{})); /* (key, query) in the tile */
+    Tensor cQ = tq.partition_C(make_identity_tensor(Shape<Int<kD>, _32>{}));
+    clear(accK);
+    clear(accV);
+
+    wait_barrier(sm.own_full, 0);
+    {
+        Tensor gK = ts.partition_A(sK);
+        Tensor gV = ts.partition_A(sV);
+        CUTE_UNROLL
+        for (int i = 0; i < size(rK); i++) rK(i) = gK(i), rV(i) = gV(i);
+    }
+    for (int j = 0; j < ntiles; j++) {
+        const int s = stage_of(j), u = j & 1, q0 = dq_order_tile(o, nb, j) * kTile;
+        wait_barrier(sm.full[s], round_parity(j));
+        /* causal: a tile whose queries all come before this warpgroup's keys adds nothing
+         * to dK dV, and zeros to dS^T */
+        const bool active = !Causal || q0 + kTile - 1 >= k0w;
+        if (active) {
+            mma_rs<true>(mma_s, rK, dQs(_, _, _, s), accS);
+            mma_rs<true>(mma_s, rV, dOs(_, _, _, s), accP);
+            const float *L = sm.lse[s] + skew, *Dl = sm.delta[s] + skew;
+            /* keys past T too: K reads as zeros there, but dS^T should not be garbage */
+            const bool mask = q0 + kTile > T || k0w + 64 > T || (Causal && q0 < k0w + 63);
+            warpgroup_wait<1>(); /* S done, dP in flight */
+            warpgroup_fence_operand(accS);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accS); i++) {
+                const int key = k0w + get<0>(cS(i)), c = get<1>(cS(i)), q = q0 + c;
+                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[c]));
+                if (mask && (q >= T || key >= T || (Causal && key > q))) pv = 0.0f;
+                accS(i) = pv;
+            }
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accP);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[get<1>(cS(i))]);
+            acc_to_a<E>(rP, accS);
+            acc_to_a<E>(rS, accP);
+        }
+        /* dS^T into buffer u: the other warpgroup's dQ of tile j - 2, its last reader, was
+         * complete before it met us at tile j - 1 */
+        CUTE_UNROLL
+        for (int i = 0; i < size(accP); i += 2) {
+            const int key = 64 * cw + get<0>(cS(i)), c = get<1>(cS(i));
+            Tensor half = make_tensor(make_smem_ptr(sd.ds[u][c / 32]), typename Ty::SmemDsHalf{});
+            *reinterpret_cast<uint32_t *>(&half(c % 32, key)) = active ? pack2<E>(accP(i), accP(i + 1)) : 0u;
+        }
+        cutlass::arch::fence_view_async_shared(); /* generic stores, then wgmma's reads */
+        consumers_sync();
+        if (active) {
+            mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
+            mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
+        }
+        if (u) mma_ss(mma_q, dKt, dDs1, accQ);
+        else mma_ss(mma_q, dKt, dDs0, accQ);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(accV);
+        warpgroup_fence_operand(accK);
+        warpgroup_fence_operand(accQ);
+        arrive_barrier(sm.empty[s]);
+        /* the partial into staging buffer u once the writer is done with its tile j - 2 */
+        if (j >= 2) wait_barrier(sd.stage_empty[u], ((uint32_t)(j >> 1) & 1u) ^ 1u);
+        float *st = sd.stage[u];
+        CUTE_UNROLL
+        for (int i = 0; i < size(accQ); i++) st[(32 * cw + get<1>(cQ(i))) * kD + get<0>(cQ(i))] = accQ(i);
+        cutlass::arch::fence_view_async_shared(); /* generic stores, then the bulk copy's reads */
+        arrive_barrier(sd.stage_full[u]);
+    }
+
+    /* dK = scale dS^T Q, dV = P^T dO into dqkv's K and V columns of head h */
+    const int ld = 3 * p.C;
+    E *dk = p.dqkv + (size_t)b * T * ld + p.C + h * kD, *dv = dk + p.C;
+    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
+    CUTE_UNROLL
+    for (int i = 0; i < size(accK); i += 2) {
+        const int key = k0w + get<0>(cO(i)), c = get<1>(cO(i));
+        if (key >= T) continue;
+        *reinterpret_cast<uint32_t *>(dk + (size_t)key * ld + c) = pack2<E>(accK(i) * p.scale, accK(i + 1) * p.scale);
+        *reinterpret_cast<uint32_t *>(dv + (size_t)key * ld + c) = pack2<E>(accV(i), accV(i + 1));
+    }
+}
+
+/* dQ (16-bit, dqkv's Q columns of head h) = scale dq_accum, 8 columns a thread */
+template <typename E>
+__global__ void fa90_dq_convert(E *dqkv, const float *acc, int T, int H, int C, size_t groups, float scale)
+{
+    const size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    const size_t row = g / (kD / 8); /* (sequence, head, t) */
+    const int c = (int)(g % (kD / 8)) * 8, t = (int)(row % T), bh = (int)(row / T), h = bh % H, b = bh / H;
+    const float4 lo = reinterpret_cast<const float4 *>(acc)[2 * g], hi = reinterpret_cast<const float4 *>(acc)[2 * g + 1];
+    uint4 v;
+    v.x = pack2<E>(lo.x * scale, lo.y * scale);
+    v.y = pack2<E>(lo.z * scale, lo.w * scale);
+    v.z = pack2<E>(hi.x * scale, hi.y * scale);
+    v.w = pack2<E>(hi.z * scale, hi.w * scale);
+    *reinterpret_cast<uint4 *>(dqkv + ((size_t)b * T + t) * 3 * C + h * kD + c) = v;
 }
 
 /* ---- dQ -------------------------------------------------------------------------------- */
@@ -716,19 +1006,46 @@ template <typename K> static cudaError_t allow_smem(K kernel, size_t bytes)
     return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
+/* the current device's SM count, asked once per device (the order's rule for full attention) */
+static int sm_count(void)
+{
+    static int known[64];
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 1;
+    if (dev >= 0 && dev < 64 && known[dev]) return known[dev];
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) return 1;
+    if (dev >= 0 && dev < 64) known[dev] = n;
+    return n;
+}
+
+/* the two-kernel scheme, or (accumulate) the one kernel and dQ's conversion */
 template <typename E, bool Causal>
 static cudaError_t backward_typed(void *dqkv, const void *dout, const void *qkv, const float *lse, const float *delta,
-                                  int B, int T, int C, int H, cudaStream_t s)
+                                  float *dq_accum, int *dq_sem, int B, int T, int C, int H, int accumulate,
+                                  cudaStream_t s)
 {
     const int64_t ld = 3 * (int64_t)C;
     const E *q = static_cast<const E *>(qkv), *k = q + C, *v = q + 2 * C;
     Params<E> p{tma_own<E>(k, T, H, B, ld), tma_own<E>(v, T, H, B, ld), tma_tile<E>(q, T, H, B, ld),
                 tma_tile<E>(dout, T, H, B, C), tma_line(lse, B * H * T), tma_line(delta, B * H * T),
                 lse, delta, static_cast<E *>(dqkv), T, H, C, B, 1.4426950408889634f / sqrtf((float)kD),
-                1.0f / sqrtf((float)kD)};
+                1.0f / sqrtf((float)kD), nullptr, nullptr, dq_order{}};
     const size_t smem = smem_bytes<E>();
     const dim3 grid((T + kBlock - 1) / kBlock, H, B);
-    cudaError_t e = allow_smem(fa90_backward_dkdv<E, Causal>, smem);
+    cudaError_t e;
+    if (accumulate) {
+        p.dq_accum = dq_accum;
+        p.dq_sem = dq_sem;
+        p.order = dq_order_make(T, Causal, sm_count());
+        const size_t sems = (size_t)B * H * p.order.nqt, groups = (size_t)B * H * T * (kD / 8);
+        if ((e = cudaMemsetAsync(dq_sem, 0, sems * sizeof(int), s)) != cudaSuccess) return e;
+        if ((e = allow_smem(fa90_backward_fused<E, Causal>, dq_smem_bytes<E>())) != cudaSuccess) return e;
+        fa90_backward_fused<E, Causal><<<grid, kThreads, dq_smem_bytes<E>(), s>>>(p);
+        fa90_dq_convert<E><<<(unsigned)((groups + 255) / 256), 256, 0, s>>>(static_cast<E *>(dqkv), dq_accum, T, H, C,
+                                                                          groups, p.scale);
+        return cudaGetLastError();
+    }
+    e = allow_smem(fa90_backward_dkdv<E, Causal>, smem);
     if (e != cudaSuccess) return e;
     fa90_backward_dkdv<E, Causal><<<grid, kThreads, smem, s>>>(p);
     /* dQ: the same parameters with the roles of the rows swapped */
@@ -780,14 +1097,16 @@ int fa_sm90_forward_takes(int dtype, int head_dim, const void *out, const float 
 }
 
 cudaError_t fa_sm90_backward(void *dqkv, const void *dout, const void *qkv, const float *lse, const float *delta,
-                             int B, int T, int C, int H, int causal, int dtype, cudaStream_t s)
+                             float *dq_accum, int *dq_sem, int B, int T, int C, int H, int causal, int accumulate,
+                             int dtype, cudaStream_t s)
 {
     using namespace fa_sm90;
+#define FA90_BACKWARD(E, CAUSAL) \
+    backward_typed<E, CAUSAL>(dqkv, dout, qkv, lse, delta, dq_accum, dq_sem, B, T, C, H, accumulate, s)
     if (dtype == DT_BF16)
-        return causal ? backward_typed<cutlass::bfloat16_t, true>(dqkv, dout, qkv, lse, delta, B, T, C, H, s)
-                      : backward_typed<cutlass::bfloat16_t, false>(dqkv, dout, qkv, lse, delta, B, T, C, H, s);
-    return causal ? backward_typed<cutlass::half_t, true>(dqkv, dout, qkv, lse, delta, B, T, C, H, s)
-                  : backward_typed<cutlass::half_t, false>(dqkv, dout, qkv, lse, delta, B, T, C, H, s);
+        return causal ? FA90_BACKWARD(cutlass::bfloat16_t, true) : FA90_BACKWARD(cutlass::bfloat16_t, false);
+    return causal ? FA90_BACKWARD(cutlass::half_t, true) : FA90_BACKWARD(cutlass::half_t, false);
+#undef FA90_BACKWARD
 }
 
 cudaError_t fa_sm90_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int H, int causal, int dtype,
