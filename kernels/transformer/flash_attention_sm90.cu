@@ -315,6 +315,52 @@ __device__ __forceinline__ void load_tile_pairs(const Tma0 &t0, const G0 &g0, S0
     }
 }
 
+/* A consumer's tile in the dK dV loop: S^T = K Q^T and dP^T = V dO^T, then in accS
+ * P^T = exp2(S^T sl2 - lse) and in accP dS^T = P^T (dP^T - delta), P = 0 for queries or
+ * keys past T and, causal, for keys after the query (keys past T read K as zeros, but a
+ * dS^T that the one-kernel scheme shares must not hold garbage there). L, Dl: the tile's
+ * lse and delta in shared memory. */
+template <bool Causal, class Mma, class TA, class TB, class TAcc, class TC>
+__device__ __forceinline__ void tile_p_ds(Mma &mma_s, TA &rK, TA &rV, TB const &q, TB const &o, TAcc &accS,
+                                          TAcc &accP, TC const &cS, const float *L, const float *Dl, int q0, int k0w,
+                                          int T, float sl2)
+{
+    mma_rs<true>(mma_s, rK, q, accS);
+    mma_rs<true>(mma_s, rV, o, accP);
+    const bool mask = q0 + kTile > T || k0w + 64 > T || (Causal && q0 < k0w + 63);
+    warpgroup_wait<1>(); /* S done, dP in flight */
+    warpgroup_fence_operand(accS);
+    CUTE_UNROLL
+    for (int i = 0; i < size(accS); i++) {
+        const int key = k0w + get<0>(cS(i)), c = get<1>(cS(i)), q = q0 + c;
+        float pv = fast_exp2(fmaf(accS(i), sl2, -L[c]));
+        if (mask && (q >= T || key >= T || (Causal && key > q))) pv = 0.0f;
+        accS(i) = pv;
+    }
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(accP);
+    CUTE_UNROLL
+    for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[get<1>(cS(i))]);
+}
+
+/* dK = scale dS^T Q, dV = P^T dO of a consumer's 64 keys from k0w into dqkv's K and V
+ * columns of head h (keys past T not stored) */
+template <typename E, class Thr, class TAcc>
+__device__ __forceinline__ void store_dk_dv(const Params<E> &p, Thr const &to, TAcc const &accK, TAcc const &accV,
+                                            int k0w, int h, int b)
+{
+    const int ld = 3 * p.C;
+    E *dk = p.dqkv + (size_t)b * p.T * ld + p.C + h * kD, *dv = dk + p.C;
+    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
+    CUTE_UNROLL
+    for (int i = 0; i < size(accK); i += 2) {
+        const int key = k0w + get<0>(cO(i)), c = get<1>(cO(i));
+        if (key >= p.T) continue;
+        *reinterpret_cast<uint32_t *>(dk + (size_t)key * ld + c) = pack2<E>(accK(i) * p.scale, accK(i + 1) * p.scale);
+        *reinterpret_cast<uint32_t *>(dv + (size_t)key * ld + c) = pack2<E>(accV(i), accV(i + 1));
+    }
+}
+
 /* ---- dK, dV ---------------------------------------------------------------------------- */
 
 /* The dK dV loader: the block's K and V rows (key block nb of head h, sequence b), then
@@ -436,23 +482,8 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
         wait_barrier(sm.full[s], round_parity(j));
         /* causal: a tile whose queries all come before this warpgroup's keys adds nothing */
         if (!Causal || q0 + kTile - 1 >= k0w) {
-            mma_rs<true>(mma_s, rK, dQs(_, _, _, s), accS);
-            mma_rs<true>(mma_s, rV, dOs(_, _, _, s), accP);
-            const float *L = sm.lse[s] + skew, *Dl = sm.delta[s] + skew;
-            const bool mask = q0 + kTile > T || (Causal && q0 < k0w + 63);
-            warpgroup_wait<1>(); /* S done, dP in flight */
-            warpgroup_fence_operand(accS);
-            CUTE_UNROLL
-            for (int i = 0; i < size(accS); i++) {
-                const int key = k0w + get<0>(cS(i)), c = get<1>(cS(i)), q = q0 + c;
-                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[c]));
-                if (mask && (q >= T || (Causal && key > q))) pv = 0.0f;
-                accS(i) = pv;
-            }
-            warpgroup_wait<0>();
-            warpgroup_fence_operand(accP);
-            CUTE_UNROLL
-            for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[get<1>(cS(i))]);
+            tile_p_ds<Causal>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS, sm.lse[s] + skew,
+                              sm.delta[s] + skew, q0, k0w, T, p.sl2);
             acc_to_a<E>(rP, accS);
             acc_to_a<E>(rS, accP);
             mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
@@ -464,17 +495,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
         arrive_barrier(sm.empty[s]);
     }
 
-    /* dK = scale dS^T Q, dV = P^T dO into dqkv's K and V columns of head h */
-    const int ld = 3 * p.C;
-    E *dk = p.dqkv + (size_t)b * T * ld + p.C + h * kD, *dv = dk + p.C;
-    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
-    CUTE_UNROLL
-    for (int i = 0; i < size(accK); i += 2) {
-        const int key = k0w + get<0>(cO(i)), c = get<1>(cO(i));
-        if (key >= T) continue;
-        *reinterpret_cast<uint32_t *>(dk + (size_t)key * ld + c) = pack2<E>(accK(i) * p.scale, accK(i + 1) * p.scale);
-        *reinterpret_cast<uint32_t *>(dv + (size_t)key * ld + c) = pack2<E>(accV(i), accV(i + 1));
-    }
+    store_dk_dv(p, to, accK, accV, k0w, h, b);
 }
 
 /* ---- dK, dV and dQ in one kernel ---------------------------------------------------------- */
@@ -588,24 +609,8 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_fused(const __grid_
          * to dK dV, and zeros to dS^T */
         const bool active = !Causal || q0 + kTile - 1 >= k0w;
         if (active) {
-            mma_rs<true>(mma_s, rK, dQs(_, _, _, s), accS);
-            mma_rs<true>(mma_s, rV, dOs(_, _, _, s), accP);
-            const float *L = sm.lse[s] + skew, *Dl = sm.delta[s] + skew;
-            /* keys past T too: K reads as zeros there, but dS^T should not be garbage */
-            const bool mask = q0 + kTile > T || k0w + 64 > T || (Causal && q0 < k0w + 63);
-            warpgroup_wait<1>(); /* S done, dP in flight */
-            warpgroup_fence_operand(accS);
-            CUTE_UNROLL
-            for (int i = 0; i < size(accS); i++) {
-                const int key = k0w + get<0>(cS(i)), c = get<1>(cS(i)), q = q0 + c;
-                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[c]));
-                if (mask && (q >= T || key >= T || (Causal && key > q))) pv = 0.0f;
-                accS(i) = pv;
-            }
-            warpgroup_wait<0>();
-            warpgroup_fence_operand(accP);
-            CUTE_UNROLL
-            for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[get<1>(cS(i))]);
+            tile_p_ds<Causal>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS, sm.lse[s] + skew,
+                              sm.delta[s] + skew, q0, k0w, T, p.sl2);
             acc_to_a<E>(rP, accS);
             acc_to_a<E>(rS, accP);
         }
@@ -639,17 +644,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_fused(const __grid_
         arrive_barrier(sd.stage_full[u]);
     }
 
-    /* dK = scale dS^T Q, dV = P^T dO into dqkv's K and V columns of head h */
-    const int ld = 3 * p.C;
-    E *dk = p.dqkv + (size_t)b * T * ld + p.C + h * kD, *dv = dk + p.C;
-    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
-    CUTE_UNROLL
-    for (int i = 0; i < size(accK); i += 2) {
-        const int key = k0w + get<0>(cO(i)), c = get<1>(cO(i));
-        if (key >= T) continue;
-        *reinterpret_cast<uint32_t *>(dk + (size_t)key * ld + c) = pack2<E>(accK(i) * p.scale, accK(i + 1) * p.scale);
-        *reinterpret_cast<uint32_t *>(dv + (size_t)key * ld + c) = pack2<E>(accV(i), accV(i + 1));
-    }
+    store_dk_dv(p, to, accK, accV, k0w, h, b);
 }
 
 /* dQ (16-bit, dqkv's Q columns of head h) = scale dq_accum, 8 columns a thread */
