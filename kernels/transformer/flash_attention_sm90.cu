@@ -315,26 +315,38 @@ __device__ __forceinline__ void load_tile_pairs(const Tma0 &t0, const G0 &g0, S0
     }
 }
 
+/* Whether a tile of 64 queries from q0 and 64 keys from k0 needs a mask: a row past T, or
+ * (causal) a key after a query. The tiles that do not (all but the diagonal's and the last
+ * ones) run a copy of the loop's body without the mask's 32 compares a thread: computed
+ * alongside, they were a third of the body's instructions, and the body is issue-bound
+ * (results/h200x1-kernel-profile). */
+template <bool Causal> __device__ __forceinline__ bool tile_needs_mask(int q0, int k0, int T)
+{
+    return q0 + kTile > T || k0 + 64 > T || (Causal && q0 < k0 + 63);
+}
+
 /* A consumer's tile in the dK dV loop: S^T = K Q^T and dP^T = V dO^T, then in accS
- * P^T = exp2(S^T sl2 - lse) and in accP dS^T = P^T (dP^T - delta), P = 0 for queries or
- * keys past T and, causal, for keys after the query (keys past T read K as zeros, but a
- * dS^T that the one-kernel scheme shares must not hold garbage there). L, Dl: the tile's
- * lse and delta in shared memory. */
-template <bool Causal, class Mma, class TA, class TB, class TAcc, class TC>
+ * P^T = exp2(S^T sl2 - lse) and in accP dS^T = P^T (dP^T - delta); Masked (see
+ * tile_needs_mask), P = 0 for queries or keys past T and, causal, for keys after the query
+ * (keys past T read K as zeros, but a dS^T that the one-kernel scheme shares must not hold
+ * garbage there). L, Dl: the tile's lse and delta in shared memory. */
+template <bool Causal, bool Masked, class Mma, class TA, class TB, class TAcc, class TC>
 __device__ __forceinline__ void tile_p_ds(Mma &mma_s, TA &rK, TA &rV, TB const &q, TB const &o, TAcc &accS,
                                           TAcc &accP, TC const &cS, const float *L, const float *Dl, int q0, int k0w,
                                           int T, float sl2)
 {
     mma_rs<true>(mma_s, rK, q, accS);
     mma_rs<true>(mma_s, rV, o, accP);
-    const bool mask = q0 + kTile > T || k0w + 64 > T || (Causal && q0 < k0w + 63);
     warpgroup_wait<1>(); /* S done, dP in flight */
     warpgroup_fence_operand(accS);
     CUTE_UNROLL
     for (int i = 0; i < size(accS); i++) {
-        const int key = k0w + get<0>(cS(i)), c = get<1>(cS(i)), q = q0 + c;
+        const int c = get<1>(cS(i));
         float pv = fast_exp2(fmaf(accS(i), sl2, -L[c]));
-        if (mask && (q >= T || key >= T || (Causal && key > q))) pv = 0.0f;
+        if constexpr (Masked) {
+            const int key = k0w + get<0>(cS(i)), q = q0 + c;
+            if (q >= T || key >= T || (Causal && key > q)) pv = 0.0f;
+        }
         accS(i) = pv;
     }
     warpgroup_wait<0>();
@@ -482,8 +494,12 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
         wait_barrier(sm.full[s], round_parity(j));
         /* causal: a tile whose queries all come before this warpgroup's keys adds nothing */
         if (!Causal || q0 + kTile - 1 >= k0w) {
-            tile_p_ds<Causal>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS, sm.lse[s] + skew,
-                              sm.delta[s] + skew, q0, k0w, T, p.sl2);
+            if (tile_needs_mask<Causal>(q0, k0w, T))
+                tile_p_ds<Causal, true>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS,
+                                        sm.lse[s] + skew, sm.delta[s] + skew, q0, k0w, T, p.sl2);
+            else
+                tile_p_ds<Causal, false>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS,
+                                         sm.lse[s] + skew, sm.delta[s] + skew, q0, k0w, T, p.sl2);
             acc_to_a<E>(rP, accS);
             acc_to_a<E>(rS, accP);
             mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
@@ -609,8 +625,12 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_fused(const __grid_
          * to dK dV, and zeros to dS^T */
         const bool active = !Causal || q0 + kTile - 1 >= k0w;
         if (active) {
-            tile_p_ds<Causal>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS, sm.lse[s] + skew,
-                              sm.delta[s] + skew, q0, k0w, T, p.sl2);
+            if (tile_needs_mask<Causal>(q0, k0w, T))
+                tile_p_ds<Causal, true>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS,
+                                        sm.lse[s] + skew, sm.delta[s] + skew, q0, k0w, T, p.sl2);
+            else
+                tile_p_ds<Causal, false>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS,
+                                         sm.lse[s] + skew, sm.delta[s] + skew, q0, k0w, T, p.sl2);
             acc_to_a<E>(rP, accS);
             acc_to_a<E>(rS, accP);
         }
@@ -756,17 +776,20 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
     for (int kt = 0; kt < nkt; kt++) {
         const int s = stage_of(kt), k0 = kt * kTile;
         wait_barrier(sm.full[s], round_parity(kt));
-        if (!Causal || k0 <= q0w + 63) { /* causal: keys all after this warpgroup's queries add nothing */
+        /* the tile's body, with the mask (see tile_needs_mask: rows past T read L as infinity,
+         * which gives P = 0) or without it */
+        auto body = [&](auto masked) {
             mma_rs<true>(mma_s, rQ, dKs(_, _, _, s), accS);
             mma_rs<true>(mma_s, rO, dVs(_, _, _, s), accP);
-            const bool mask = k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w);
             warpgroup_wait<1>(); /* S done, dP in flight */
             warpgroup_fence_operand(accS);
             CUTE_UNROLL
             for (int i = 0; i < size(accS); i++) {
-                const int r = (i >> 1) & 1, q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
-                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[r]));
-                if (mask && (key >= T || (Causal && key > q))) pv = 0.0f;
+                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[(i >> 1) & 1]));
+                if constexpr (decltype(masked)::value) {
+                    const int q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
+                    if (key >= T || (Causal && key > q)) pv = 0.0f;
+                }
                 accS(i) = pv;
             }
             warpgroup_wait<0>();
@@ -777,6 +800,10 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
             mma_rs<false>(mma_o, rS, dKt(_, _, _, s), accQ);
             warpgroup_wait<0>();
             warpgroup_fence_operand(accQ);
+        };
+        if (!Causal || k0 <= q0w + 63) { /* causal: keys all after this warpgroup's queries add nothing */
+            if (k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w)) body(cute::true_type{});
+            else body(cute::false_type{});
         }
         arrive_barrier(sm.empty[s]);
     }
@@ -880,34 +907,52 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
      * the running maximum of S sl2 and the thread's share of the sum of exp2(S sl2 - max) */
     float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
 
-    /* S sl2 masked, the rows' new maximum (corr: the factor that rescales what was summed
-     * before it) and P = exp2(S sl2 - max) in place, its row sums added to sum */
-    auto softmax_tile = [&](int k0, float corr[2]) {
-        const bool mask = k0 + kFwdTile > T || (Causal && k0 + kFwdTile - 1 > q0w);
-        float tmax[2] = {mx[0], mx[1]};
+    /* S masked, the rows' new maximum of S sl2 (corr: the factor that rescales what was
+     * summed before it) and P = exp2(S sl2 - max) in place (one FFMA an element: the maximum
+     * is taken over S, sl2 > 0), its row sums added to sum. The maxima and sums go through
+     * four partials a row, not one chain of 32 dependent instructions. */
+    auto softmax_masked = [&](int k0, float corr[2], auto masked) {
+        constexpr bool M = decltype(masked)::value;
+        float part[2][4];
+        CUTE_UNROLL
+        for (int j = 0; j < 8; j++) part[j / 4][j % 4] = -INFINITY;
         CUTE_UNROLL
         for (int i = 0; i < size(accS); i++) {
-            const int r = (i >> 1) & 1, q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
-            float v = accS(i) * p.sl2;
-            if (mask && (key >= T || (Causal && key > q))) v = -INFINITY;
-            accS(i) = v;
-            tmax[r] = fmaxf(tmax[r], v);
+            if constexpr (M) {
+                const int q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
+                if (key >= T || (Causal && key > q)) accS(i) = -INFINITY;
+            }
+            float &m = part[(i >> 1) & 1][(i >> 2) & 3];
+            m = fmaxf(m, accS(i));
         }
+        float neg[2]; /* -max, the FFMA's addend; 0 on a row that has seen no key (P = 0 there) */
         CUTE_UNROLL
         for (int r = 0; r < 2; r++) {
-            tmax[r] = quad_max(tmax[r]);
+            float t = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
+            t = fmaxf(mx[r], quad_max(t) * p.sl2);
             /* a row that has seen no key yet (max -inf) has nothing to rescale */
-            corr[r] = tmax[r] == -INFINITY ? 1.0f : fast_exp2(mx[r] - tmax[r]);
-            mx[r] = tmax[r];
+            corr[r] = t == -INFINITY ? 1.0f : fast_exp2(mx[r] - t);
+            neg[r] = M && t == -INFINITY ? 0.0f : -t;
+            mx[r] = t;
             sum[r] *= corr[r];
         }
         CUTE_UNROLL
+        for (int j = 0; j < 8; j++) part[j / 4][j % 4] = 0.0f;
+        CUTE_UNROLL
         for (int i = 0; i < size(accS); i++) {
             const int r = (i >> 1) & 1;
-            const float pv = mx[r] == -INFINITY ? 0.0f : fast_exp2(accS(i) - mx[r]);
+            const float pv = fast_exp2(fmaf(accS(i), p.sl2, neg[r]));
             accS(i) = pv;
-            sum[r] += pv;
+            part[r][(i >> 2) & 3] += pv;
         }
+        CUTE_UNROLL
+        for (int r = 0; r < 2; r++) sum[r] += (part[r][0] + part[r][1]) + (part[r][2] + part[r][3]);
+    };
+    /* the mask's compares only on the tiles that need them (see tile_needs_mask): the last
+     * one, which holds the diagonal or keys past T */
+    auto softmax_tile = [&](int k0, float corr[2]) {
+        if (k0 + kFwdTile > T || (Causal && k0 + kFwdTile - 1 > q0w)) softmax_masked(k0, corr, cute::true_type{});
+        else softmax_masked(k0, corr, cute::false_type{});
     };
 
     wait_barrier(sm.own_full, 0);
