@@ -330,13 +330,18 @@ template <bool Causal> __device__ __forceinline__ bool tile_needs_mask(int q0, i
  * tile_needs_mask), P = 0 for queries or keys past T and, causal, for keys after the query
  * (keys past T read K as zeros, but a dS^T that the one-kernel scheme shares must not hold
  * garbage there). L, Dl: the tile's lse and delta in shared memory. */
-template <bool Causal, bool Masked, class Mma, class TA, class TB, class TAcc, class TC>
-__device__ __forceinline__ void tile_p_ds(Mma &mma_s, TA &rK, TA &rV, TB const &q, TB const &o, TAcc &accS,
-                                          TAcc &accP, TC const &cS, const float *L, const float *Dl, int q0, int k0w,
-                                          int T, float sl2)
+template <class Mma, class TA, class TB, class TAcc>
+__device__ __forceinline__ void tile_s_dp(Mma &mma_s, TA &rK, TA &rV, TB const &q, TB const &o, TAcc &accS, TAcc &accP)
 {
     mma_rs<true>(mma_s, rK, q, accS);
     mma_rs<true>(mma_s, rV, o, accP);
+}
+/* what follows tile_s_dp: the last batch in flight is dP^T, the one before S^T (any before
+ * those complete too) */
+template <bool Causal, bool Masked, class TAcc, class TC>
+__device__ __forceinline__ void tile_p_ds_after(TAcc &accS, TAcc &accP, TC const &cS, const float *L, const float *Dl,
+                                                int q0, int k0w, int T, float sl2)
+{
     warpgroup_wait<1>(); /* S done, dP in flight */
     warpgroup_fence_operand(accS);
     CUTE_UNROLL
@@ -353,6 +358,14 @@ __device__ __forceinline__ void tile_p_ds(Mma &mma_s, TA &rK, TA &rV, TB const &
     warpgroup_fence_operand(accP);
     CUTE_UNROLL
     for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[get<1>(cS(i))]);
+}
+template <bool Causal, bool Masked, class Mma, class TA, class TB, class TAcc, class TC>
+__device__ __forceinline__ void tile_p_ds(Mma &mma_s, TA &rK, TA &rV, TB const &q, TB const &o, TAcc &accS,
+                                          TAcc &accP, TC const &cS, const float *L, const float *Dl, int q0, int k0w,
+                                          int T, float sl2)
+{
+    tile_s_dp(mma_s, rK, rV, q, o, accS, accP);
+    tile_p_ds_after<Causal, Masked>(accS, accP, cS, L, Dl, q0, k0w, T, sl2);
 }
 
 /* dK = scale dS^T Q, dV = P^T dO of a consumer's 64 keys from k0w into dqkv's K and V
@@ -489,25 +502,54 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
         CUTE_UNROLL
         for (int i = 0; i < size(rK); i++) rK(i) = gK(i), rV(i) = gV(i);
     }
-    for (int qt = qt_first, j = 0; qt < nqt; qt++, j++) {
-        const int s = stage_of(j), q0 = qt * kTile;
-        wait_barrier(sm.full[s], round_parity(j));
-        /* causal: a tile whose queries all come before this warpgroup's keys adds nothing */
-        if (!Causal || q0 + kTile - 1 >= k0w) {
-            if (tile_needs_mask<Causal>(q0, k0w, T))
-                tile_p_ds<Causal, true>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS,
-                                        sm.lse[s] + skew, sm.delta[s] + skew, q0, k0w, T, p.sl2);
-            else
-                tile_p_ds<Causal, false>(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP, cS,
-                                         sm.lse[s] + skew, sm.delta[s] + skew, q0, k0w, T, p.sl2);
+    /* Software-pipelined over the tiles: tile j + 1's S^T and dP^T are issued right behind
+     * tile j's dV and dK, so the tensor cores go from one to the next, and all four are
+     * waited for in the same iteration (a batch still in flight across the loop's back edge
+     * makes ptxas serialize every wgmma). Causal: the tiles whose queries all come before
+     * this warpgroup's keys (at most the block's first, for the second warpgroup) add nothing
+     * and come first. */
+    int qt = qt_first, j = 0;
+    for (; Causal && qt < nqt && qt * kTile + kTile - 1 < k0w; qt++, j++) {
+        wait_barrier(sm.full[stage_of(j)], round_parity(j));
+        arrive_barrier(sm.empty[stage_of(j)]);
+    }
+    if (qt < nqt) {
+        {
+            const int s = stage_of(j), q0 = qt * kTile;
+            wait_barrier(sm.full[s], round_parity(j));
+            auto first = [&](auto masked) {
+                tile_s_dp(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP);
+                tile_p_ds_after<Causal, decltype(masked)::value>(accS, accP, cS, sm.lse[s] + skew, sm.delta[s] + skew,
+                                                                 q0, k0w, T, p.sl2);
+            };
+            if (tile_needs_mask<Causal>(q0, k0w, T)) first(cute::true_type{});
+            else first(cute::false_type{});
             acc_to_a<E>(rP, accS);
             acc_to_a<E>(rS, accP);
-            mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
-            mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
-            warpgroup_wait<0>();
-            warpgroup_fence_operand(accV);
-            warpgroup_fence_operand(accK);
         }
+        for (; qt + 1 < nqt; qt++, j++) {
+            const int s = stage_of(j), sn = stage_of(j + 1), q1 = (qt + 1) * kTile;
+            wait_barrier(sm.full[sn], round_parity(j + 1));
+            /* dV dK of tile j, S^T dP^T of tile j + 1, then j + 1's P^T and dS^T */
+            auto step = [&](auto masked) {
+                mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
+                mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
+                tile_s_dp(mma_s, rK, rV, dQs(_, _, _, sn), dOs(_, _, _, sn), accS, accP);
+                tile_p_ds_after<Causal, decltype(masked)::value>(accS, accP, cS, sm.lse[sn] + skew,
+                                                                 sm.delta[sn] + skew, q1, k0w, T, p.sl2);
+            };
+            if (tile_needs_mask<Causal>(q1, k0w, T)) step(cute::true_type{});
+            else step(cute::false_type{});
+            arrive_barrier(sm.empty[s]);
+            acc_to_a<E>(rP, accS);
+            acc_to_a<E>(rS, accP);
+        }
+        const int s = stage_of(j);
+        mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
+        mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(accV);
+        warpgroup_fence_operand(accK);
         arrive_barrier(sm.empty[s]);
     }
 
@@ -773,39 +815,66 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         CUTE_UNROLL
         for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i), rO(i) = gO(i);
     }
-    for (int kt = 0; kt < nkt; kt++) {
-        const int s = stage_of(kt), k0 = kt * kTile;
-        wait_barrier(sm.full[s], round_parity(kt));
-        /* the tile's body, with the mask (see tile_needs_mask: rows past T read L as infinity,
-         * which gives P = 0) or without it */
-        auto body = [&](auto masked) {
-            mma_rs<true>(mma_s, rQ, dKs(_, _, _, s), accS);
-            mma_rs<true>(mma_s, rO, dVs(_, _, _, s), accP);
-            warpgroup_wait<1>(); /* S done, dP in flight */
-            warpgroup_fence_operand(accS);
-            CUTE_UNROLL
-            for (int i = 0; i < size(accS); i++) {
-                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[(i >> 1) & 1]));
-                if constexpr (decltype(masked)::value) {
-                    const int q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
-                    if (key >= T || (Causal && key > q)) pv = 0.0f;
-                }
-                accS(i) = pv;
+    /* Software-pipelined as the dK dV loop: tile kt + 1's S and dP are issued right behind
+     * tile kt's dQ, all three waited for in the same iteration. Causal: the tiles of keys all
+     * after this warpgroup's queries (at most the block's last, for its first warpgroup) add
+     * nothing and come last. */
+    const int na = Causal ? min(nkt, (q0w + 63) / kTile + 1) : nkt;
+    auto issue_s_dp = [&](int kt) {
+        mma_rs<true>(mma_s, rQ, dKs(_, _, _, stage_of(kt)), accS);
+        mma_rs<true>(mma_s, rO, dVs(_, _, _, stage_of(kt)), accP);
+    };
+    /* P and dS of the tile whose S and dP are the last two batches in flight, with the mask
+     * (see tile_needs_mask: rows past T read L as infinity, which gives P = 0) or without */
+    auto p_ds = [&](int k0, auto masked) {
+        warpgroup_wait<1>(); /* S done (and the dQ before it), dP in flight */
+        warpgroup_fence_operand(accS);
+        CUTE_UNROLL
+        for (int i = 0; i < size(accS); i++) {
+            float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[(i >> 1) & 1]));
+            if constexpr (decltype(masked)::value) {
+                const int q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
+                if (key >= T || (Causal && key > q)) pv = 0.0f;
             }
-            warpgroup_wait<0>();
-            warpgroup_fence_operand(accP);
-            CUTE_UNROLL
-            for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[(i >> 1) & 1]);
-            acc_to_a<E>(rS, accP);
-            mma_rs<false>(mma_o, rS, dKt(_, _, _, s), accQ);
-            warpgroup_wait<0>();
-            warpgroup_fence_operand(accQ);
-        };
-        if (!Causal || k0 <= q0w + 63) { /* causal: keys all after this warpgroup's queries add nothing */
-            if (k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w)) body(cute::true_type{});
-            else body(cute::false_type{});
+            accS(i) = pv;
         }
-        arrive_barrier(sm.empty[s]);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(accP);
+        CUTE_UNROLL
+        for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[(i >> 1) & 1]);
+    };
+    auto needs_mask = [&](int k0) { return k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w); };
+    if (na > 0) {
+        wait_barrier(sm.full[0], 0);
+        auto first = [&](auto masked) {
+            issue_s_dp(0);
+            p_ds(0, masked);
+        };
+        if (needs_mask(0)) first(cute::true_type{});
+        else first(cute::false_type{});
+        acc_to_a<E>(rS, accP);
+        for (int kt = 0; kt + 1 < na; kt++) {
+            const int k1 = (kt + 1) * kTile;
+            wait_barrier(sm.full[stage_of(kt + 1)], round_parity(kt + 1));
+            /* dQ of tile kt, S and dP of tile kt + 1, then kt + 1's P and dS */
+            auto step = [&](auto masked) {
+                mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(kt)), accQ);
+                issue_s_dp(kt + 1);
+                p_ds(k1, masked);
+            };
+            if (needs_mask(k1)) step(cute::true_type{});
+            else step(cute::false_type{});
+            arrive_barrier(sm.empty[stage_of(kt)]);
+            acc_to_a<E>(rS, accP);
+        }
+        mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(na - 1)), accQ);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(accQ);
+        arrive_barrier(sm.empty[stage_of(na - 1)]);
+    }
+    for (int kt = na; kt < nkt; kt++) {
+        wait_barrier(sm.full[stage_of(kt)], round_parity(kt));
+        arrive_barrier(sm.empty[stage_of(kt)]);
     }
 
     const int ld = 3 * p.C;
