@@ -142,7 +142,7 @@ template <typename E> struct Smem {
     alignas(1024) E tile[2][kStages * kTile * kD];
     alignas(128) float lse[kStages][kLineStage]; /* TMA writes shared memory at 128-byte boundaries */
     alignas(128) float delta[kStages][kLineStage];
-    alignas(8) uint64_t own_full, full[kStages], empty[kStages];
+    alignas(8) uint64_t own_full, own_empty, full[kStages], empty[kStages];
 };
 template <typename E> constexpr size_t smem_bytes() { return sizeof(Smem<E>) + 1024; /* alignment slack */ }
 
@@ -234,6 +234,7 @@ template <class S, class Extra> __device__ __forceinline__ void init_barriers(S 
 {
     if (threadIdx.x == 0) {
         cutlass::arch::ClusterTransactionBarrier::init(&sm.own_full, 1);
+        cutlass::arch::ClusterBarrier::init(&sm.own_empty, kConsumers * 128);
         for (int s = 0; s < kStages; s++) {
             cutlass::arch::ClusterTransactionBarrier::init(&sm.full[s], 1);
             cutlass::arch::ClusterBarrier::init(&sm.empty[s], kConsumers * 128);
@@ -304,15 +305,36 @@ __device__ __forceinline__ uint32_t round_parity(int j) { return (uint32_t)(j / 
  * into stage j % kStages once that stage is free, both copies completing its full barrier. */
 template <class Tma0, class Tma1, class G0, class S0, class G1, class S1>
 __device__ __forceinline__ void load_tile_pairs(const Tma0 &t0, const G0 &g0, S0 &s0, const Tma1 &t1, const G1 &g1,
-                                                S1 &s1, uint64_t *full, uint64_t *empty, int n, uint32_t bytes)
+                                                S1 &s1, uint64_t *full, uint64_t *empty, int n, uint32_t bytes,
+                                                int j_base)
 {
-    for (int j = 0; j < n; j++) {
-        const int s = stage_of(j);
+    for (int i = 0; i < n; i++) {
+        const int j = j_base + i, s = stage_of(j);
         if (j >= kStages) wait_barrier(empty[s], round_parity(j) ^ 1u);
         cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&full[s], bytes);
-        copy(t0.with(full[s]), g0(_, _, _, j), s0(_, _, _, s));
-        copy(t1.with(full[s]), g1(_, _, _, j), s1(_, _, _, s));
+        copy(t0.with(full[s]), g0(_, _, _, i), s0(_, _, _, s));
+        copy(t1.with(full[s]), g1(_, _, _, i), s1(_, _, _, s));
     }
+}
+
+/* The persistent kernels' work: a block an SM, taking units blockIdx.x, + gridDim.x, ...;
+ * unit u is row block u / (B H) of sequence and head u % (B H), or (heavy_last) the row
+ * blocks counted from the last, so that causal attention hands out the blocks with the most
+ * tiles first and the lightest last (each block's share is then within a light unit of the
+ * others'). A unit's own rows go into registers as it starts, so one buffer of them serves:
+ * the loader fills it for unit k + 1 once the consumers have read unit k's (own_empty). */
+struct unit_rc {
+    int blk, h, b;
+};
+__device__ __forceinline__ unit_rc unit_at(int u, int nblk, int H, int B, bool heavy_last)
+{
+    const int bh = u % (B * H), r = u / (B * H);
+    return {heavy_last ? nblk - 1 - r : r, bh % H, bh / H};
+}
+/* the loader: unit k's own rows into their buffer once unit k - 1's have been read */
+__device__ __forceinline__ void own_acquire(uint64_t &own_empty, int k)
+{
+    if (k > 0) wait_barrier(own_empty, (uint32_t)(k - 1) & 1u);
 }
 
 /* Whether a tile of 64 queries from q0 and 64 keys from k0 needs a mask: a row past T, or
@@ -388,20 +410,25 @@ __device__ __forceinline__ void store_dk_dv(const Params<E> &p, Thr const &to, T
 
 /* ---- dK, dV ---------------------------------------------------------------------------- */
 
-/* The dK dV loader: the block's K and V rows (key block nb of head h, sequence b), then
- * Q, dO, lse and delta of the n query tiles tile_of(0 .. n - 1), tile j into stage
- * j % kStages once that stage is free. */
-template <typename E, class TileOf>
-__device__ __forceinline__ void load_dkdv(const Params<E> &p, Smem<E> &sm, int nb, int h, int b, int n, TileOf tile_of)
+template <typename E> __device__ __forceinline__ void prefetch_descriptors(const Params<E> &p)
 {
-    using Ty = Types<E>;
-    const int T = p.T;
     prefetch_tma_descriptor(p.own0.get_tma_descriptor());
     prefetch_tma_descriptor(p.own1.get_tma_descriptor());
     prefetch_tma_descriptor(p.tile0.get_tma_descriptor());
     prefetch_tma_descriptor(p.tile1.get_tma_descriptor());
     prefetch_tma_descriptor(p.lse.get_tma_descriptor());
     prefetch_tma_descriptor(p.delta.get_tma_descriptor());
+}
+
+/* The dK dV loader for the k-th unit of the block (key block nb of head h, sequence b): its
+ * K and V rows, then Q, dO, lse and delta of its n query tiles tile_of(0 .. n - 1), the
+ * block's tile j_base + i into stage (j_base + i) % kStages once that stage is free. */
+template <typename E, class TileOf>
+__device__ __forceinline__ void load_dkdv(const Params<E> &p, Smem<E> &sm, int nb, int h, int b, int n, TileOf tile_of,
+                                          int k = 0, int j_base = 0)
+{
+    using Ty = Types<E>;
+    const int T = p.T;
     const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
     Tensor gK = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
     Tensor gV = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
@@ -430,11 +457,12 @@ __device__ __forceinline__ void load_dkdv(const Params<E> &p, Smem<E> &sm, int n
     Tensor tLs = tl.partition_D(sL);
     Tensor tDs = td.partition_D(sD);
 
+    own_acquire(sm.own_empty, k);
     cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
     copy(p.own0.with(sm.own_full), tk.partition_S(gK), tk.partition_D(sK));
     copy(p.own1.with(sm.own_full), tv.partition_S(gV), tv.partition_D(sV));
-    for (int j = 0; j < n; j++) {
-        const int s = stage_of(j), qt = tile_of(j);
+    for (int i = 0; i < n; i++) {
+        const int j = j_base + i, s = stage_of(j), qt = tile_of(i);
         if (j >= kStages) wait_barrier(sm.empty[s], round_parity(j) ^ 1u);
         cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.full[s], kTileBytes + kLineBytes);
         copy(p.tile0.with(sm.full[s]), tQg(_, _, _, qt), tQs(_, _, _, s));
@@ -447,28 +475,35 @@ __device__ __forceinline__ void load_dkdv(const Params<E> &p, Smem<E> &sm, int n
     }
 }
 
-/* grid (key blocks, heads, sequences) */
+/* a persistent grid (unit_at: key blocks, the first ones, with the most query tiles, first) */
 template <typename E, bool Causal>
 __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_constant__ Params<E> p)
 {
     using Ty = Types<E>;
     Smem<E> &sm = shared_storage<Smem<E>>();
-    const int nb = blockIdx.x, h = blockIdx.y, b = blockIdx.z, T = p.T;
-    const int n0 = nb * kBlock, nqt = (T + kTile - 1) / kTile;
-    const int qt_first = Causal ? n0 / kTile : 0; /* queries before the block's first key see none of it */
+    const int T = p.T, nqt = (T + kTile - 1) / kTile, nblk = (T + kBlock - 1) / kBlock, units = nblk * p.H * p.B;
+    /* queries before a block's first key see none of it */
+    auto first_tile = [&](int nb) { return Causal ? nb * kBlock / kTile : 0; };
     const int wg = threadIdx.x / 128;
     init_barriers(sm);
 
     if (wg == 0) { /* the loader */
         cutlass::arch::warpgroup_reg_dealloc<kLoaderRegs>();
-        if (threadIdx.x == 0) load_dkdv(p, sm, nb, h, b, nqt - qt_first, [&](int j) { return qt_first + j; });
+        if (threadIdx.x == 0) {
+            prefetch_descriptors(p);
+            for (int u = blockIdx.x, k = 0, j_base = 0; u < units; u += gridDim.x, k++) {
+                const unit_rc w = unit_at(u, nblk, p.H, p.B, false);
+                const int qt_first = first_tile(w.blk);
+                load_dkdv(p, sm, w.blk, w.h, w.b, nqt - qt_first, [&](int i) { return qt_first + i; }, k, j_base);
+                j_base += nqt - qt_first;
+            }
+        }
         return;
     }
 
-    /* a consumer: keys k0w .. k0w + 63 */
+    /* a consumer: keys k0w .. k0w + 63 of each unit */
     cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
-    const int cw = wg - 1, tid = threadIdx.x % 128, k0w = n0 + 64 * cw;
-    const int skew = ((b * p.H + h) * T) & 3; /* row q0's place in its stage's box (kLineBox) */
+    const int cw = wg - 1, tid = threadIdx.x % 128;
     typename Ty::MmaABt mma_s;
     typename Ty::MmaAB mma_o;
     auto ts = mma_s.get_thread_slice(tid);
@@ -492,23 +527,28 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
     Tensor rP = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
     Tensor rS = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
     Tensor cS = ts.partition_C(make_identity_tensor(ScoreShape{})); /* (key, query) in the tile */
+    for (int u = blockIdx.x, k = 0, j_base = 0; u < units; u += gridDim.x, k++) {
+    const unit_rc w = unit_at(u, nblk, p.H, p.B, false);
+    const int h = w.h, b = w.b, k0w = w.blk * kBlock + 64 * cw, qt_first = first_tile(w.blk);
+    const int skew = ((b * p.H + h) * T) & 3; /* row q0's place in its stage's box (kLineBox) */
     clear(accK);
     clear(accV);
 
-    wait_barrier(sm.own_full, 0);
+    wait_barrier(sm.own_full, (uint32_t)k & 1u);
     {
         Tensor gK = ts.partition_A(sK);
         Tensor gV = ts.partition_A(sV);
         CUTE_UNROLL
         for (int i = 0; i < size(rK); i++) rK(i) = gK(i), rV(i) = gV(i);
     }
+    arrive_barrier(sm.own_empty); /* K and V in registers: the next unit's may come */
     /* Software-pipelined over the tiles: tile j + 1's S^T and dP^T are issued right behind
      * tile j's dV and dK, so the tensor cores go from one to the next, and all four are
      * waited for in the same iteration (a batch still in flight across the loop's back edge
      * makes ptxas serialize every wgmma). Causal: the tiles whose queries all come before
      * this warpgroup's keys (at most the block's first, for the second warpgroup) add nothing
      * and come first. */
-    int qt = qt_first, j = 0;
+    int qt = qt_first, j = j_base;
     for (; Causal && qt < nqt && qt * kTile + kTile - 1 < k0w; qt++, j++) {
         wait_barrier(sm.full[stage_of(j)], round_parity(j));
         arrive_barrier(sm.empty[stage_of(j)]);
@@ -554,6 +594,8 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
     }
 
     store_dk_dv(p, to, accK, accV, k0w, h, b);
+    j_base += nqt - qt_first;
+    }
 }
 
 /* ---- dK, dV and dQ in one kernel ---------------------------------------------------------- */
@@ -611,7 +653,10 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_fused(const __grid_
 
     if (wg == 0) { /* the loader (thread 0) and the dQ writer (warp 1's first thread) */
         cutlass::arch::warpgroup_reg_dealloc<kLoaderRegs>();
-        if (threadIdx.x == 0) load_dkdv(p, sm, nb, h, b, ntiles, [&](int j) { return dq_order_tile(o, nb, j); });
+        if (threadIdx.x == 0) {
+            prefetch_descriptors(p);
+            load_dkdv(p, sm, nb, h, b, ntiles, [&](int j) { return dq_order_tile(o, nb, j); });
+        }
         else if (threadIdx.x == 32) add_dq_tiles(p, sd, nb, h, b, ntiles);
         return;
     }
@@ -728,26 +773,26 @@ __global__ void fa90_dq_convert(E *dqkv, const float *acc, int T, int H, int C, 
 
 /* ---- dQ -------------------------------------------------------------------------------- */
 
-/* grid (query blocks, heads, sequences); causal: the last query blocks, which see the most
- * keys, start first */
+/* a persistent grid (unit_at: query blocks, the last ones, which see the most keys, first) */
 template <typename E, bool Causal>
 __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_constant__ Params<E> p)
 {
     using Ty = Types<E>;
     Smem<E> &sm = shared_storage<Smem<E>>();
-    const int mb = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z, T = p.T;
-    const int m0 = mb * kBlock, tiles_T = (T + kTile - 1) / kTile;
-    const int nkt = Causal ? min(tiles_T, (m0 + kBlock - 1) / kTile + 1) : tiles_T;
+    const int T = p.T, tiles_T = (T + kTile - 1) / kTile, nblk = (T + kBlock - 1) / kBlock;
+    const int units = nblk * p.H * p.B;
+    /* the key tiles a query block sees */
+    auto tiles_of = [&](int mb) { return Causal ? min(tiles_T, (mb * kBlock + kBlock - 1) / kTile + 1) : tiles_T; };
     const int wg = threadIdx.x / 128;
     init_barriers(sm);
 
     if (wg == 0) {
         cutlass::arch::warpgroup_reg_dealloc<kLoaderRegs>();
         if (threadIdx.x != 0) return;
-        prefetch_tma_descriptor(p.own0.get_tma_descriptor());
-        prefetch_tma_descriptor(p.own1.get_tma_descriptor());
-        prefetch_tma_descriptor(p.tile0.get_tma_descriptor());
-        prefetch_tma_descriptor(p.tile1.get_tma_descriptor());
+        prefetch_descriptors(p);
+        for (int u = blockIdx.x, k = 0, j_base = 0; u < units; u += gridDim.x, k++) {
+        const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
+        const int mb = w.blk, h = w.h, b = w.b, nkt = tiles_of(mb);
         const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
         Tensor gQ = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
         Tensor gO = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
@@ -766,16 +811,19 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         Tensor tVg = tv.partition_S(gV);
         Tensor tVs = tv.partition_D(sV);
 
+        own_acquire(sm.own_empty, k);
         cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
         copy(p.own0.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
         copy(p.own1.with(sm.own_full), to.partition_S(gO), to.partition_D(sO));
-        load_tile_pairs(p.tile0, tKg, tKs, p.tile1, tVg, tVs, sm.full, sm.empty, nkt, kTileBytes);
+        load_tile_pairs(p.tile0, tKg, tKs, p.tile1, tVg, tVs, sm.full, sm.empty, nkt, kTileBytes, j_base);
+        j_base += nkt;
+        }
         return;
     }
 
     /* a consumer: queries q0w .. q0w + 63 */
     cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
-    const int cw = wg - 1, tid = threadIdx.x % 128, q0w = m0 + 64 * cw;
+    const int cw = wg - 1, tid = threadIdx.x % 128;
     typename Ty::MmaABt mma_s;
     typename Ty::MmaAB mma_o;
     auto ts = mma_s.get_thread_slice(tid);
@@ -795,6 +843,9 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
     Tensor accQ = partition_fragment_C(mma_o, HalfShape{});
     Tensor rS = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
     Tensor cS = ts.partition_C(make_identity_tensor(ScoreShape{})); /* (query, key) in the tile */
+    for (int u = blockIdx.x, k = 0, jb = 0; u < units; u += gridDim.x, k++) {
+    const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
+    const int h = w.h, b = w.b, q0w = w.blk * kBlock + 64 * cw, nkt = tiles_of(w.blk);
     clear(accQ);
 
     /* a thread's accumulator rows: element i lies in row cS(i)'s first mode, one of two
@@ -808,21 +859,22 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         Dl[r] = q < T ? p.delta_ptr[line] : 0.0f;
     }
 
-    wait_barrier(sm.own_full, 0);
+    wait_barrier(sm.own_full, (uint32_t)k & 1u);
     {
         Tensor gQ = ts.partition_A(sQ);
         Tensor gO = ts.partition_A(sO);
         CUTE_UNROLL
         for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i), rO(i) = gO(i);
     }
+    arrive_barrier(sm.own_empty); /* Q and dO in registers: the next unit's may come */
     /* Software-pipelined as the dK dV loop: tile kt + 1's S and dP are issued right behind
      * tile kt's dQ, all three waited for in the same iteration. Causal: the tiles of keys all
      * after this warpgroup's queries (at most the block's last, for its first warpgroup) add
      * nothing and come last. */
     const int na = Causal ? min(nkt, (q0w + 63) / kTile + 1) : nkt;
     auto issue_s_dp = [&](int kt) {
-        mma_rs<true>(mma_s, rQ, dKs(_, _, _, stage_of(kt)), accS);
-        mma_rs<true>(mma_s, rO, dVs(_, _, _, stage_of(kt)), accP);
+        mma_rs<true>(mma_s, rQ, dKs(_, _, _, stage_of(jb + kt)), accS);
+        mma_rs<true>(mma_s, rO, dVs(_, _, _, stage_of(jb + kt)), accP);
     };
     /* P and dS of the tile whose S and dP are the last two batches in flight, with the mask
      * (see tile_needs_mask: rows past T read L as infinity, which gives P = 0) or without */
@@ -845,7 +897,7 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
     };
     auto needs_mask = [&](int k0) { return k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w); };
     if (na > 0) {
-        wait_barrier(sm.full[0], 0);
+        wait_barrier(sm.full[stage_of(jb)], round_parity(jb));
         auto first = [&](auto masked) {
             issue_s_dp(0);
             p_ds(0, masked);
@@ -855,26 +907,26 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         acc_to_a<E>(rS, accP);
         for (int kt = 0; kt + 1 < na; kt++) {
             const int k1 = (kt + 1) * kTile;
-            wait_barrier(sm.full[stage_of(kt + 1)], round_parity(kt + 1));
+            wait_barrier(sm.full[stage_of(jb + kt + 1)], round_parity(jb + kt + 1));
             /* dQ of tile kt, S and dP of tile kt + 1, then kt + 1's P and dS */
             auto step = [&](auto masked) {
-                mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(kt)), accQ);
+                mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(jb + kt)), accQ);
                 issue_s_dp(kt + 1);
                 p_ds(k1, masked);
             };
             if (needs_mask(k1)) step(cute::true_type{});
             else step(cute::false_type{});
-            arrive_barrier(sm.empty[stage_of(kt)]);
+            arrive_barrier(sm.empty[stage_of(jb + kt)]);
             acc_to_a<E>(rS, accP);
         }
-        mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(na - 1)), accQ);
+        mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(jb + na - 1)), accQ);
         warpgroup_wait<0>();
         warpgroup_fence_operand(accQ);
-        arrive_barrier(sm.empty[stage_of(na - 1)]);
+        arrive_barrier(sm.empty[stage_of(jb + na - 1)]);
     }
     for (int kt = na; kt < nkt; kt++) {
-        wait_barrier(sm.full[stage_of(kt)], round_parity(kt));
-        arrive_barrier(sm.empty[stage_of(kt)]);
+        wait_barrier(sm.full[stage_of(jb + kt)], round_parity(jb + kt));
+        arrive_barrier(sm.empty[stage_of(jb + kt)]);
     }
 
     const int ld = 3 * p.C;
@@ -885,6 +937,8 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         const int q = q0w + get<0>(cO(i)), c = get<1>(cO(i));
         if (q < T)
             *reinterpret_cast<uint32_t *>(dq + (size_t)q * ld + c) = pack2<E>(accQ(i) * p.scale, accQ(i + 1) * p.scale);
+    }
+    jb += nkt;
     }
 }
 
@@ -904,15 +958,14 @@ template <typename E> struct FwdParams {
 template <typename E> struct FwdSmem {
     alignas(1024) E q[kBlock * kD];
     alignas(1024) E tile[2][kStages * kFwdTile * kD];
-    alignas(8) uint64_t own_full, full[kStages], empty[kStages];
+    alignas(8) uint64_t own_full, own_empty, full[kStages], empty[kStages];
 };
 template <typename E> constexpr size_t fwd_smem_bytes() { return sizeof(FwdSmem<E>) + 1024; }
 
 constexpr uint32_t kFwdOwnBytes = 1u * kBlock * kD * 2u;
 constexpr uint32_t kFwdTileBytes = 2u * kFwdTile * kD * 2u;
 
-/* grid (query blocks, heads, sequences); causal: the last query blocks, which see the most
- * keys, start first. A consumer warpgroup keeps 64 query rows, S = Q K^T over a tile of 128
+/* a persistent grid (unit_at: query blocks, the last ones, which see the most keys, first). A consumer warpgroup keeps 64 query rows, S = Q K^T over a tile of 128
  * keys, the online softmax's row maximum and sum (log2 domain, as lse), and O += P V.
  * Tails: keys past T are masked; a row past T is computed and never stored. */
 template <typename E, bool Causal>
@@ -921,9 +974,10 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
     using Ty = Types<E, kFwdTile>;
     using ScoreF = Shape<Int<64>, Int<kFwdTile>>;
     FwdSmem<E> &sm = shared_storage<FwdSmem<E>>();
-    const int mb = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x, h = blockIdx.y, b = blockIdx.z, T = p.T;
-    const int m0 = mb * kBlock, tiles_T = (T + kFwdTile - 1) / kFwdTile;
-    const int nkt = Causal ? min(tiles_T, (m0 + kBlock - 1) / kFwdTile + 1) : tiles_T;
+    const int T = p.T, tiles_T = (T + kFwdTile - 1) / kFwdTile, nblk = (T + kBlock - 1) / kBlock;
+    const int units = nblk * p.H * p.B;
+    /* the key tiles a query block sees */
+    auto tiles_of = [&](int mb) { return Causal ? min(tiles_T, (mb * kBlock + kBlock - 1) / kFwdTile + 1) : tiles_T; };
     const int wg = threadIdx.x / 128;
     init_barriers(sm);
 
@@ -933,6 +987,9 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
         prefetch_tma_descriptor(p.q.get_tma_descriptor());
         prefetch_tma_descriptor(p.k.get_tma_descriptor());
         prefetch_tma_descriptor(p.v.get_tma_descriptor());
+        for (int u = blockIdx.x, k = 0, j_base = 0; u < units; u += gridDim.x, k++) {
+        const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
+        const int mb = w.blk, h = w.h, b = w.b, nkt = tiles_of(mb);
         const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
         Tensor gQ = local_tile(p.q.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
         Tensor gK = local_tile(p.k.get_tma_tensor(gshape)(_, _, h, b), typename Ty::TileRows{}, make_coord(_, _0{}));
@@ -948,15 +1005,18 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
         Tensor tVg = tv.partition_S(gV);
         Tensor tVs = tv.partition_D(sV);
 
+        own_acquire(sm.own_empty, k);
         cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kFwdOwnBytes);
         copy(p.q.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
-        load_tile_pairs(p.k, tKg, tKs, p.v, tVg, tVs, sm.full, sm.empty, nkt, kFwdTileBytes);
+        load_tile_pairs(p.k, tKg, tKs, p.v, tVg, tVs, sm.full, sm.empty, nkt, kFwdTileBytes, j_base);
+        j_base += nkt;
+        }
         return;
     }
 
     /* a consumer: queries q0w .. q0w + 63 */
     cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
-    const int cw = wg - 1, tid = threadIdx.x % 128, q0w = m0 + 64 * cw;
+    const int cw = wg - 1, tid = threadIdx.x % 128;
     typename Ty::MmaABt mma_s;
     typename Ty::MmaAB mma_o;
     auto ts = mma_s.get_thread_slice(tid);
@@ -971,6 +1031,9 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
     Tensor accO = partition_fragment_C(mma_o, HalfShape{});
     Tensor rP = make_tensor<E>(partition_shape_A(mma_o, ScoreF{}));
     Tensor cS = ts.partition_C(make_identity_tensor(ScoreF{})); /* (query, key) in the tile */
+    for (int u = blockIdx.x, k = 0, jb = 0; u < units; u += gridDim.x, k++) {
+    const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
+    const int h = w.h, b = w.b, q0w = w.blk * kBlock + 64 * cw, nkt = tiles_of(w.blk);
     clear(accO);
     /* a thread's two rows (element i lies in row (i / 2) % 2 of them: wgmma's D layout):
      * the running maximum of S sl2 and the thread's share of the sum of exp2(S sl2 - max) */
@@ -1024,26 +1087,27 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
         else softmax_masked(k0, corr, cute::false_type{});
     };
 
-    wait_barrier(sm.own_full, 0);
+    wait_barrier(sm.own_full, (uint32_t)k & 1u);
     {
         Tensor gQ = ts.partition_A(sQ);
         CUTE_UNROLL
         for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i);
     }
+    arrive_barrier(sm.own_empty); /* Q in registers: the next unit's may come */
     /* Every tile of the block is every consumer's: with tiles of 128 keys and blocks of 128
      * queries, a causal block's last tile holds its diagonal for both warpgroups. The loop is
      * software-pipelined within the warpgroup: tile kt's S = Q K^T and the previous tile's
      * O += P V are in flight together, and kt's softmax runs while P V computes. */
     float corr[2];
-    wait_barrier(sm.full[0], 0);
-    mma_rs<true>(mma_s, rQ, dKs(_, _, _, 0), accS);
+    wait_barrier(sm.full[stage_of(jb)], round_parity(jb));
+    mma_rs<true>(mma_s, rQ, dKs(_, _, _, stage_of(jb)), accS);
     warpgroup_wait<0>();
     warpgroup_fence_operand(accS);
     softmax_tile(0, corr);
     acc_to_a<E>(rP, accS);
     for (int kt = 1; kt < nkt; kt++) {
-        const int s = stage_of(kt), sp = stage_of(kt - 1);
-        wait_barrier(sm.full[s], round_parity(kt));
+        const int s = stage_of(jb + kt), sp = stage_of(jb + kt - 1);
+        wait_barrier(sm.full[s], round_parity(jb + kt));
         mma_rs<true>(mma_s, rQ, dKs(_, _, _, s), accS);
         mma_rs<false>(mma_o, rP, dVt(_, _, _, sp), accO);
         warpgroup_wait<1>(); /* S done, P V in flight */
@@ -1056,10 +1120,10 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
         for (int i = 0; i < size(accO); i++) accO(i) *= corr[(i >> 1) & 1];
         acc_to_a<E>(rP, accS);
     }
-    mma_rs<false>(mma_o, rP, dVt(_, _, _, stage_of(nkt - 1)), accO);
+    mma_rs<false>(mma_o, rP, dVt(_, _, _, stage_of(jb + nkt - 1)), accO);
     warpgroup_wait<0>();
     warpgroup_fence_operand(accO);
-    arrive_barrier(sm.empty[stage_of(nkt - 1)]);
+    arrive_barrier(sm.empty[stage_of(jb + nkt - 1)]);
 
     /* O / sum into out's columns of head h; lse = max + log2(sum) by the quad's first thread */
     float inv[2];
@@ -1082,6 +1146,8 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
             const int q = q0w + get<0>(cS(2 * r));
             if (q < T) p.lse[((size_t)b * p.H + h) * T + q] = mx[r] + __log2f(sum[r]);
         }
+    }
+    jb += nkt;
     }
 }
 
@@ -1132,6 +1198,13 @@ static int sm_count(void)
     return n;
 }
 
+/* a persistent kernel's blocks: one an SM, or one a unit where there are fewer units */
+static unsigned persistent_blocks(dim3 units)
+{
+    const long long n = (long long)units.x * units.y * units.z, sms = sm_count();
+    return (unsigned)(n < sms ? n : sms);
+}
+
 /* the two-kernel scheme, or (accumulate) the one kernel and dQ's conversion */
 template <typename E, bool Causal>
 static cudaError_t backward_typed(void *dqkv, const void *dout, const void *qkv, const float *lse, const float *delta,
@@ -1161,14 +1234,14 @@ static cudaError_t backward_typed(void *dqkv, const void *dout, const void *qkv,
     }
     e = allow_smem(fa90_backward_dkdv<E, Causal>, smem);
     if (e != cudaSuccess) return e;
-    fa90_backward_dkdv<E, Causal><<<grid, kThreads, smem, s>>>(p);
+    fa90_backward_dkdv<E, Causal><<<persistent_blocks(grid), kThreads, smem, s>>>(p);
     /* dQ: the same parameters with the roles of the rows swapped */
     p.own0 = tma_own<E>(q, T, H, B, ld);
     p.own1 = tma_own<E>(dout, T, H, B, C);
     p.tile0 = tma_tile<E>(k, T, H, B, ld);
     p.tile1 = tma_tile<E>(v, T, H, B, ld);
     if ((e = allow_smem(fa90_backward_dq<E, Causal>, smem)) != cudaSuccess) return e;
-    fa90_backward_dq<E, Causal><<<grid, kThreads, smem, s>>>(p);
+    fa90_backward_dq<E, Causal><<<persistent_blocks(grid), kThreads, smem, s>>>(p);
     return cudaGetLastError();
 }
 
@@ -1183,7 +1256,7 @@ static cudaError_t forward_typed(void *out, float *lse, const void *qkv, int B, 
     const size_t smem = fwd_smem_bytes<E>();
     cudaError_t e = allow_smem(fa90_forward<E, Causal>, smem);
     if (e != cudaSuccess) return e;
-    fa90_forward<E, Causal><<<dim3((T + kBlock - 1) / kBlock, H, B), kThreads, smem, s>>>(p);
+    fa90_forward<E, Causal><<<persistent_blocks(dim3((T + kBlock - 1) / kBlock, H, B)), kThreads, smem, s>>>(p);
     return cudaGetLastError();
 }
 
