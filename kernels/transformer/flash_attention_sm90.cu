@@ -6,6 +6,13 @@
  * tiles of 128 keys, the online softmax of flash_attention.cu's (lse in the log2 domain),
  * each consumer's next S = Q K^T in flight beside its P V. What follows is the backward.
  *
+ * All three kernels are persistent grids (a block an SM taking row blocks in turn, the
+ * loader fetching the next one's rows while the consumers work: unit_at), carry the mask's
+ * compares only on the tiles that need them (tile_needs_mask) and keep the next tile's
+ * products in flight behind this one's. On an H200 at GPT-2 small's shape
+ * (results/h200x1-attention-persistent): forward 0.108 ms (239 TFLOP/s), backward 0.304
+ * (212); from 0.168 and 0.385 before those three (results/h200x1-kernel-profile says why).
+ *
  * The backward has two schemes, both giving the same bits on every run, as the FA2
  * kernels (DPSCALE_FLASH_DQ picks: flash_attention_sm90.h). FlashAttention-3 adds each key
  * block's dQ into an fp32 buffer with atomics, whose order varies from run to run.
@@ -25,7 +32,8 @@
  * 0.390 against 0.379 ms at GPT-2 small's causal shape, 0.530 against 0.442 full at T = 1024,
  * 0.230 against 0.205 at BERT-Large's; the fused kernel alone takes 430 µs where dK dV took
  * 253 (Nsight Compute): each tile's chain S, dP, dS, the dS^T store, the barrier and three
- * more products runs one after another, nothing of the next tile in flight. Hence opt-in.
+ * more products runs one after another, nothing of the next tile in flight. Hence opt-in;
+ * it is neither persistent nor pipelined (0.346 against the two kernels' 0.304 since).
  *
  * A block: warpgroup 0 loads (one thread issues every TMA copy, its registers given to
  * the others by setmaxnreg), warpgroups 1 and 2 compute, each on 64 of the block's 128
@@ -528,73 +536,73 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
     Tensor rS = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
     Tensor cS = ts.partition_C(make_identity_tensor(ScoreShape{})); /* (key, query) in the tile */
     for (int u = blockIdx.x, k = 0, j_base = 0; u < units; u += gridDim.x, k++) {
-    const unit_rc w = unit_at(u, nblk, p.H, p.B, false);
-    const int h = w.h, b = w.b, k0w = w.blk * kBlock + 64 * cw, qt_first = first_tile(w.blk);
-    const int skew = ((b * p.H + h) * T) & 3; /* row q0's place in its stage's box (kLineBox) */
-    clear(accK);
-    clear(accV);
+        const unit_rc w = unit_at(u, nblk, p.H, p.B, false);
+        const int h = w.h, b = w.b, k0w = w.blk * kBlock + 64 * cw, qt_first = first_tile(w.blk);
+        const int skew = ((b * p.H + h) * T) & 3; /* row q0's place in its stage's box (kLineBox) */
+        clear(accK);
+        clear(accV);
 
-    wait_barrier(sm.own_full, (uint32_t)k & 1u);
-    {
-        Tensor gK = ts.partition_A(sK);
-        Tensor gV = ts.partition_A(sV);
-        CUTE_UNROLL
-        for (int i = 0; i < size(rK); i++) rK(i) = gK(i), rV(i) = gV(i);
-    }
-    arrive_barrier(sm.own_empty); /* K and V in registers: the next unit's may come */
-    /* Software-pipelined over the tiles: tile j + 1's S^T and dP^T are issued right behind
-     * tile j's dV and dK, so the tensor cores go from one to the next, and all four are
-     * waited for in the same iteration (a batch still in flight across the loop's back edge
-     * makes ptxas serialize every wgmma). Causal: the tiles whose queries all come before
-     * this warpgroup's keys (at most the block's first, for the second warpgroup) add nothing
-     * and come first. */
-    int qt = qt_first, j = j_base;
-    for (; Causal && qt < nqt && qt * kTile + kTile - 1 < k0w; qt++, j++) {
-        wait_barrier(sm.full[stage_of(j)], round_parity(j));
-        arrive_barrier(sm.empty[stage_of(j)]);
-    }
-    if (qt < nqt) {
+        wait_barrier(sm.own_full, (uint32_t)k & 1u);
         {
-            const int s = stage_of(j), q0 = qt * kTile;
-            wait_barrier(sm.full[s], round_parity(j));
-            auto first = [&](auto masked) {
-                tile_s_dp(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP);
-                tile_p_ds_after<Causal, decltype(masked)::value>(accS, accP, cS, sm.lse[s] + skew, sm.delta[s] + skew,
-                                                                 q0, k0w, T, p.sl2);
-            };
-            if (tile_needs_mask<Causal>(q0, k0w, T)) first(cute::true_type{});
-            else first(cute::false_type{});
-            acc_to_a<E>(rP, accS);
-            acc_to_a<E>(rS, accP);
+            Tensor gK = ts.partition_A(sK);
+            Tensor gV = ts.partition_A(sV);
+            CUTE_UNROLL
+            for (int i = 0; i < size(rK); i++) rK(i) = gK(i), rV(i) = gV(i);
         }
-        for (; qt + 1 < nqt; qt++, j++) {
-            const int s = stage_of(j), sn = stage_of(j + 1), q1 = (qt + 1) * kTile;
-            wait_barrier(sm.full[sn], round_parity(j + 1));
-            /* dV dK of tile j, S^T dP^T of tile j + 1, then j + 1's P^T and dS^T */
-            auto step = [&](auto masked) {
-                mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
-                mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
-                tile_s_dp(mma_s, rK, rV, dQs(_, _, _, sn), dOs(_, _, _, sn), accS, accP);
-                tile_p_ds_after<Causal, decltype(masked)::value>(accS, accP, cS, sm.lse[sn] + skew,
-                                                                 sm.delta[sn] + skew, q1, k0w, T, p.sl2);
-            };
-            if (tile_needs_mask<Causal>(q1, k0w, T)) step(cute::true_type{});
-            else step(cute::false_type{});
+        arrive_barrier(sm.own_empty); /* K and V in registers: the next unit's may come */
+        /* Software-pipelined over the tiles: tile j + 1's S^T and dP^T are issued right behind
+         * tile j's dV and dK, so the tensor cores go from one to the next, and all four are
+         * waited for in the same iteration (a batch still in flight across the loop's back edge
+         * makes ptxas serialize every wgmma). Causal: the tiles whose queries all come before
+         * this warpgroup's keys (at most the block's first, for the second warpgroup) add nothing
+         * and come first. */
+        int qt = qt_first, j = j_base;
+        for (; Causal && qt < nqt && qt * kTile + kTile - 1 < k0w; qt++, j++) {
+            wait_barrier(sm.full[stage_of(j)], round_parity(j));
+            arrive_barrier(sm.empty[stage_of(j)]);
+        }
+        if (qt < nqt) {
+            {
+                const int s = stage_of(j), q0 = qt * kTile;
+                wait_barrier(sm.full[s], round_parity(j));
+                auto first = [&](auto masked) {
+                    tile_s_dp(mma_s, rK, rV, dQs(_, _, _, s), dOs(_, _, _, s), accS, accP);
+                    tile_p_ds_after<Causal, decltype(masked)::value>(accS, accP, cS, sm.lse[s] + skew,
+                                                                     sm.delta[s] + skew, q0, k0w, T, p.sl2);
+                };
+                if (tile_needs_mask<Causal>(q0, k0w, T)) first(cute::true_type{});
+                else first(cute::false_type{});
+                acc_to_a<E>(rP, accS);
+                acc_to_a<E>(rS, accP);
+            }
+            for (; qt + 1 < nqt; qt++, j++) {
+                const int s = stage_of(j), sn = stage_of(j + 1), q1 = (qt + 1) * kTile;
+                wait_barrier(sm.full[sn], round_parity(j + 1));
+                /* dV dK of tile j, S^T dP^T of tile j + 1, then j + 1's P^T and dS^T */
+                auto step = [&](auto masked) {
+                    mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
+                    mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
+                    tile_s_dp(mma_s, rK, rV, dQs(_, _, _, sn), dOs(_, _, _, sn), accS, accP);
+                    tile_p_ds_after<Causal, decltype(masked)::value>(accS, accP, cS, sm.lse[sn] + skew,
+                                                                     sm.delta[sn] + skew, q1, k0w, T, p.sl2);
+                };
+                if (tile_needs_mask<Causal>(q1, k0w, T)) step(cute::true_type{});
+                else step(cute::false_type{});
+                arrive_barrier(sm.empty[s]);
+                acc_to_a<E>(rP, accS);
+                acc_to_a<E>(rS, accP);
+            }
+            const int s = stage_of(j);
+            mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
+            mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accV);
+            warpgroup_fence_operand(accK);
             arrive_barrier(sm.empty[s]);
-            acc_to_a<E>(rP, accS);
-            acc_to_a<E>(rS, accP);
         }
-        const int s = stage_of(j);
-        mma_rs<false>(mma_o, rP, dOt(_, _, _, s), accV);
-        mma_rs<false>(mma_o, rS, dQt(_, _, _, s), accK);
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(accV);
-        warpgroup_fence_operand(accK);
-        arrive_barrier(sm.empty[s]);
-    }
 
-    store_dk_dv(p, to, accK, accV, k0w, h, b);
-    j_base += nqt - qt_first;
+        store_dk_dv(p, to, accK, accV, k0w, h, b);
+        j_base += nqt - qt_first;
     }
 }
 
@@ -791,32 +799,32 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         if (threadIdx.x != 0) return;
         prefetch_descriptors(p);
         for (int u = blockIdx.x, k = 0, j_base = 0; u < units; u += gridDim.x, k++) {
-        const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
-        const int mb = w.blk, h = w.h, b = w.b, nkt = tiles_of(mb);
-        const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
-        Tensor gQ = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
-        Tensor gO = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
-        Tensor gK = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
-        Tensor gV = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
-        Tensor sQ = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
-        Tensor sO = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
-        Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
-        Tensor sV = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
-        auto tq = p.own0.get_slice(0);
-        auto to = p.own1.get_slice(0);
-        auto tk = p.tile0.get_slice(0);
-        auto tv = p.tile1.get_slice(0);
-        Tensor tKg = tk.partition_S(gK);
-        Tensor tKs = tk.partition_D(sK);
-        Tensor tVg = tv.partition_S(gV);
-        Tensor tVs = tv.partition_D(sV);
+            const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
+            const int mb = w.blk, h = w.h, b = w.b, nkt = tiles_of(mb);
+            const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
+            Tensor gQ = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
+            Tensor gO = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
+            Tensor gK = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+            Tensor gV = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+            Tensor sQ = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
+            Tensor sO = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
+            Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+            Tensor sV = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+            auto tq = p.own0.get_slice(0);
+            auto to = p.own1.get_slice(0);
+            auto tk = p.tile0.get_slice(0);
+            auto tv = p.tile1.get_slice(0);
+            Tensor tKg = tk.partition_S(gK);
+            Tensor tKs = tk.partition_D(sK);
+            Tensor tVg = tv.partition_S(gV);
+            Tensor tVs = tv.partition_D(sV);
 
-        own_acquire(sm.own_empty, k);
-        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
-        copy(p.own0.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
-        copy(p.own1.with(sm.own_full), to.partition_S(gO), to.partition_D(sO));
-        load_tile_pairs(p.tile0, tKg, tKs, p.tile1, tVg, tVs, sm.full, sm.empty, nkt, kTileBytes, j_base);
-        j_base += nkt;
+            own_acquire(sm.own_empty, k);
+            cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
+            copy(p.own0.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
+            copy(p.own1.with(sm.own_full), to.partition_S(gO), to.partition_D(sO));
+            load_tile_pairs(p.tile0, tKg, tKs, p.tile1, tVg, tVs, sm.full, sm.empty, nkt, kTileBytes, j_base);
+            j_base += nkt;
         }
         return;
     }
@@ -844,101 +852,102 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
     Tensor rS = make_tensor<E>(partition_shape_A(mma_o, ScoreShape{}));
     Tensor cS = ts.partition_C(make_identity_tensor(ScoreShape{})); /* (query, key) in the tile */
     for (int u = blockIdx.x, k = 0, jb = 0; u < units; u += gridDim.x, k++) {
-    const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
-    const int h = w.h, b = w.b, q0w = w.blk * kBlock + 64 * cw, nkt = tiles_of(w.blk);
-    clear(accQ);
+        const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
+        const int h = w.h, b = w.b, q0w = w.blk * kBlock + 64 * cw, nkt = tiles_of(w.blk);
+        clear(accQ);
 
-    /* a thread's accumulator rows: element i lies in row cS(i)'s first mode, one of two
-     * rows, the second from element 2 on in pairs ((i / 2) % 2: the layout of wgmma's D) */
-    float L[2], Dl[2];
-    CUTE_UNROLL
-    for (int r = 0; r < 2; r++) {
-        const int q = q0w + get<0>(cS(2 * r));
-        const size_t line = ((size_t)b * p.H + h) * T + q;
-        L[r] = q < T ? p.lse_ptr[line] : INFINITY; /* P = 0 on rows past T */
-        Dl[r] = q < T ? p.delta_ptr[line] : 0.0f;
-    }
-
-    wait_barrier(sm.own_full, (uint32_t)k & 1u);
-    {
-        Tensor gQ = ts.partition_A(sQ);
-        Tensor gO = ts.partition_A(sO);
+        /* a thread's accumulator rows: element i lies in row cS(i)'s first mode, one of two
+         * rows, the second from element 2 on in pairs ((i / 2) % 2: the layout of wgmma's D) */
+        float L[2], Dl[2];
         CUTE_UNROLL
-        for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i), rO(i) = gO(i);
-    }
-    arrive_barrier(sm.own_empty); /* Q and dO in registers: the next unit's may come */
-    /* Software-pipelined as the dK dV loop: tile kt + 1's S and dP are issued right behind
-     * tile kt's dQ, all three waited for in the same iteration. Causal: the tiles of keys all
-     * after this warpgroup's queries (at most the block's last, for its first warpgroup) add
-     * nothing and come last. */
-    const int na = Causal ? min(nkt, (q0w + 63) / kTile + 1) : nkt;
-    auto issue_s_dp = [&](int kt) {
-        mma_rs<true>(mma_s, rQ, dKs(_, _, _, stage_of(jb + kt)), accS);
-        mma_rs<true>(mma_s, rO, dVs(_, _, _, stage_of(jb + kt)), accP);
-    };
-    /* P and dS of the tile whose S and dP are the last two batches in flight, with the mask
-     * (see tile_needs_mask: rows past T read L as infinity, which gives P = 0) or without */
-    auto p_ds = [&](int k0, auto masked) {
-        warpgroup_wait<1>(); /* S done (and the dQ before it), dP in flight */
-        warpgroup_fence_operand(accS);
-        CUTE_UNROLL
-        for (int i = 0; i < size(accS); i++) {
-            float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[(i >> 1) & 1]));
-            if constexpr (decltype(masked)::value) {
-                const int q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
-                if (key >= T || (Causal && key > q)) pv = 0.0f;
-            }
-            accS(i) = pv;
+        for (int r = 0; r < 2; r++) {
+            const int q = q0w + get<0>(cS(2 * r));
+            const size_t line = ((size_t)b * p.H + h) * T + q;
+            L[r] = q < T ? p.lse_ptr[line] : INFINITY; /* P = 0 on rows past T */
+            Dl[r] = q < T ? p.delta_ptr[line] : 0.0f;
         }
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(accP);
-        CUTE_UNROLL
-        for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[(i >> 1) & 1]);
-    };
-    auto needs_mask = [&](int k0) { return k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w); };
-    if (na > 0) {
-        wait_barrier(sm.full[stage_of(jb)], round_parity(jb));
-        auto first = [&](auto masked) {
-            issue_s_dp(0);
-            p_ds(0, masked);
+
+        wait_barrier(sm.own_full, (uint32_t)k & 1u);
+        {
+            Tensor gQ = ts.partition_A(sQ);
+            Tensor gO = ts.partition_A(sO);
+            CUTE_UNROLL
+            for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i), rO(i) = gO(i);
+        }
+        arrive_barrier(sm.own_empty); /* Q and dO in registers: the next unit's may come */
+        /* Software-pipelined as the dK dV loop: tile kt + 1's S and dP are issued right behind
+         * tile kt's dQ, all three waited for in the same iteration. Causal: the tiles of keys all
+         * after this warpgroup's queries (at most the block's last, for its first warpgroup) add
+         * nothing and come last. */
+        const int na = Causal ? min(nkt, (q0w + 63) / kTile + 1) : nkt;
+        auto issue_s_dp = [&](int kt) {
+            mma_rs<true>(mma_s, rQ, dKs(_, _, _, stage_of(jb + kt)), accS);
+            mma_rs<true>(mma_s, rO, dVs(_, _, _, stage_of(jb + kt)), accP);
         };
-        if (needs_mask(0)) first(cute::true_type{});
-        else first(cute::false_type{});
-        acc_to_a<E>(rS, accP);
-        for (int kt = 0; kt + 1 < na; kt++) {
-            const int k1 = (kt + 1) * kTile;
-            wait_barrier(sm.full[stage_of(jb + kt + 1)], round_parity(jb + kt + 1));
-            /* dQ of tile kt, S and dP of tile kt + 1, then kt + 1's P and dS */
-            auto step = [&](auto masked) {
-                mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(jb + kt)), accQ);
-                issue_s_dp(kt + 1);
-                p_ds(k1, masked);
+        /* P and dS of the tile whose S and dP are the last two batches in flight, with the mask
+         * (see tile_needs_mask: rows past T read L as infinity, which gives P = 0) or without */
+        auto p_ds = [&](int k0, auto masked) {
+            warpgroup_wait<1>(); /* S done (and the dQ before it), dP in flight */
+            warpgroup_fence_operand(accS);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accS); i++) {
+                float pv = fast_exp2(fmaf(accS(i), p.sl2, -L[(i >> 1) & 1]));
+                if constexpr (decltype(masked)::value) {
+                    const int q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
+                    if (key >= T || (Causal && key > q)) pv = 0.0f;
+                }
+                accS(i) = pv;
+            }
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accP);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accP); i++) accP(i) = accS(i) * (accP(i) - Dl[(i >> 1) & 1]);
+        };
+        auto needs_mask = [&](int k0) { return k0 + kTile > T || (Causal && k0 + kTile - 1 > q0w); };
+        if (na > 0) {
+            wait_barrier(sm.full[stage_of(jb)], round_parity(jb));
+            auto first = [&](auto masked) {
+                issue_s_dp(0);
+                p_ds(0, masked);
             };
-            if (needs_mask(k1)) step(cute::true_type{});
-            else step(cute::false_type{});
-            arrive_barrier(sm.empty[stage_of(jb + kt)]);
+            if (needs_mask(0)) first(cute::true_type{});
+            else first(cute::false_type{});
             acc_to_a<E>(rS, accP);
+            for (int kt = 0; kt + 1 < na; kt++) {
+                const int k1 = (kt + 1) * kTile;
+                wait_barrier(sm.full[stage_of(jb + kt + 1)], round_parity(jb + kt + 1));
+                /* dQ of tile kt, S and dP of tile kt + 1, then kt + 1's P and dS */
+                auto step = [&](auto masked) {
+                    mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(jb + kt)), accQ);
+                    issue_s_dp(kt + 1);
+                    p_ds(k1, masked);
+                };
+                if (needs_mask(k1)) step(cute::true_type{});
+                else step(cute::false_type{});
+                arrive_barrier(sm.empty[stage_of(jb + kt)]);
+                acc_to_a<E>(rS, accP);
+            }
+            mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(jb + na - 1)), accQ);
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accQ);
+            arrive_barrier(sm.empty[stage_of(jb + na - 1)]);
         }
-        mma_rs<false>(mma_o, rS, dKt(_, _, _, stage_of(jb + na - 1)), accQ);
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(accQ);
-        arrive_barrier(sm.empty[stage_of(jb + na - 1)]);
-    }
-    for (int kt = na; kt < nkt; kt++) {
-        wait_barrier(sm.full[stage_of(jb + kt)], round_parity(jb + kt));
-        arrive_barrier(sm.empty[stage_of(jb + kt)]);
-    }
+        for (int kt = na; kt < nkt; kt++) {
+            wait_barrier(sm.full[stage_of(jb + kt)], round_parity(jb + kt));
+            arrive_barrier(sm.empty[stage_of(jb + kt)]);
+        }
 
-    const int ld = 3 * p.C;
-    E *dq = p.dqkv + (size_t)b * T * ld + h * kD;
-    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
-    CUTE_UNROLL
-    for (int i = 0; i < size(accQ); i += 2) {
-        const int q = q0w + get<0>(cO(i)), c = get<1>(cO(i));
-        if (q < T)
-            *reinterpret_cast<uint32_t *>(dq + (size_t)q * ld + c) = pack2<E>(accQ(i) * p.scale, accQ(i + 1) * p.scale);
-    }
-    jb += nkt;
+        const int ld = 3 * p.C;
+        E *dq = p.dqkv + (size_t)b * T * ld + h * kD;
+        Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
+        CUTE_UNROLL
+        for (int i = 0; i < size(accQ); i += 2) {
+            const int q = q0w + get<0>(cO(i)), c = get<1>(cO(i));
+            if (q < T)
+                *reinterpret_cast<uint32_t *>(dq + (size_t)q * ld + c) =
+                    pack2<E>(accQ(i) * p.scale, accQ(i + 1) * p.scale);
+        }
+        jb += nkt;
     }
 }
 
@@ -965,8 +974,9 @@ template <typename E> constexpr size_t fwd_smem_bytes() { return sizeof(FwdSmem<
 constexpr uint32_t kFwdOwnBytes = 1u * kBlock * kD * 2u;
 constexpr uint32_t kFwdTileBytes = 2u * kFwdTile * kD * 2u;
 
-/* a persistent grid (unit_at: query blocks, the last ones, which see the most keys, first). A consumer warpgroup keeps 64 query rows, S = Q K^T over a tile of 128
- * keys, the online softmax's row maximum and sum (log2 domain, as lse), and O += P V.
+/* a persistent grid (unit_at: query blocks, the last ones, which see the most keys, first).
+ * A consumer warpgroup keeps 64 query rows, S = Q K^T over a tile of 128 keys, the online
+ * softmax's row maximum and sum (log2 domain, as lse), and O += P V.
  * Tails: keys past T are masked; a row past T is computed and never stored. */
 template <typename E, bool Causal>
 __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constant__ FwdParams<E> p)
@@ -988,28 +998,30 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
         prefetch_tma_descriptor(p.k.get_tma_descriptor());
         prefetch_tma_descriptor(p.v.get_tma_descriptor());
         for (int u = blockIdx.x, k = 0, j_base = 0; u < units; u += gridDim.x, k++) {
-        const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
-        const int mb = w.blk, h = w.h, b = w.b, nkt = tiles_of(mb);
-        const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
-        Tensor gQ = local_tile(p.q.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
-        Tensor gK = local_tile(p.k.get_tma_tensor(gshape)(_, _, h, b), typename Ty::TileRows{}, make_coord(_, _0{}));
-        Tensor gV = local_tile(p.v.get_tma_tensor(gshape)(_, _, h, b), typename Ty::TileRows{}, make_coord(_, _0{}));
-        Tensor sQ = make_tensor(make_smem_ptr(sm.q), typename Ty::SmemOwn{});
-        Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
-        Tensor sV = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
-        auto tq = p.q.get_slice(0);
-        auto tk = p.k.get_slice(0);
-        auto tv = p.v.get_slice(0);
-        Tensor tKg = tk.partition_S(gK);
-        Tensor tKs = tk.partition_D(sK);
-        Tensor tVg = tv.partition_S(gV);
-        Tensor tVs = tv.partition_D(sV);
+            const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
+            const int mb = w.blk, h = w.h, b = w.b, nkt = tiles_of(mb);
+            const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
+            Tensor gQ = local_tile(p.q.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
+            Tensor gK =
+                local_tile(p.k.get_tma_tensor(gshape)(_, _, h, b), typename Ty::TileRows{}, make_coord(_, _0{}));
+            Tensor gV =
+                local_tile(p.v.get_tma_tensor(gshape)(_, _, h, b), typename Ty::TileRows{}, make_coord(_, _0{}));
+            Tensor sQ = make_tensor(make_smem_ptr(sm.q), typename Ty::SmemOwn{});
+            Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
+            Tensor sV = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
+            auto tq = p.q.get_slice(0);
+            auto tk = p.k.get_slice(0);
+            auto tv = p.v.get_slice(0);
+            Tensor tKg = tk.partition_S(gK);
+            Tensor tKs = tk.partition_D(sK);
+            Tensor tVg = tv.partition_S(gV);
+            Tensor tVs = tv.partition_D(sV);
 
-        own_acquire(sm.own_empty, k);
-        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kFwdOwnBytes);
-        copy(p.q.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
-        load_tile_pairs(p.k, tKg, tKs, p.v, tVg, tVs, sm.full, sm.empty, nkt, kFwdTileBytes, j_base);
-        j_base += nkt;
+            own_acquire(sm.own_empty, k);
+            cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kFwdOwnBytes);
+            copy(p.q.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
+            load_tile_pairs(p.k, tKg, tKs, p.v, tVg, tVs, sm.full, sm.empty, nkt, kFwdTileBytes, j_base);
+            j_base += nkt;
         }
         return;
     }
@@ -1032,122 +1044,123 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_forward(const __grid_constan
     Tensor rP = make_tensor<E>(partition_shape_A(mma_o, ScoreF{}));
     Tensor cS = ts.partition_C(make_identity_tensor(ScoreF{})); /* (query, key) in the tile */
     for (int u = blockIdx.x, k = 0, jb = 0; u < units; u += gridDim.x, k++) {
-    const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
-    const int h = w.h, b = w.b, q0w = w.blk * kBlock + 64 * cw, nkt = tiles_of(w.blk);
-    clear(accO);
-    /* a thread's two rows (element i lies in row (i / 2) % 2 of them: wgmma's D layout):
-     * the running maximum of S sl2 and the thread's share of the sum of exp2(S sl2 - max) */
-    float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+        const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
+        const int h = w.h, b = w.b, q0w = w.blk * kBlock + 64 * cw, nkt = tiles_of(w.blk);
+        clear(accO);
+        /* a thread's two rows (element i lies in row (i / 2) % 2 of them: wgmma's D layout):
+         * the running maximum of S sl2 and the thread's share of the sum of exp2(S sl2 - max) */
+        float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
 
-    /* S masked, the rows' new maximum of S sl2 (corr: the factor that rescales what was
-     * summed before it) and P = exp2(S sl2 - max) in place (one FFMA an element: the maximum
-     * is taken over S, sl2 > 0), its row sums added to sum. The maxima and sums go through
-     * four partials a row, not one chain of 32 dependent instructions. */
-    auto softmax_masked = [&](int k0, float corr[2], auto masked) {
-        constexpr bool M = decltype(masked)::value;
-        float part[2][4];
-        CUTE_UNROLL
-        for (int j = 0; j < 8; j++) part[j / 4][j % 4] = -INFINITY;
-        CUTE_UNROLL
-        for (int i = 0; i < size(accS); i++) {
-            if constexpr (M) {
-                const int q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
-                if (key >= T || (Causal && key > q)) accS(i) = -INFINITY;
+        /* S masked, the rows' new maximum of S sl2 (corr: the factor that rescales what was
+         * summed before it) and P = exp2(S sl2 - max) in place (one FFMA an element: the maximum
+         * is taken over S, sl2 > 0), its row sums added to sum. The maxima and sums go through
+         * four partials a row, not one chain of 32 dependent instructions. */
+        auto softmax_masked = [&](int k0, float corr[2], auto masked) {
+            constexpr bool M = decltype(masked)::value;
+            float part[2][4];
+            CUTE_UNROLL
+            for (int j = 0; j < 8; j++) part[j / 4][j % 4] = -INFINITY;
+            CUTE_UNROLL
+            for (int i = 0; i < size(accS); i++) {
+                if constexpr (M) {
+                    const int q = q0w + get<0>(cS(i)), key = k0 + get<1>(cS(i));
+                    if (key >= T || (Causal && key > q)) accS(i) = -INFINITY;
+                }
+                float &m = part[(i >> 1) & 1][(i >> 2) & 3];
+                m = fmaxf(m, accS(i));
             }
-            float &m = part[(i >> 1) & 1][(i >> 2) & 3];
-            m = fmaxf(m, accS(i));
-        }
-        float neg[2]; /* -max, the FFMA's addend; 0 on a row that has seen no key (P = 0 there) */
-        CUTE_UNROLL
-        for (int r = 0; r < 2; r++) {
-            float t = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
-            t = fmaxf(mx[r], quad_max(t) * p.sl2);
-            /* a row that has seen no key yet (max -inf) has nothing to rescale */
-            corr[r] = t == -INFINITY ? 1.0f : fast_exp2(mx[r] - t);
-            neg[r] = M && t == -INFINITY ? 0.0f : -t;
-            mx[r] = t;
-            sum[r] *= corr[r];
-        }
-        CUTE_UNROLL
-        for (int j = 0; j < 8; j++) part[j / 4][j % 4] = 0.0f;
-        CUTE_UNROLL
-        for (int i = 0; i < size(accS); i++) {
-            const int r = (i >> 1) & 1;
-            const float pv = fast_exp2(fmaf(accS(i), p.sl2, neg[r]));
-            accS(i) = pv;
-            part[r][(i >> 2) & 3] += pv;
-        }
-        CUTE_UNROLL
-        for (int r = 0; r < 2; r++) sum[r] += (part[r][0] + part[r][1]) + (part[r][2] + part[r][3]);
-    };
-    /* the mask's compares only on the tiles that need them (see tile_needs_mask): the last
-     * one, which holds the diagonal or keys past T */
-    auto softmax_tile = [&](int k0, float corr[2]) {
-        if (k0 + kFwdTile > T || (Causal && k0 + kFwdTile - 1 > q0w)) softmax_masked(k0, corr, cute::true_type{});
-        else softmax_masked(k0, corr, cute::false_type{});
-    };
+            float neg[2]; /* -max, the FFMA's addend; 0 on a row that has seen no key (P = 0 there) */
+            CUTE_UNROLL
+            for (int r = 0; r < 2; r++) {
+                float t = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
+                t = fmaxf(mx[r], quad_max(t) * p.sl2);
+                /* a row that has seen no key yet (max -inf) has nothing to rescale */
+                corr[r] = t == -INFINITY ? 1.0f : fast_exp2(mx[r] - t);
+                neg[r] = M && t == -INFINITY ? 0.0f : -t;
+                mx[r] = t;
+                sum[r] *= corr[r];
+            }
+            CUTE_UNROLL
+            for (int j = 0; j < 8; j++) part[j / 4][j % 4] = 0.0f;
+            CUTE_UNROLL
+            for (int i = 0; i < size(accS); i++) {
+                const int r = (i >> 1) & 1;
+                const float pv = fast_exp2(fmaf(accS(i), p.sl2, neg[r]));
+                accS(i) = pv;
+                part[r][(i >> 2) & 3] += pv;
+            }
+            CUTE_UNROLL
+            for (int r = 0; r < 2; r++) sum[r] += (part[r][0] + part[r][1]) + (part[r][2] + part[r][3]);
+        };
+        /* the mask's compares only on the tiles that need them (see tile_needs_mask): the last
+         * one, which holds the diagonal or keys past T */
+        auto softmax_tile = [&](int k0, float corr[2]) {
+            if (k0 + kFwdTile > T || (Causal && k0 + kFwdTile - 1 > q0w)) softmax_masked(k0, corr, cute::true_type{});
+            else softmax_masked(k0, corr, cute::false_type{});
+        };
 
-    wait_barrier(sm.own_full, (uint32_t)k & 1u);
-    {
-        Tensor gQ = ts.partition_A(sQ);
-        CUTE_UNROLL
-        for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i);
-    }
-    arrive_barrier(sm.own_empty); /* Q in registers: the next unit's may come */
-    /* Every tile of the block is every consumer's: with tiles of 128 keys and blocks of 128
-     * queries, a causal block's last tile holds its diagonal for both warpgroups. The loop is
-     * software-pipelined within the warpgroup: tile kt's S = Q K^T and the previous tile's
-     * O += P V are in flight together, and kt's softmax runs while P V computes. */
-    float corr[2];
-    wait_barrier(sm.full[stage_of(jb)], round_parity(jb));
-    mma_rs<true>(mma_s, rQ, dKs(_, _, _, stage_of(jb)), accS);
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(accS);
-    softmax_tile(0, corr);
-    acc_to_a<E>(rP, accS);
-    for (int kt = 1; kt < nkt; kt++) {
-        const int s = stage_of(jb + kt), sp = stage_of(jb + kt - 1);
-        wait_barrier(sm.full[s], round_parity(jb + kt));
-        mma_rs<true>(mma_s, rQ, dKs(_, _, _, s), accS);
-        mma_rs<false>(mma_o, rP, dVt(_, _, _, sp), accO);
-        warpgroup_wait<1>(); /* S done, P V in flight */
+        wait_barrier(sm.own_full, (uint32_t)k & 1u);
+        {
+            Tensor gQ = ts.partition_A(sQ);
+            CUTE_UNROLL
+            for (int i = 0; i < size(rQ); i++) rQ(i) = gQ(i);
+        }
+        arrive_barrier(sm.own_empty); /* Q in registers: the next unit's may come */
+        /* Every tile of the block is every consumer's: with tiles of 128 keys and blocks of 128
+         * queries, a causal block's last tile holds its diagonal for both warpgroups. The loop is
+         * software-pipelined within the warpgroup: tile kt's S = Q K^T and the previous tile's
+         * O += P V are in flight together, and kt's softmax runs while P V computes. */
+        float corr[2];
+        wait_barrier(sm.full[stage_of(jb)], round_parity(jb));
+        mma_rs<true>(mma_s, rQ, dKs(_, _, _, stage_of(jb)), accS);
+        warpgroup_wait<0>();
         warpgroup_fence_operand(accS);
-        softmax_tile(kt * kFwdTile, corr);
+        softmax_tile(0, corr);
+        acc_to_a<E>(rP, accS);
+        for (int kt = 1; kt < nkt; kt++) {
+            const int s = stage_of(jb + kt), sp = stage_of(jb + kt - 1);
+            wait_barrier(sm.full[s], round_parity(jb + kt));
+            mma_rs<true>(mma_s, rQ, dKs(_, _, _, s), accS);
+            mma_rs<false>(mma_o, rP, dVt(_, _, _, sp), accO);
+            warpgroup_wait<1>(); /* S done, P V in flight */
+            warpgroup_fence_operand(accS);
+            softmax_tile(kt * kFwdTile, corr);
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(accO);
+            arrive_barrier(sm.empty[sp]);
+            CUTE_UNROLL
+            for (int i = 0; i < size(accO); i++) accO(i) *= corr[(i >> 1) & 1];
+            acc_to_a<E>(rP, accS);
+        }
+        mma_rs<false>(mma_o, rP, dVt(_, _, _, stage_of(jb + nkt - 1)), accO);
         warpgroup_wait<0>();
         warpgroup_fence_operand(accO);
-        arrive_barrier(sm.empty[sp]);
-        CUTE_UNROLL
-        for (int i = 0; i < size(accO); i++) accO(i) *= corr[(i >> 1) & 1];
-        acc_to_a<E>(rP, accS);
-    }
-    mma_rs<false>(mma_o, rP, dVt(_, _, _, stage_of(jb + nkt - 1)), accO);
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(accO);
-    arrive_barrier(sm.empty[stage_of(jb + nkt - 1)]);
+        arrive_barrier(sm.empty[stage_of(jb + nkt - 1)]);
 
-    /* O / sum into out's columns of head h; lse = max + log2(sum) by the quad's first thread */
-    float inv[2];
-    CUTE_UNROLL
-    for (int r = 0; r < 2; r++) {
-        sum[r] = quad_sum(sum[r]);
-        inv[r] = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
-    }
-    E *o = p.out + (size_t)b * T * p.C + h * kD;
-    Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
-    CUTE_UNROLL
-    for (int i = 0; i < size(accO); i += 2) {
-        const int r = (i >> 1) & 1, q = q0w + get<0>(cO(i)), c = get<1>(cO(i));
-        if (q < T)
-            *reinterpret_cast<uint32_t *>(o + (size_t)q * p.C + c) = pack2<E>(accO(i) * inv[r], accO(i + 1) * inv[r]);
-    }
-    if (tid % 4 == 0) {
+        /* O / sum into out's columns of head h; lse = max + log2(sum) by the quad's first thread */
+        float inv[2];
         CUTE_UNROLL
         for (int r = 0; r < 2; r++) {
-            const int q = q0w + get<0>(cS(2 * r));
-            if (q < T) p.lse[((size_t)b * p.H + h) * T + q] = mx[r] + __log2f(sum[r]);
+            sum[r] = quad_sum(sum[r]);
+            inv[r] = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
         }
-    }
-    jb += nkt;
+        E *o = p.out + (size_t)b * T * p.C + h * kD;
+        Tensor cO = to.partition_C(make_identity_tensor(HalfShape{}));
+        CUTE_UNROLL
+        for (int i = 0; i < size(accO); i += 2) {
+            const int r = (i >> 1) & 1, q = q0w + get<0>(cO(i)), c = get<1>(cO(i));
+            if (q < T)
+                *reinterpret_cast<uint32_t *>(o + (size_t)q * p.C + c) =
+                    pack2<E>(accO(i) * inv[r], accO(i + 1) * inv[r]);
+        }
+        if (tid % 4 == 0) {
+            CUTE_UNROLL
+            for (int r = 0; r < 2; r++) {
+                const int q = q0w + get<0>(cS(2 * r));
+                if (q < T) p.lse[((size_t)b * p.H + h) * T + q] = mx[r] + __log2f(sum[r]);
+            }
+        }
+        jb += nkt;
     }
 }
 
