@@ -22,11 +22,27 @@ def error_lines(text):
     return [l for l in text.splitlines() if l.startswith("dpscale: error:")]
 
 
+def descends_from(pid, ancestor):
+    """Whether ancestor is pid's parent, grandparent, ... (the tests run in parallel: another
+    launch's ranks of the same binary are no ranks of this one)."""
+    for _ in range(8):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])  # field 4, after the command's ")"
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
 def rank_pids(mpirun_pid):
     """{rank: pid} of the dpscale processes mpirun started (their OMPI_COMM_WORLD_RANK)."""
     out = {}
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        if not pid.isdigit() or not descends_from(int(pid), mpirun_pid):
             continue
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
