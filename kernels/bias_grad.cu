@@ -3,9 +3,11 @@
  * into partial[chunk][col], then one pass adds the chunks in a fixed order. No atomics,
  * so the result is the same on every run. A thread reads 16 bytes of a row at once
  * (V = 16 / sizeof(T) columns) when cols is a multiple of V and d is 16-byte aligned,
- * else one column (V = 1). */
+ * else one column (V = 1). The second pass is launched as the first's programmatic
+ * dependent (dependent_launch.cuh): its blocks start as the first's finish. */
 #include <stdint.h>
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/kernels_cuda.h"
 
@@ -41,6 +43,7 @@ template <typename T, int V> __global__ void __launch_bounds__(BG_WARPS * 32)
             }
         }
     }
+    dependents_may_start(); /* sum_chunks may take the SMs as this grid's blocks finish */
 #pragma unroll
     for (int i = 0; i < V; i++) red[w][lane * V + i] = acc[i];
     __syncthreads();
@@ -62,6 +65,7 @@ template <typename O> __global__ void __launch_bounds__(BG_SUM_WARPS * 32)
     __shared__ float red[BG_SUM_WARPS][32];
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32, col = blockIdx.x * 32 + lane;
     float sum = 0.0f;
+    wait_for_predecessor(); /* launched as column_partials' dependent: its partials complete */
     if (col < cols)
 #pragma unroll 4
         for (int c = w; c < chunks; c += BG_SUM_WARPS) sum += partial[(size_t)c * cols + col];
@@ -88,11 +92,16 @@ static cudaError_t launch(void *dbias, int dbias_in_dtype, const void *d, int ro
             const dim3 grid((cols + 31) / 32, chunks);
             column_partials<T, 1><<<grid, BG_WARPS * 32, 0, s>>>(partial, (const T *)d, rows, cols);
         }
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
     }
     const int blocks = (cols + 31) / 32;
-    if (dbias_in_dtype) sum_chunks<T><<<blocks, BG_SUM_WARPS * 32, 0, s>>>((T *)dbias, partial, chunks, cols);
-    else sum_chunks<float><<<blocks, BG_SUM_WARPS * 32, 0, s>>>((float *)dbias, partial, chunks, cols);
-    return cudaGetLastError();
+    const bool after = chunks > 0; /* as column_partials' dependent */
+    if (dbias_in_dtype)
+        return launch_maybe_dependent(after, sum_chunks<T>, dim3(blocks), dim3(BG_SUM_WARPS * 32), 0, s, (T *)dbias,
+                                      (const float *)partial, chunks, cols);
+    return launch_maybe_dependent(after, sum_chunks<float>, dim3(blocks), dim3(BG_SUM_WARPS * 32), 0, s,
+                                  (float *)dbias, (const float *)partial, chunks, cols);
 }
 
 extern "C" cudaError_t cuda_bias_grad(void *dbias, int dbias_in_dtype, const void *d, int rows, int cols, int dtype,

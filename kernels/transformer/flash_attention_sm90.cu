@@ -9,7 +9,9 @@
  * All three kernels are persistent grids (a block an SM taking row blocks in turn, the
  * loader fetching the next one's rows while the consumers work: unit_at), carry the mask's
  * compares only on the tiles that need them (tile_needs_mask) and keep the next tile's
- * products in flight behind this one's. On an H200 at GPT-2 small's shape
+ * products in flight behind this one's; the dQ kernel is launched as the dK dV kernel's
+ * programmatic dependent (it reads nothing that one writes), so its blocks take the SMs as
+ * the dK dV grid's last ones finish. On an H200 at GPT-2 small's shape
  * (results/h200x1-attention-persistent): forward 0.108 ms (239 TFLOP/s), backward 0.304
  * (212); from 0.168 and 0.385 before those three (results/h200x1-kernel-profile says why).
  *
@@ -73,6 +75,7 @@
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_types.h>
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/transformer/attention_dq_order.h"
 #include "kernels/transformer/attention_math.cuh"
 #include "kernels/transformer/flash_attention_sm90.h"
@@ -493,6 +496,9 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dkdv(const __grid_c
     /* queries before a block's first key see none of it */
     auto first_tile = [&](int nb) { return Causal ? nb * kBlock / kTile : 0; };
     const int wg = threadIdx.x / 128;
+    /* the dQ kernel, launched as this one's dependent, reads nothing this one writes: its
+     * blocks may take the SMs as this grid's finish (fa90_backward_dq) */
+    dependents_may_start();
     init_barriers(sm);
 
     if (wg == 0) { /* the loader */
@@ -949,6 +955,9 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         }
         jb += nkt;
     }
+    /* launched as the dK dV kernel's dependent (its blocks started as that grid's finished):
+     * this grid ends no sooner than that one, so what follows in the stream sees both */
+    wait_for_predecessor();
 }
 
 /* ---- forward --------------------------------------------------------------------------- */
@@ -1248,14 +1257,15 @@ static cudaError_t backward_typed(void *dqkv, const void *dout, const void *qkv,
     e = allow_smem(fa90_backward_dkdv<E, Causal>, smem);
     if (e != cudaSuccess) return e;
     fa90_backward_dkdv<E, Causal><<<persistent_blocks(grid), kThreads, smem, s>>>(p);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
     /* dQ: the same parameters with the roles of the rows swapped */
     p.own0 = tma_own<E>(q, T, H, B, ld);
     p.own1 = tma_own<E>(dout, T, H, B, C);
     p.tile0 = tma_tile<E>(k, T, H, B, ld);
     p.tile1 = tma_tile<E>(v, T, H, B, ld);
     if ((e = allow_smem(fa90_backward_dq<E, Causal>, smem)) != cudaSuccess) return e;
-    fa90_backward_dq<E, Causal><<<persistent_blocks(grid), kThreads, smem, s>>>(p);
-    return cudaGetLastError();
+    return launch_maybe_dependent(true, fa90_backward_dq<E, Causal>, dim3(persistent_blocks(grid)), dim3(kThreads),
+                                  smem, s, p);
 }
 
 

@@ -41,6 +41,7 @@
 
 #include <type_traits>
 
+#include "kernels/dependent_launch.cuh"
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/transformer/transformer_kernels.h"
 #include "kernels/vector_cuda.cuh"
@@ -698,7 +699,7 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
     /* ln_bwd_sum, launched as this kernel's programmatic dependent, may start its blocks
      * now: they wait (griddepcontrol.wait) for this whole grid and its stores before reading
      * the partial rows, so its launch no longer follows the last block's exit */
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    dependents_may_start();
     /* the block's partial row: [0][c] sum dy xhat, [1][c] sum dy */
     float *const row = partial + (size_t)blockIdx.x * 2 * C;
     if (slices == 1) { /* uniform */
@@ -744,11 +745,7 @@ __global__ void __launch_bounds__(TF_SUM_WARPS * 32) ln_bwd_sum(G *dgamma, G *db
     __shared__ float red[2][TF_SUM_WARPS][32];
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32, c = blockIdx.x * 32 + lane;
     float sg = 0.0f, sb = 0.0f;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    /* launched as the staged kernel's programmatic dependent: its partial rows complete and
-     * visible (without that launch attribute, this returns at once) */
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+    wait_for_predecessor(); /* after the staged kernel: its partial rows complete and visible */
     if (c < C)
 #pragma unroll 4
         for (int k = w; k < chunks; k += TF_SUM_WARPS) {
@@ -771,29 +768,6 @@ __global__ void __launch_bounds__(TF_SUM_WARPS * 32) ln_bwd_sum(G *dgamma, G *db
 
 /* ---- launches --------------------------------------------------------------------------- */
 
-/* The gains' sums; after the staged kernel (compute capability 9.0 or later) as its
- * programmatic dependent, whose blocks launch while the staged kernel's last ones finish
- * (each waits for that grid before reading: see ln_bwd_sum); else a plain launch. */
-template <typename G>
-static cudaError_t launch_ln_bwd_sum(G *dgamma, G *dbeta, const float *partial, int chunks, int C, int blocks,
-                                     bool after_staged, cudaStream_t s)
-{
-    if (!after_staged) {
-        ln_bwd_sum<G><<<blocks, TF_SUM_WARPS * 32, 0, s>>>(dgamma, dbeta, partial, chunks, C);
-        return cudaGetLastError();
-    }
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(blocks);
-    cfg.blockDim = dim3(TF_SUM_WARPS * 32);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = s;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, ln_bwd_sum<G>, dgamma, dbeta, partial, chunks, C);
-}
 
 /* Vectors of 16 bytes a lane of the forward takes so that one warp holds a row of C (1, 2,
  * 3, 4, 6 or 8, at most LN_FWD_MAX_E elements), or 0 when C is not a whole number of
@@ -1043,8 +1017,12 @@ static cudaError_t launch_ln_bwd(enum ln_backward_kernel which, void *dx_, void 
     }
     if (e != cudaSuccess) return e;
     const int sum_blocks = (C + 31) / 32;
-    if (grads_in_t) return launch_ln_bwd_sum<T>((T *)dgamma, (T *)dbeta, partial, chunks, C, sum_blocks, staged, s);
-    return launch_ln_bwd_sum<float>((float *)dgamma, (float *)dbeta, partial, chunks, C, sum_blocks, staged, s);
+    /* after the staged kernel, as its dependent: see ln_bwd_sum */
+    if (grads_in_t)
+        return launch_maybe_dependent(staged, ln_bwd_sum<T>, dim3(sum_blocks), dim3(TF_SUM_WARPS * 32), 0, s, (T *)dgamma,
+                                      (T *)dbeta, (const float *)partial, chunks, C);
+    return launch_maybe_dependent(staged, ln_bwd_sum<float>, dim3(sum_blocks), dim3(TF_SUM_WARPS * 32), 0, s,
+                                  (float *)dgamma, (float *)dbeta, (const float *)partial, chunks, C);
 }
 
 extern "C" cudaError_t cuda_layernorm_backward_using(enum ln_backward_kernel which, void *dx, void *dgamma,

@@ -333,8 +333,9 @@ main() {
     {
         echo "## dpscale beside its peers, one GPU ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
         echo
-        echo "tests/gpu/bench_peers.sh, $(date -u +%Y-%m-%d), dpscale $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null ||
-            "$DPSCALE" version 2>/dev/null | head -1)."
+        # the binary's own version: a tree copied to the GPU machine can carry an older HEAD
+        echo "tests/gpu/bench_peers.sh, $(date -u +%Y-%m-%d), $("$DPSCALE" version 2>/dev/null | head -1 ||
+            echo "dpscale $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)")."
         echo
         report_table
     } | tee "$OUTDIR/bench-peers.md"
