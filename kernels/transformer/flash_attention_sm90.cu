@@ -431,6 +431,36 @@ template <typename E> __device__ __forceinline__ void prefetch_descriptors(const
     prefetch_tma_descriptor(p.delta.get_tma_descriptor());
 }
 
+/* The loader's start of the block's k-th unit: its own rows (own0 and own1 of row block
+ * blk, head h, sequence b) into their buffer once unit k - 1's have been read */
+template <typename E> __device__ __forceinline__ void load_own(const Params<E> &p, Smem<E> &sm, int blk, int h, int b, int k)
+{
+    using Ty = Types<E>;
+    const auto gshape = make_shape(p.T, Int<kD>{}, p.H, p.B);
+    Tensor g0 = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(blk, _0{}));
+    Tensor g1 = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(blk, _0{}));
+    Tensor s0 = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
+    Tensor s1 = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
+    auto t0 = p.own0.get_slice(0);
+    auto t1 = p.own1.get_slice(0);
+    own_acquire(sm.own_empty, k);
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
+    copy(p.own0.with(sm.own_full), t0.partition_S(g0), t0.partition_D(s0));
+    copy(p.own1.with(sm.own_full), t1.partition_S(g1), t1.partition_D(s1));
+}
+
+/* A tile tensor's (tile0's or tile1's) copy views for head h, sequence b: the source by
+ * tile, the destination (stages of buf) by stage */
+template <typename E, class Tma>
+__device__ __forceinline__ auto tile_views(const Tma &tma, const Params<E> &p, E *buf, int h, int b)
+{
+    const auto gshape = make_shape(p.T, Int<kD>{}, p.H, p.B);
+    Tensor g = local_tile(tma.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+    Tensor sm = make_tensor(make_smem_ptr(buf), typename Types<E>::SmemTiles{});
+    auto t = tma.get_slice(0);
+    return cute::make_tuple(t.partition_S(g), t.partition_D(sm));
+}
+
 /* The dK dV loader for the k-th unit of the block (key block nb of head h, sequence b): its
  * K and V rows, then Q, dO, lse and delta of its n query tiles tile_of(0 .. n - 1), the
  * block's tile j_base + i into stage (j_base + i) % kStages once that stage is free. */
@@ -438,40 +468,25 @@ template <typename E, class TileOf>
 __device__ __forceinline__ void load_dkdv(const Params<E> &p, Smem<E> &sm, int nb, int h, int b, int n, TileOf tile_of,
                                           int k = 0, int j_base = 0)
 {
-    using Ty = Types<E>;
     const int T = p.T;
-    const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
-    Tensor gK = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
-    Tensor gV = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(nb, _0{}));
-    Tensor gQ = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
-    Tensor gO = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
+    auto vq = tile_views(p.tile0, p, sm.tile[0], h, b);
+    auto vo = tile_views(p.tile1, p, sm.tile[1], h, b);
+    auto &tQg = get<0>(vq);
+    auto &tQs = get<1>(vq);
+    auto &tOg = get<0>(vo);
+    auto &tOs = get<1>(vo);
     const int line0 = (b * p.H + h) * T, lines = p.B * p.H * T;
     Tensor gLall = p.lse.get_tma_tensor(make_shape(lines));
     Tensor gDall = p.delta.get_tma_tensor(make_shape(lines));
-    Tensor sK = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
-    Tensor sV = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
-    Tensor sQ = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
-    Tensor sO = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
     using LineStages = Layout<Shape<Int<kLineBox>, Int<kStages>>, Stride<_1, Int<kLineStage>>>;
     Tensor sL = make_tensor(make_smem_ptr(&sm.lse[0][0]), LineStages{});
     Tensor sD = make_tensor(make_smem_ptr(&sm.delta[0][0]), LineStages{});
-    auto tk = p.own0.get_slice(0);
-    auto tv = p.own1.get_slice(0);
-    auto tq = p.tile0.get_slice(0);
-    auto to = p.tile1.get_slice(0);
     auto tl = p.lse.get_slice(0);
     auto td = p.delta.get_slice(0);
-    Tensor tQg = tq.partition_S(gQ);
-    Tensor tQs = tq.partition_D(sQ);
-    Tensor tOg = to.partition_S(gO);
-    Tensor tOs = to.partition_D(sO);
     Tensor tLs = tl.partition_D(sL);
     Tensor tDs = td.partition_D(sD);
 
-    own_acquire(sm.own_empty, k);
-    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
-    copy(p.own0.with(sm.own_full), tk.partition_S(gK), tk.partition_D(sK));
-    copy(p.own1.with(sm.own_full), tv.partition_S(gV), tv.partition_D(sV));
+    load_own(p, sm, nb, h, b, k);
     for (int i = 0; i < n; i++) {
         const int j = j_base + i, s = stage_of(j), qt = tile_of(i);
         if (j >= kStages) wait_barrier(sm.empty[s], round_parity(j) ^ 1u);
@@ -806,30 +821,12 @@ __global__ void __launch_bounds__(kThreads, 1) fa90_backward_dq(const __grid_con
         prefetch_descriptors(p);
         for (int u = blockIdx.x, k = 0, j_base = 0; u < units; u += gridDim.x, k++) {
             const unit_rc w = unit_at(u, nblk, p.H, p.B, Causal);
-            const int mb = w.blk, h = w.h, b = w.b, nkt = tiles_of(mb);
-            const auto gshape = make_shape(T, Int<kD>{}, p.H, p.B);
-            Tensor gQ = local_tile(p.own0.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
-            Tensor gO = local_tile(p.own1.get_tma_tensor(gshape)(_, _, h, b), OwnShape{}, make_coord(mb, _0{}));
-            Tensor gK = local_tile(p.tile0.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
-            Tensor gV = local_tile(p.tile1.get_tma_tensor(gshape)(_, _, h, b), TileShape{}, make_coord(_, _0{}));
-            Tensor sQ = make_tensor(make_smem_ptr(sm.own[0]), typename Ty::SmemOwn{});
-            Tensor sO = make_tensor(make_smem_ptr(sm.own[1]), typename Ty::SmemOwn{});
-            Tensor sK = make_tensor(make_smem_ptr(sm.tile[0]), typename Ty::SmemTiles{});
-            Tensor sV = make_tensor(make_smem_ptr(sm.tile[1]), typename Ty::SmemTiles{});
-            auto tq = p.own0.get_slice(0);
-            auto to = p.own1.get_slice(0);
-            auto tk = p.tile0.get_slice(0);
-            auto tv = p.tile1.get_slice(0);
-            Tensor tKg = tk.partition_S(gK);
-            Tensor tKs = tk.partition_D(sK);
-            Tensor tVg = tv.partition_S(gV);
-            Tensor tVs = tv.partition_D(sV);
-
-            own_acquire(sm.own_empty, k);
-            cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&sm.own_full, kOwnBytes);
-            copy(p.own0.with(sm.own_full), tq.partition_S(gQ), tq.partition_D(sQ));
-            copy(p.own1.with(sm.own_full), to.partition_S(gO), to.partition_D(sO));
-            load_tile_pairs(p.tile0, tKg, tKs, p.tile1, tVg, tVs, sm.full, sm.empty, nkt, kTileBytes, j_base);
+            const int nkt = tiles_of(w.blk);
+            auto vk = tile_views(p.tile0, p, sm.tile[0], w.h, w.b);
+            auto vv = tile_views(p.tile1, p, sm.tile[1], w.h, w.b);
+            load_own(p, sm, w.blk, w.h, w.b, k);
+            load_tile_pairs(p.tile0, get<0>(vk), get<1>(vk), p.tile1, get<0>(vv), get<1>(vv), sm.full, sm.empty, nkt,
+                            kTileBytes, j_base);
             j_base += nkt;
         }
         return;
