@@ -12,10 +12,7 @@ source tests/gpu/lent_call.sh /tmp/peers-persistent/tests
 ok 150 attention $T/test_flash_attention_cuda; grep -E "backward FA2|forward  FA2|passed|FAIL|not ok" $L/attention.log
 ok 100 layernorm $T/test_transformer_cuda; grep -E "backward  8192 x 1600|backward 16384 x  768|passed" $L/layernorm.log | head -12
 ok 100 loss $T/test_loss_cuda; grep -E "FAIL|passed| ms" $L/loss.log | head -6
-for m in gpt bert; do
-  ok 60 dump_$m $D dump --config configs/$m-tiny.ini --backend=cuda --model.seq_len=200 --model.vocab=61 --train.batch_per_gpu=3 --model.hidden_dim=128 --model.heads=2 --precision=bf16 --train.attention=flash --train.gemm_epilogue=on $O --run.output=mid-$m.h5
-  ok 60 torch_$m python3 tests/gpu/torch_reference.py $L/mid-$m.h5 --tol 3e-2; tail -1 $L/torch_$m.log
-done
+against_pytorch
 left=$((560 - SECONDS - 70))
 echo "== bench_peers with $left s"
 DPSCALE=$D BENCH_PEERS_BUDGET_S=$left BENCH_PEERS_TORCH_XL=off LLMC_DIR=build/peers-src/llm.c \

@@ -13,6 +13,12 @@
 #                            "== NAME: FAIL (rc)" and the log's last lines
 #   bench NAME CMD...        runs a dpscale bench into L/bench-NAME.log: its step, GEMM rate and
 #                            largest operations
+# and, for the transformers,
+#   against_pytorch          GPT and BERT at T = 200 in bf16 (flash attention, the epilogues)
+#                            against PyTorch, gradient by gradient (tests/gpu/torch_reference.py)
+#   bench_transformers       dpscale bench of GPT-2 small, BERT-Large (every position), XL
+#   attention_kernel_times   Nsight Compute's time of each Hopper attention kernel at GPT-2
+#                            small's shape (where ncu is there)
 # Then it prints the date, dpscale's version and the GPU. Exits 3 if the binaries do not unpack.
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 PYTHON=python3
@@ -35,6 +41,28 @@ bench() {
     echo "== bench $n rc=$?"
     grep -E "^step|GEMM FLOP rate" "$L/bench-$n.log"
     sed -n '/where the step goes/,/largest/p' "$L/bench-$n.log" | sed -n '3,9p'
+}
+against_pytorch() {
+    local m
+    for m in gpt bert; do
+        ok 60 "dump_$m" $D dump --config "configs/$m-tiny.ini" --backend=cuda --model.seq_len=200 --model.vocab=61 \
+            --train.batch_per_gpu=3 --model.hidden_dim=128 --model.heads=2 --precision=bf16 --train.attention=flash \
+            --train.gemm_epilogue=on $O --run.output="mid-$m.h5"
+        ok 60 "torch_$m" python3 tests/gpu/torch_reference.py "$L/mid-$m.h5" --tol 3e-2
+        tail -1 "$L/torch_$m.log"
+    done
+}
+bench_transformers() {
+    bench gpt2-small $D bench --config configs/gpt2-small.ini
+    bench bert-large $D bench --config configs/bert-large.ini --model.mask_fraction=1
+    bench gpt2-xl $D bench --config configs/gpt2-xl.ini --train.batch_per_gpu=8
+}
+attention_kernel_times() {
+    command -v ncu > /dev/null || return 0
+    ok 200 ncu_attention ncu -k "regex:fa90_(forward|backward_dkdv|backward_dq)" -c 3 \
+        --metrics gpu__time_duration.sum,sm__inst_executed.sum $D run --config configs/gpt2-small.ini \
+        --run.backend=cuda --model.layers=1 --train.iters=1 --train.warmup=0 --run.sweep=1 $O --run.output=ncu.h5
+    grep -E "^  [a-z].*\(|gpu__time|inst_executed" "$L/ncu_attention.log" | head -16
 }
 date -u
 $D --version 2>&1 | head -1
