@@ -772,7 +772,6 @@ __global__ void __launch_bounds__(TF_SUM_WARPS * 32) ln_bwd_sum(G *dgamma, G *db
 
 /* ---- launches --------------------------------------------------------------------------- */
 
-
 /* Vectors of 16 bytes a lane of the forward takes so that one warp holds a row of C (1, 2,
  * 3, 4, 6 or 8, at most LN_FWD_MAX_E elements), or 0 when C is not a whole number of
  * vectors or too long. */
