@@ -122,9 +122,10 @@ bin/tests/test_flash_sm90_layouts: tests/unit/test_flash_sm90_layouts.cu
 	$(CUTLASS_FOUND)
 	$(NVCC) -O1 -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -MMD -MP $(SM90A_ARCH) -o $@ $<
 
-bin/tests/test_layernorm_staged_plan: tests/unit/test_layernorm_staged_plan.cu
+# the kernel file included whole; the bias gradient's launcher, which it calls, linked
+bin/tests/test_layernorm_staged_plan: tests/unit/test_layernorm_staged_plan.cu build/kernels/bias_grad.o
 	@mkdir -p $(@D)
-	$(NVCC) -O1 -std=c++17 $(CPPFLAGS_TREE) -MMD -MP -gencode arch=compute_90,code=sm_90 -o $@ $<
+	$(NVCC) -O1 -std=c++17 $(CPPFLAGS_TREE) -MMD -MP -gencode arch=compute_90,code=sm_90 -o $@ $< build/kernels/bias_grad.o
 
 bin/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(@D)

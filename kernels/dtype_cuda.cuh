@@ -17,6 +17,12 @@ template <> __device__ __forceinline__ float from_f32<float>(float v) { return v
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
 template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half(v); }
 
+/* The run-time dtype (enum dtype) of T: the inverse of DISPATCH_DTYPE. */
+template <typename T> constexpr int dtype_of();
+template <> constexpr int dtype_of<float>() { return DT_F32; }
+template <> constexpr int dtype_of<__nv_bfloat16>() { return DT_BF16; }
+template <> constexpr int dtype_of<__half>() { return DT_F16; }
+
 /* Sixteen bytes of T: one vector load or store. */
 template <typename T> struct alignas(16) pack16 {
     static constexpr int N = 16 / sizeof(T);

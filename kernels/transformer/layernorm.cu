@@ -47,6 +47,7 @@
 
 #include "kernels/dependent_launch.cuh"
 #include "kernels/dtype_cuda.cuh"
+#include "kernels/kernels_cuda.h"
 #include "kernels/transformer/transformer_kernels.h"
 #include "kernels/vector_cuda.cuh"
 
@@ -547,14 +548,18 @@ __host__ __device__ constexpr size_t ln_stg_head_bytes(int block_rows, int C)
  * rows. Tile t is the (t / stages)-th use of stage t % stages: its barrier's phase of parity
  * (t / stages) & 1. Tile t + stages - 1 goes into tile t - 1's stage after tile t's first
  * __syncthreads, which a thread reaches only once done with tile t - 1. */
-template <typename T, bool ACC, int K>
+template <typename T, bool ACC, int K, bool SUM>
 __global__ void __launch_bounds__(LN_STG_THREADS, 1)
     ln_bwd_staged(T *__restrict__ dx, float *__restrict__ partial, const T *__restrict__ dy,
                   const T *__restrict__ x, const float *__restrict__ mean, const float *__restrict__ rstd,
                   const T *__restrict__ gamma, int R, int C, int tile_rows, int stages, int slices, int block_rows)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int NT = LN_STG_THREADS, NW = LN_STG_WARPS, V = pack16<T>::N, NA = ACC ? 3 : 2;
+    constexpr int NT = LN_STG_THREADS, NW = LN_STG_WARPS, V = pack16<T>::N, NA = ACC ? 3 : 2, NS = SUM ? 3 : 2;
+    /* gamma in registers for the whole kernel where they are free: not with two vectors a
+     * thread, nor beside the dx sums (a 64-register thread then spills) */
+    constexpr bool GAMMA_IN_REGS = K == 1 && !SUM;
+    static_assert(!SUM || K == 1, "the dx sums take the registers of one vector a thread");
     typedef ln_vec<T, V> vec;
     extern __shared__ float4 ln_stg_smem[];
     __shared__ float4 stat[2][LN_STG_MAX_TILE_ROWS];
@@ -603,12 +608,15 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
     /* the column step's thread: slice s, vector j0 (and j0 + NT) of each of its rows */
     const int span = slices > 1 ? nvec : NT, s = tid / span, j0 = tid % span;
     const bool cols = s < slices;
-    float ag[K][V], ab[K][V], gk[V];
+    float ag[K][V], ab[K][V], as[SUM ? K : 1][V], gk[V];
 #pragma unroll
     for (int k = 0; k < K; k++)
 #pragma unroll
         for (int i = 0; i < V; i++) ag[k][i] = ab[k][i] = 0.0f;
-    if constexpr (K == 1)
+    if constexpr (SUM)
+#pragma unroll
+        for (int i = 0; i < V; i++) as[0][i] = 0.0f;
+    if constexpr (GAMMA_IN_REGS)
         if (cols && j0 < nvec) ln_load_floats<V>(gk, gf + (size_t)j0 * V);
     /* the row step's warp: part q of row rw of each pass over NW / wpr rows */
     const int wpr = tile_rows < NW ? NW / tile_rows : 1, per_pass = NW / wpr, q = warp % wpr, rw = warp / wpr;
@@ -678,7 +686,7 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
                         vec o;
                         if (ACC) o = in[2 * plane + k * NT];
                         float gm[V], v[V];
-                        if constexpr (K == 1) {
+                        if constexpr (GAMMA_IN_REGS) {
 #pragma unroll
                             for (int i = 0; i < V; i++) gm[i] = gk[i];
                         } else {
@@ -694,6 +702,9 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
                         }
                         ln_set(o, v);
                         out[k * NT] = o;
+                        if constexpr (SUM) /* dx as written: the sums of what the next GEMM reads */
+#pragma unroll
+                            for (int i = 0; i < V; i++) as[0][i] += ln_get(o, i);
                     }
             }
         }
@@ -704,8 +715,8 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
      * now: they wait (griddepcontrol.wait) for this whole grid and its stores before reading
      * the partial rows, so its launch no longer follows the last block's exit */
     dependents_may_start();
-    /* the block's partial row: [0][c] sum dy xhat, [1][c] sum dy */
-    float *const row = partial + (size_t)blockIdx.x * 2 * C;
+    /* the block's partial row: [0][c] sum dy xhat, [1][c] sum dy (and [2][c] sum dx) */
+    float *const row = partial + (size_t)blockIdx.x * NS * C;
     if (slices == 1) { /* uniform */
         if (cols)
 #pragma unroll
@@ -714,6 +725,7 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
                 if (j < nvec) {
                     ln_acc_store<V>(row + (size_t)j * V, ag[k]);
                     ln_acc_store<V>(row + C + (size_t)j * V, ab[k]);
+                    if constexpr (SUM) ln_acc_store<V>(row + 2 * C + (size_t)j * V, as[0]);
                 }
             }
     } else {
@@ -722,15 +734,16 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
         float *const all = reinterpret_cast<float *>(stage0);
         __syncthreads();
         if (cols) {
-            ln_acc_store<V>(all + (size_t)s * 2 * C + (size_t)j0 * V, ag[0]);
-            ln_acc_store<V>(all + (size_t)s * 2 * C + C + (size_t)j0 * V, ab[0]);
+            ln_acc_store<V>(all + (size_t)s * NS * C + (size_t)j0 * V, ag[0]);
+            ln_acc_store<V>(all + (size_t)s * NS * C + C + (size_t)j0 * V, ab[0]);
+            if constexpr (SUM) ln_acc_store<V>(all + (size_t)s * NS * C + 2 * C + (size_t)j0 * V, as[0]);
         }
         __syncthreads();
 #pragma unroll 1
-        for (int c = tid; c < 2 * C; c += NT) {
+        for (int c = tid; c < NS * C; c += NT) {
             float v = all[c];
 #pragma unroll 1
-            for (int k = 1; k < slices; k++) v += all[(size_t)k * 2 * C + c];
+            for (int k = 1; k < slices; k++) v += all[(size_t)k * NS * C + c];
             row[c] = v;
         }
     }
@@ -739,34 +752,33 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
 #endif
 }
 
-/* dgamma[c] = sum over chunks k of partial[k][0][c], dbeta[c] of partial[k][1][c], in a
- * fixed order: warp w of a block of 32 columns adds chunks w, w + TF_SUM_WARPS, ..., then
- * the warps' sums are added in warp order. */
-template <typename G>
-__global__ void __launch_bounds__(TF_SUM_WARPS * 32) ln_bwd_sum(G *dgamma, G *dbeta, const float *partial, int chunks,
-                                                                int C)
+/* out[n][c] = sum over chunks k of partial[k][n][c] for n < NS: dgamma (n = 0), dbeta (1)
+ * and, where NS = 3, the column sums of dx (2); in a fixed order: warp w of a block of 32
+ * columns adds chunks w, w + TF_SUM_WARPS, ..., then the warps' sums are added in warp order. */
+template <typename G, int NS>
+__global__ void __launch_bounds__(TF_SUM_WARPS * 32) ln_bwd_sum(G *dgamma, G *dbeta, G *dxsum, const float *partial,
+                                                                int chunks, int C)
 {
-    __shared__ float red[2][TF_SUM_WARPS][32];
+    __shared__ float red[NS][TF_SUM_WARPS][32];
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32, c = blockIdx.x * 32 + lane;
-    float sg = 0.0f, sb = 0.0f;
+    float sum[NS] = {};
     wait_for_predecessor(); /* after the staged kernel: its partial rows complete and visible */
     if (c < C)
 #pragma unroll 4
-        for (int k = w; k < chunks; k += TF_SUM_WARPS) {
-            sg += partial[(size_t)k * 2 * C + c];
-            sb += partial[((size_t)k * 2 + 1) * C + c];
-        }
-    red[0][w][lane] = sg;
-    red[1][w][lane] = sb;
+        for (int k = w; k < chunks; k += TF_SUM_WARPS)
+#pragma unroll
+            for (int n = 0; n < NS; n++) sum[n] += partial[((size_t)k * NS + n) * C + c];
+#pragma unroll
+    for (int n = 0; n < NS; n++) red[n][w][lane] = sum[n];
     __syncthreads();
     if (w == 0 && c < C) {
-        float g = 0.0f, b = 0.0f;
-        for (int i = 0; i < TF_SUM_WARPS; i++) {
-            g += red[0][i][lane];
-            b += red[1][i][lane];
+        G *const out[3] = {dgamma, dbeta, dxsum};
+#pragma unroll
+        for (int n = 0; n < NS; n++) {
+            float v = 0.0f;
+            for (int i = 0; i < TF_SUM_WARPS; i++) v += red[n][i][lane];
+            out[n][c] = from_f32<G>(v);
         }
-        dgamma[c] = from_f32<G>(g);
-        dbeta[c] = from_f32<G>(b);
     }
 }
 
@@ -852,9 +864,11 @@ extern "C" size_t cuda_layernorm_scratch_floats(int R, int C)
     int dev;
     if (R <= 0 || C <= 0) return 0;
     /* a row a tile bounds the blocks of every dtype; 1024 SMs where the GPU cannot be asked
-     * (its launch then fails too) */
+     * (its launch then fails too). Three partial rows a block (the gains' and dx's sums), or
+     * the bias gradient's scratch where dx's sums are taken after the kernel. */
     const int sms = ln_gpu_current(&g, &dev) == cudaSuccess ? g.sms : 1024;
-    return (size_t)ln_bwd_blocks(R, sms) * 2 * (size_t)C;
+    const size_t ln = (size_t)ln_bwd_blocks(R, sms) * 3 * (size_t)C, bias = cuda_bias_grad_scratch_floats(R, C);
+    return ln > bias ? ln : bias;
 }
 
 /* Dynamic shared memory over 48 KiB needs the kernel's leave, once a device. */
@@ -898,22 +912,25 @@ static cudaError_t launch_ln_bwd_tiled(T *dx, float *partial, const T *dy, const
  * memory (the head, then the stages, or the slices' gain sums at the end where larger). */
 struct ln_stg_plan {
     int blocks, block_rows, tile_rows, stages, slices, k;
+    bool sum_dx; /* the kernel adds dx's column sums too (a third partial row a block) */
     size_t smem;
 };
 
 static const size_t ln_stg_static_smem = sizeof(float4) * 2 * LN_STG_MAX_TILE_ROWS + sizeof(float2) * LN_STG_WARPS;
 
 /* false where the staged kernel does not apply: before compute capability 9.0 (no bulk
- * copies), rows of more than 2 vectors a thread (16 bits over 16,384 wide, fp32 over 8,192),
- * or where two tiles of one row do not fit beside the head (16 bits over ~14,000 wide when
- * accumulating; over ~2 million rows on 132 SMs, whose (mean, rstd) take the room). */
-template <typename T> static bool ln_stg_plan_for(ln_stg_plan *p, const ln_gpu &g, int R, int C, int accumulate)
+ * copies), rows of more than 2 vectors a thread (16 bits over 16,384 wide, fp32 over 8,192;
+ * 1 vector with dx's sums, sum_dx: 8,192 and 4,096), or where two tiles of one row do not fit
+ * beside the head (16 bits over ~14,000 wide when accumulating; over ~2 million rows on 132
+ * SMs, whose (mean, rstd) take the room). */
+template <typename T>
+static bool ln_stg_plan_for(ln_stg_plan *p, const ln_gpu &g, int R, int C, int accumulate, bool sum_dx)
 {
     constexpr int V = pack16<T>::N, NT = LN_STG_THREADS;
     if (g.major < 9 || R <= 0 || C <= 0 || C % V != 0) return false;
     const int nvec = C / V;
     p->k = (nvec + NT - 1) / NT;
-    if (p->k > LN_STG_MAX_K) return false;
+    if (p->k > (sum_dx ? 1 : LN_STG_MAX_K)) return false;
     p->blocks = R < g.sms ? R : g.sms;
     p->block_rows = (R + p->blocks - 1) / p->blocks;
     const size_t row_bytes = (size_t)(accumulate ? 3 : 2) * C * sizeof(T);
@@ -935,36 +952,49 @@ template <typename T> static bool ln_stg_plan_for(ln_stg_plan *p, const ln_gpu &
     stages = stages > LN_STG_MAX_STAGES ? LN_STG_MAX_STAGES : stages;
     stages = stages > (size_t)tiles ? (size_t)tiles : stages;
     size_t body = stages * rows * row_bytes;
-    const size_t sums = slices > 1 ? (size_t)slices * 2 * C * sizeof(float) : 0;
+    const size_t sums = slices > 1 ? (size_t)slices * (sum_dx ? 3 : 2) * C * sizeof(float) : 0;
     body = sums > body ? sums : body;
     if (head + body + ln_stg_static_smem > g.smem_optin) return false;
     p->tile_rows = (int)rows;
     p->stages = (int)stages;
     p->slices = slices;
     p->smem = head + body;
+    p->sum_dx = sum_dx;
     return true;
 }
 
-/* The staged kernel's plan for these arguments on the current device (*dev), or false */
+/* The staged kernel's plan for these arguments on the current device (*dev), with dx's
+ * sums where sum_dx and the width allows them, else without (plan.sum_dx says which); or false */
 template <typename T>
 static bool ln_stg_takes(ln_stg_plan *p, int *dev, const T *dx, const T *dy, const T *x, const T *gamma,
-                         const float *partial, int R, int C, int accumulate)
+                         const float *partial, int R, int C, int accumulate, bool sum_dx)
 {
     ln_gpu g;
     return vectors_fit<T>(C, dx, dy, x, gamma) && aligned16(partial) && ln_gpu_current(&g, dev) == cudaSuccess &&
-           ln_stg_plan_for<T>(p, g, R, C, accumulate);
+           ((sum_dx && ln_stg_plan_for<T>(p, g, R, C, accumulate, true)) ||
+            ln_stg_plan_for<T>(p, g, R, C, accumulate, false));
 }
 
-template <typename T, bool ACC, int K>
+template <typename T, bool ACC, int K, bool SUM>
 static cudaError_t launch_ln_bwd_staged_as(const ln_stg_plan &p, int dev, T *dx, float *partial, const T *dy,
                                           const T *x, const float *mean, const float *rstd, const T *gamma, int R,
                                           int C, cudaStream_t s)
 {
-    const cudaError_t e = ln_allow_smem<ln_bwd_staged<T, ACC, K>>(dev, p.smem);
+    const cudaError_t e = ln_allow_smem<ln_bwd_staged<T, ACC, K, SUM>>(dev, p.smem);
     if (e != cudaSuccess) return e;
-    ln_bwd_staged<T, ACC, K><<<p.blocks, LN_STG_THREADS, p.smem, s>>>(dx, partial, dy, x, mean, rstd, gamma, R, C,
-                                                                      p.tile_rows, p.stages, p.slices, p.block_rows);
+    ln_bwd_staged<T, ACC, K, SUM><<<p.blocks, LN_STG_THREADS, p.smem, s>>>(
+        dx, partial, dy, x, mean, rstd, gamma, R, C, p.tile_rows, p.stages, p.slices, p.block_rows);
     return cudaGetLastError();
+}
+
+template <typename T, bool ACC>
+static cudaError_t launch_ln_bwd_staged_acc(const ln_stg_plan &p, int dev, T *dx, float *partial, const T *dy,
+                                           const T *x, const float *mean, const float *rstd, const T *gamma, int R,
+                                           int C, cudaStream_t s)
+{
+    if (p.sum_dx) return launch_ln_bwd_staged_as<T, ACC, 1, true>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
+    return p.k == 1 ? launch_ln_bwd_staged_as<T, ACC, 1, false>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s)
+                    : launch_ln_bwd_staged_as<T, ACC, 2, false>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
 }
 
 template <typename T>
@@ -972,11 +1002,8 @@ static cudaError_t launch_ln_bwd_staged(const ln_stg_plan &p, int dev, T *dx, fl
                                         const float *mean, const float *rstd, const T *gamma, int R, int C,
                                         int accumulate, cudaStream_t s)
 {
-    if (accumulate)
-        return p.k == 1 ? launch_ln_bwd_staged_as<T, true, 1>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s)
-                        : launch_ln_bwd_staged_as<T, true, 2>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
-    return p.k == 1 ? launch_ln_bwd_staged_as<T, false, 1>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s)
-                    : launch_ln_bwd_staged_as<T, false, 2>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
+    if (accumulate) return launch_ln_bwd_staged_acc<T, true>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
+    return launch_ln_bwd_staged_acc<T, false>(p, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, s);
 }
 
 /* DPSCALE_LN_BACKWARD=tiled (staged) makes LN_BACKWARD_AUTO the tiled (staged) kernel; read
@@ -993,24 +1020,41 @@ static enum ln_backward_kernel ln_bwd_env_kernel(void)
     return (enum ln_backward_kernel)v;
 }
 
+/* ln_bwd_sum over `chunks` partial rows of NS sums (after the staged kernel, as its
+ * dependent: see ln_bwd_sum), into gradients of type G */
+template <typename G>
+static cudaError_t launch_ln_bwd_sum(bool dependent, void *dgamma, void *dbeta, void *dxsum, int ns,
+                                     const float *partial, int chunks, int C, cudaStream_t s)
+{
+    const dim3 grid((C + 31) / 32), block(TF_SUM_WARPS * 32);
+    if (ns == 3)
+        return launch_maybe_dependent(dependent, ln_bwd_sum<G, 3>, grid, block, 0, s, (G *)dgamma, (G *)dbeta,
+                                      (G *)dxsum, partial, chunks, C);
+    return launch_maybe_dependent(dependent, ln_bwd_sum<G, 2>, grid, block, 0, s, (G *)dgamma, (G *)dbeta,
+                                  (G *)NULL, partial, chunks, C);
+}
+
 template <typename T>
-static cudaError_t launch_ln_bwd(enum ln_backward_kernel which, void *dx_, void *dgamma, void *dbeta, int grads_in_t,
-                                 const void *dy_, const void *x_, const float *mean, const float *rstd,
-                                 const void *gamma_, int R, int C, int accumulate, float *partial, cudaStream_t s)
+static cudaError_t launch_ln_bwd(enum ln_backward_kernel which, void *dx_, void *dgamma, void *dbeta, void *dxsum,
+                                 int grads_in_t, const void *dy_, const void *x_, const float *mean,
+                                 const float *rstd, const void *gamma_, int R, int C, int accumulate, float *partial,
+                                 cudaStream_t s)
 {
     T *dx = (T *)dx_;
     const T *dy = (const T *)dy_, *x = (const T *)x_, *gamma = (const T *)gamma_;
     if (C <= 0) return cudaSuccess;
     if (which == LN_BACKWARD_AUTO) which = ln_bwd_env_kernel();
-    int chunks = 0; /* R = 0: no rows, gains of zero */
+    int chunks = 0; /* R = 0: no rows, gains (and dx's sums) of zero */
+    int ns = dxsum != NULL && R == 0 ? 3 : 2; /* sums a partial row holds */
     cudaError_t e = cudaSuccess;
     ln_stg_plan plan;
     int dev;
     bool staged = false;
     if (R > 0 && which == LN_BACKWARD_STAGED &&
-        ln_stg_takes<T>(&plan, &dev, dx, dy, x, gamma, partial, R, C, accumulate)) {
+        ln_stg_takes<T>(&plan, &dev, dx, dy, x, gamma, partial, R, C, accumulate, dxsum != NULL)) {
         e = launch_ln_bwd_staged<T>(plan, dev, dx, partial, dy, x, mean, rstd, gamma, R, C, accumulate, s);
         chunks = plan.blocks;
+        ns = plan.sum_dx ? 3 : 2;
         staged = true;
     } else if (R > 0) {
         with_vector_width<T>(vectors_fit<T>(C, dx, dy, x, gamma), [&](auto v) {
@@ -1019,48 +1063,49 @@ static cudaError_t launch_ln_bwd(enum ln_backward_kernel which, void *dx_, void 
         });
     }
     if (e != cudaSuccess) return e;
-    const int sum_blocks = (C + 31) / 32;
-    /* after the staged kernel, as its dependent: see ln_bwd_sum */
-    if (grads_in_t)
-        return launch_maybe_dependent(staged, ln_bwd_sum<T>, dim3(sum_blocks), dim3(TF_SUM_WARPS * 32), 0, s, (T *)dgamma,
-                                      (T *)dbeta, (const float *)partial, chunks, C);
-    return launch_maybe_dependent(staged, ln_bwd_sum<float>, dim3(sum_blocks), dim3(TF_SUM_WARPS * 32), 0, s,
-                                  (float *)dgamma, (float *)dbeta, (const float *)partial, chunks, C);
+    e = grads_in_t ? launch_ln_bwd_sum<T>(staged, dgamma, dbeta, dxsum, ns, partial, chunks, C, s)
+                   : launch_ln_bwd_sum<float>(staged, dgamma, dbeta, dxsum, ns, partial, chunks, C, s);
+    if (e != cudaSuccess || dxsum == NULL || ns == 3) return e;
+    /* dx's sums where the kernel that ran does not take them: the bias gradient's kernel on dx,
+     * in the same scratch (ln_bwd_sum, before it on the stream, is done with it) */
+    return cuda_bias_grad(dxsum, grads_in_t, dx, R, C, dtype_of<T>(), partial, s);
 }
 
 extern "C" cudaError_t cuda_layernorm_backward_using(enum ln_backward_kernel which, void *dx, void *dgamma,
-                                                     void *dbeta, int grad_dtype, const void *dy, const void *x,
-                                                     const float *mean, const float *rstd, const void *gamma, int R,
-                                                     int C, int accumulate, float *partial, int dtype, cudaStream_t s)
+                                                     void *dbeta, void *dxsum, int grad_dtype, const void *dy,
+                                                     const void *x, const float *mean, const float *rstd,
+                                                     const void *gamma, int R, int C, int accumulate, float *partial,
+                                                     int dtype, cudaStream_t s)
 {
-    return DISPATCH_DTYPE(dtype, launch_ln_bwd, which, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, mean, rstd,
-                          gamma, R, C, accumulate, partial, s);
+    return DISPATCH_DTYPE(dtype, launch_ln_bwd, which, dx, dgamma, dbeta, dxsum, grad_dtype != DT_F32, dy, x, mean,
+                          rstd, gamma, R, C, accumulate, partial, s);
 }
 
-extern "C" cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                               const void *x, const float *mean, const float *rstd, const void *gamma,
-                                               int R, int C, int accumulate, float *partial, int dtype, cudaStream_t s)
+extern "C" cudaError_t cuda_layernorm_backward(void *dx, void *dgamma, void *dbeta, void *dxsum, int grad_dtype,
+                                               const void *dy, const void *x, const float *mean, const float *rstd,
+                                               const void *gamma, int R, int C, int accumulate, float *partial,
+                                               int dtype, cudaStream_t s)
 {
-    return cuda_layernorm_backward_using(LN_BACKWARD_AUTO, dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, R,
-                                         C, accumulate, partial, dtype, s);
+    return cuda_layernorm_backward_using(LN_BACKWARD_AUTO, dx, dgamma, dbeta, dxsum, grad_dtype, dy, x, mean, rstd,
+                                         gamma, R, C, accumulate, partial, dtype, s);
 }
 
 template <typename T>
 static int ln_stg_takes_typed(struct ln_staged_shape *shape, const void *dx, const void *dy, const void *x,
-                              const void *gamma, const float *partial, int R, int C, int accumulate)
+                              const void *gamma, const float *partial, int R, int C, int accumulate, int sum_dx)
 {
     ln_stg_plan plan;
     int dev;
     if (!ln_stg_takes<T>(&plan, &dev, (const T *)dx, (const T *)dy, (const T *)x, (const T *)gamma, partial, R, C,
-                         accumulate))
+                         accumulate, sum_dx != 0))
         return 0;
-    if (shape != NULL) *shape = ln_staged_shape{plan.blocks, plan.tile_rows, plan.stages, plan.slices};
+    if (shape != NULL) *shape = ln_staged_shape{plan.blocks, plan.tile_rows, plan.stages, plan.slices, plan.sum_dx};
     return 1;
 }
 
 extern "C" int cuda_layernorm_backward_staged_takes(struct ln_staged_shape *shape, const void *dx, const void *dy,
                                                     const void *x, const void *gamma, const float *partial, int R,
-                                                    int C, int accumulate, int dtype)
+                                                    int C, int accumulate, int sum_dx, int dtype)
 {
-    return DISPATCH_DTYPE(dtype, ln_stg_takes_typed, shape, dx, dy, x, gamma, partial, R, C, accumulate);
+    return DISPATCH_DTYPE(dtype, ln_stg_takes_typed, shape, dx, dy, x, gamma, partial, R, C, accumulate, sum_dx);
 }

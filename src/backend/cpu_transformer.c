@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "backend/tf_ops.h"
 #include "base/error.h"
+#include "kernels/kernels_cpu.h"
 #include "kernels/transformer/transformer_cpu.h"
 
 static void need_f32(int grad_dtype)
@@ -37,13 +38,14 @@ static void be_layernorm_forward(struct backend *b, void *y, float *mean, float 
     cpu_layernorm_forward(y, mean, rstd, x, gamma, beta, rows, C);
 }
 
-static void be_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                                  const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
-                                  int accumulate)
+static void be_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, void *dxsum, int grad_dtype,
+                                  const void *dy, const void *x, const float *mean, const float *rstd,
+                                  const void *gamma, int rows, int C, int accumulate)
 {
     (void)b;
     need_f32(grad_dtype);
     cpu_layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, C, accumulate);
+    if (dxsum != NULL) cpu_bias_grad(dxsum, dx, rows, C);
 }
 
 static void be_attention_forward(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,

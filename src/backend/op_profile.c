@@ -173,11 +173,11 @@ static void w_ln_fwd(struct backend *b, void *y, float *mean, float *rstd, const
 {
     TIMED(OPK_LAYERNORM_FORWARD, orig_tf, layernorm_forward, b, y, mean, rstd, x, gamma, beta, rows, C);
 }
-static void w_ln_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
-                     const float *mean, const float *rstd, const void *gamma, int rows, int C, int acc)
+static void w_ln_bwd(struct backend *b, void *dx, void *dg, void *db, void *ds, int gd, const void *dy,
+                     const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C, int acc)
 {
-    TIMED(OPK_LAYERNORM_BACKWARD, orig_tf, layernorm_backward, b, dx, dg, db, gd, dy, x, mean, rstd, gamma, rows, C,
-          acc);
+    TIMED(OPK_LAYERNORM_BACKWARD, orig_tf, layernorm_backward, b, dx, dg, db, ds, gd, dy, x, mean, rstd, gamma, rows,
+          C, acc);
 }
 static void w_attn_fwd(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H, int causal)
 {

@@ -21,10 +21,12 @@ struct tf_ops {
                            const int *segments, const void *dx, int B, int T, int C, int V, int S);
     void (*layernorm_forward)(struct backend *b, void *y, float *mean, float *rstd, const void *x, const void *gamma,
                               const void *beta, int rows, int C);
-    /* accumulate = 1: dx += the gradient (a residual stream's, where it meets the LayerNorm). */
-    void (*layernorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
-                               const void *x, const float *mean, const float *rstd, const void *gamma, int rows, int C,
-                               int accumulate);
+    /* accumulate = 1: dx += the gradient (a residual stream's, where it meets the LayerNorm).
+     * dxsum (NULL: none): dx's column sums as written, C in grad_dtype: the bias gradient of
+     * the linear layer whose output gradient dx is, taken while dx is in hand. */
+    void (*layernorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, void *dxsum, int grad_dtype,
+                               const void *dy, const void *x, const float *mean, const float *rstd, const void *gamma,
+                               int rows, int C, int accumulate);
     void (*attention_forward)(struct backend *b, void *out, void *probs, const void *qkv, int B, int T, int C, int H,
                               int causal);
     void (*attention_backward)(struct backend *b, void *dqkv, const void *dout, const void *qkv, const void *probs,

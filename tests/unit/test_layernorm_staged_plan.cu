@@ -2,7 +2,7 @@
  * kernels/transformer/layernorm.cu) takes on trust from its launcher's plan, checked on the
  * host, without a GPU: for GPUs of 8 to 148 SMs and 99 or 227 KB of shared memory a block,
  * widths 8 .. 20,000, 1 .. 65,536 rows (4 million elements at most), fp32 and bf16, dx
- * overwritten or added to, the plan (ln_stg_plan_for) fits its shared memory and its limits,
+ * overwritten or added to, with dx's column sums asked for or not, the plan (ln_stg_plan_for) fits its shared memory and its limits,
  * and the kernel's mapping, replayed here with the kernel's formulas, writes each vector of
  * dx once, adds each row into each column's gain sums once, reads inside each tile's stage,
  * and keeps its pipeline sound: a stage is refilled only once its tile is consumed, every
@@ -36,12 +36,13 @@ static void result(const char *name)
 
 /* The kernel's work for one problem, replayed block by block and tile by tile. Returns
  * whether the staged kernel takes it. */
-template <typename T> static bool replay(const ln_gpu &g, int R, int C, int accumulate)
+template <typename T> static bool replay(const ln_gpu &g, int R, int C, int accumulate, bool sum_dx)
 {
-    snprintf(g_case, sizeof g_case, "%d SMs, %zu KB, R %d, C %d, %zu-byte elements, accumulate %d", g.sms,
-             g.smem_optin >> 10, R, C, sizeof(T), accumulate);
+    snprintf(g_case, sizeof g_case, "%d SMs, %zu KB, R %d, C %d, %zu-byte elements, accumulate %d, sums %d", g.sms,
+             g.smem_optin >> 10, R, C, sizeof(T), accumulate, (int)sum_dx);
     ln_stg_plan p;
-    if (!ln_stg_plan_for<T>(&p, g, R, C, accumulate)) return false;
+    if (!ln_stg_plan_for<T>(&p, g, R, C, accumulate, sum_dx)) return false;
+    EXPECT(p.sum_dx == sum_dx && (!sum_dx || p.k == 1)); /* the kernel keeps the dx sums of one vector a thread */
     constexpr int NT = LN_STG_THREADS, NW = LN_STG_WARPS, V = pack16<T>::N;
     const int NA = accumulate ? 3 : 2, nvec = C / V, tile_rows = p.tile_rows, stages = p.stages;
     const int slices = p.slices;
@@ -53,7 +54,7 @@ template <typename T> static bool replay(const ln_gpu &g, int R, int C, int accu
     EXPECT(p.blocks >= 1 && p.blocks <= g.sms && p.blocks <= R);
     const size_t head = ln_stg_head_bytes(p.block_rows, C), plane_bytes = (size_t)tile_rows * nvec * 16;
     EXPECT(head % 16 == 0 && head + stages * NA * plane_bytes <= p.smem);
-    if (slices > 1) EXPECT(head + (size_t)slices * 2 * C * sizeof(float) <= p.smem);
+    if (slices > 1) EXPECT(head + (size_t)slices * (sum_dx ? 3 : 2) * C * sizeof(float) <= p.smem);
     /* the row step: wpr warps a row, the wpr pairs within a warp's lanes, one warp a row to add them */
     const int wpr = tile_rows < NW ? NW / tile_rows : 1, per_pass = NW / wpr;
     EXPECT(wpr * per_pass <= NW && (wpr == 1 || tile_rows < NW));
@@ -130,8 +131,10 @@ static void the_plans_fit_and_the_mapping_covers_each_element_once(void)
         for (int C : g_widths)
             for (int R : g_rows)
                 for (int accumulate = 0; accumulate < 2 && (long long)R * C <= (1 << 22); accumulate++) {
-                    replay<__nv_bfloat16>(g, R, C, accumulate);
-                    replay<float>(g, R, C, accumulate);
+                    for (int sum_dx = 0; sum_dx < 2; sum_dx++) {
+                        replay<__nv_bfloat16>(g, R, C, accumulate, sum_dx);
+                        replay<float>(g, R, C, accumulate, sum_dx);
+                    }
                 }
     result("the_plans_fit_and_the_mapping_covers_each_element_once");
 }
@@ -146,15 +149,18 @@ static void the_staged_kernel_takes_the_models_shapes_on_hopper_alone(void)
         for (int accumulate = 0; accumulate < 2; accumulate++) {
             ln_stg_plan p;
             snprintf(g_case, sizeof g_case, "8192 x %d, accumulate %d", C, accumulate);
-            EXPECT(ln_stg_plan_for<__nv_bfloat16>(&p, h200, 8192, C, accumulate));
-            EXPECT(ln_stg_plan_for<float>(&p, h200, 8192, C, accumulate));
-            EXPECT(!ln_stg_plan_for<__nv_bfloat16>(&p, a100, 8192, C, accumulate));
+            EXPECT(ln_stg_plan_for<__nv_bfloat16>(&p, h200, 8192, C, accumulate, false));
+            EXPECT(ln_stg_plan_for<__nv_bfloat16>(&p, h200, 8192, C, accumulate, true)); /* up to 8,192 in 16 bits */
+            EXPECT(ln_stg_plan_for<float>(&p, h200, 8192, C, accumulate, false));
+            EXPECT(ln_stg_plan_for<float>(&p, h200, 8192, C, accumulate, true) == (C <= 4096));
+            EXPECT(!ln_stg_plan_for<__nv_bfloat16>(&p, a100, 8192, C, accumulate, false));
         }
     snprintf(g_case, sizeof g_case, "16384 wide");
     ln_stg_plan p;
-    EXPECT(ln_stg_plan_for<__nv_bfloat16>(&p, h200, 8192, 16384, 0) && p.k == 2);
-    EXPECT(!ln_stg_plan_for<float>(&p, h200, 8192, 16384, 0)); /* 4 vectors a thread */
-    EXPECT(!ln_stg_plan_for<__nv_bfloat16>(&p, h200, 8192, 1003, 0));
+    EXPECT(ln_stg_plan_for<__nv_bfloat16>(&p, h200, 8192, 16384, 0, false) && p.k == 2);
+    EXPECT(!ln_stg_plan_for<__nv_bfloat16>(&p, h200, 8192, 16384, 0, true)); /* dx's sums: one vector a thread */
+    EXPECT(!ln_stg_plan_for<float>(&p, h200, 8192, 16384, 0, false));        /* 4 vectors a thread */
+    EXPECT(!ln_stg_plan_for<__nv_bfloat16>(&p, h200, 8192, 1003, 0, false));
     result("the_staged_kernel_takes_the_models_shapes_on_hopper_alone");
 }
 
@@ -165,8 +171,8 @@ static void print_the_timed_shapes_plans(void)
     for (auto sh : shapes)
         for (int accumulate = 0; accumulate < 2; accumulate++) {
             ln_stg_plan p;
-            if (!ln_stg_plan_for<__nv_bfloat16>(&p, h200, sh.R, sh.C, accumulate)) continue;
-            printf("    bf16 %5d x %4d, accumulate %d on 132 SMs: tiles of %d rows (%zu KB), %d stages, %d slices, "
+            if (!ln_stg_plan_for<__nv_bfloat16>(&p, h200, sh.R, sh.C, accumulate, true)) continue;
+            printf("    bf16 %5d x %4d, accumulate %d, dx's sums on 132 SMs: tiles of %d rows (%zu KB), %d stages, %d slices, "
                    "%d tiles a block, %zu KB of shared memory\n",
                    sh.R, sh.C, accumulate, p.tile_rows, (size_t)p.tile_rows * sh.C * 2 * (accumulate ? 3 : 2) >> 10,
                    p.stages, p.slices, (p.block_rows + p.tile_rows - 1) / p.tile_rows, p.smem >> 10);

@@ -38,6 +38,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_state.h"
+#include "kernels/kernels_cuda.h"
 #include "kernels/transformer/transformer_kernels.h"
 #endif
 
@@ -153,17 +154,17 @@ static float *partial_alloc(int R, int C)
 
 /* The backward through `via` on the backend's stream (partial: partial_alloc's, for the
  * kernels by name). 0 where the launch failed, said. */
-static int ln_backward_run(int via, void *dx, void *dg, void *db, int grad_dtype, const void *dy, const void *x,
-                           const float *mean, const float *rstd, const void *gamma, int R, int C, int accumulate,
-                           float *partial)
+static int ln_backward_run(int via, void *dx, void *dg, void *db, void *ds, int grad_dtype, const void *dy,
+                           const void *x, const float *mean, const float *rstd, const void *gamma, int R, int C,
+                           int accumulate, float *partial)
 {
     if (via == VIA_TABLE) {
-        g_be.tf->layernorm_backward(&g_be, dx, dg, db, grad_dtype, dy, x, mean, rstd, gamma, R, C, accumulate);
+        g_be.tf->layernorm_backward(&g_be, dx, dg, db, ds, grad_dtype, dy, x, mean, rstd, gamma, R, C, accumulate);
         return 1;
     }
 #ifdef DPSCALE_HAVE_CUDA
     const cudaError_t e =
-        cuda_layernorm_backward_using(via == VIA_STAGED ? LN_BACKWARD_STAGED : LN_BACKWARD_TILED, dx, dg, db,
+        cuda_layernorm_backward_using(via == VIA_STAGED ? LN_BACKWARD_STAGED : LN_BACKWARD_TILED, dx, dg, db, ds,
                                       grad_dtype, dy, x, mean, rstd, gamma, R, C, accumulate, partial,
                                       g_be.act_dtype, cuda_state_stream(&g_be));
     if (e == cudaSuccess) return 1;
@@ -178,19 +179,21 @@ static int ln_backward_run(int via, void *dx, void *dg, void *db, int grad_dtype
 typedef struct ln_staged_shape staged_shape;
 #else
 typedef struct {
-    int blocks, tile_rows, stages, slices;
+    int blocks, tile_rows, stages, slices, sum_dx;
 } staged_shape;
 #endif
 
 /* Whether the staged kernel takes these arguments on this GPU (a NULL pointer: any alignment
- * allowed), and its shape; 0 without CUDA. */
+ * allowed), asked with dx's column sums where sums, and its shape; 0 without CUDA. */
 static int staged_takes(staged_shape *shape, const void *dx, const void *dy, const void *x, const void *gamma,
-                        const float *partial, int R, int C, int accumulate)
+                        const float *partial, int R, int C, int accumulate, int sums)
 {
 #ifdef DPSCALE_HAVE_CUDA
-    return cuda_layernorm_backward_staged_takes(shape, dx, dy, x, gamma, partial, R, C, accumulate, g_be.act_dtype);
+    return cuda_layernorm_backward_staged_takes(shape, dx, dy, x, gamma, partial, R, C, accumulate, sums,
+                                                g_be.act_dtype);
 #else
     (void)shape, (void)dx, (void)dy, (void)x, (void)gamma, (void)partial, (void)R, (void)C, (void)accumulate;
+    (void)sums;
     return 0;
 #endif
 }
@@ -198,7 +201,7 @@ static int staged_takes(staged_shape *shape, const void *dx, const void *dy, con
 /* One problem's inputs, on the host and the device: x, dy, gamma, the statistics the CPU's
  * forward gives, and dx as it is before the call (random when accumulating, else NaN). */
 struct ln_inputs {
-    int R, C, accumulate, grad_dtype, off;
+    int R, C, accumulate, grad_dtype, off, sums; /* sums: ask for dx's column sums too */
     size_t n;
     float *x, *dy, *gamma, *dx0, *mean, *rstd;
     void *x_d, *dy_d, *g_d;
@@ -228,10 +231,11 @@ static void ln_inputs_free(struct ln_inputs *in)
     free(in->x), free(in->dy), free(in->gamma), free(in->dx0), free(in->mean), free(in->rstd);
 }
 
-/* What one backward gave: dx, dgamma, dbeta as floats; raw (when asked for) their bytes. */
+/* What one backward gave: dx, dgamma, dbeta (and dx's column sums, ds, where asked) as
+ * floats; raw (when asked for) their bytes. */
 struct ln_outputs {
     int launched, staged; /* staged: the staged kernel took it (VIA_STAGED) */
-    float *dx, *dg, *db;
+    float *dx, *dg, *db, *ds;
     unsigned char *raw;
     size_t raw_bytes;
 };
@@ -245,33 +249,51 @@ static struct ln_outputs ln_run(const struct ln_inputs *in, int via, int want_ra
     float *nans_c = nan_array(C);
     void *dx_d = dev_from(in->dx0, n, g_be.act_dtype, in->off);
     void *dg_d = dev_from(nans_c, C, in->grad_dtype, 0), *db_d = dev_from(nans_c, C, in->grad_dtype, 0);
+    void *ds_d = in->sums ? dev_from(nans_c, C, in->grad_dtype, 0) : NULL;
     o.staged = via == VIA_STAGED && staged_takes(NULL, dx_d, in->dy_d, in->x_d, in->g_d, in->partial_d, in->R, C,
-                                                 in->accumulate);
-    o.launched = ln_backward_run(via, dx_d, dg_d, db_d, in->grad_dtype, in->dy_d, in->x_d, in->mean_d, in->rstd_d,
-                                 in->g_d, in->R, C, in->accumulate, in->partial_d);
+                                                 in->accumulate, in->sums);
+    o.launched = ln_backward_run(via, dx_d, dg_d, db_d, ds_d, in->grad_dtype, in->dy_d, in->x_d, in->mean_d,
+                                 in->rstd_d, in->g_d, in->R, C, in->accumulate, in->partial_d);
     o.dx = host_from(dx_d, n, g_be.act_dtype), o.dg = host_from(dg_d, C, in->grad_dtype);
     o.db = host_from(db_d, C, in->grad_dtype);
+    if (in->sums) o.ds = host_from(ds_d, C, in->grad_dtype);
     if (want_raw) {
-        o.raw_bytes = n * elem() + 2 * C * ge;
+        const int parts = in->sums ? 3 : 2;
+        o.raw_bytes = n * elem() + parts * C * ge;
         o.raw = malloc(o.raw_bytes);
         g_be.ops->download(&g_be, o.raw, dx_d, n * elem());
         g_be.ops->download(&g_be, o.raw + n * elem(), dg_d, C * ge);
         g_be.ops->download(&g_be, o.raw + n * elem() + C * ge, db_d, C * ge);
+        if (in->sums) g_be.ops->download(&g_be, o.raw + n * elem() + 2 * C * ge, ds_d, C * ge);
     }
     dev_free(dx_d, elem(), in->off), dev_free(dg_d, ge, 0), dev_free(db_d, ge, 0);
+    if (ds_d != NULL) dev_free(ds_d, ge, 0);
     free(nans_c);
     return o;
 }
 
-static void ln_outputs_free(struct ln_outputs *o) { free(o->dx), free(o->dg), free(o->db), free(o->raw); }
+static void ln_outputs_free(struct ln_outputs *o) { free(o->dx), free(o->dg), free(o->db), free(o->ds), free(o->raw); }
+
+/* Column sums of the R x C floats a, in double: what dx's column sums must be */
+static float *column_sums(const float *a, int R, int C)
+{
+    float *s = malloc((C + 1) * sizeof *s);
+    for (int c = 0; c < C; c++) {
+        double v = 0.0;
+        for (int r = 0; r < R; r++) v += a[(size_t)r * C + c];
+        s[c] = (float)v;
+    }
+    return s;
+}
 
 /* The backward on the CPU and, from the same dy, x, mean, rstd, gamma (and dx, when
- * accumulate), through the table and each kernel by name. Returns whether all agree with the
- * CPU. */
-static int ln_backward_case(int R, int C, int accumulate, int grad_dtype, int off)
+ * accumulate), through the table and each kernel by name, with dx's column sums where sums
+ * (held to the sums of the dx that kernel wrote). Returns whether all agree with the CPU. */
+static int ln_backward_case_sums(int R, int C, int accumulate, int grad_dtype, int off, int sums)
 {
     struct ln_inputs in;
     ln_inputs_make(&in, R, C, accumulate, grad_dtype, off);
+    in.sums = sums;
     const size_t n = in.n;
     float *dx = malloc((n + 1) * 4), *dgamma = malloc((C + 1) * 4), *dbeta = malloc((C + 1) * 4);
     if (accumulate) memcpy(dx, in.dx0, n * 4);
@@ -283,16 +305,29 @@ static int ln_backward_case(int R, int C, int accumulate, int grad_dtype, int of
         int good = o.launched && close_to("layernorm dx", o.dx, dx, n, tol_of(g_be.act_dtype));
         good &= close_to("dgamma", o.dg, dgamma, C, tol_of(grad_dtype)) &
                 close_to("dbeta", o.db, dbeta, C, tol_of(grad_dtype));
+        if (sums && o.launched) {
+            float *want = column_sums(o.dx, R, C);
+            good &= close_to("dx's column sums", o.ds, want, C, tol_of(grad_dtype));
+            free(want);
+        }
         if (!good)
-            printf("    backward (%s%s): rows %d, C %d, accumulate %d, gradients %s, pointer offset %d\n",
+            printf("    backward (%s%s): rows %d, C %d, accumulate %d, gradients %s, pointer offset %d, dx's sums %d\n",
                    via_names[via], via == VIA_STAGED && !o.staged ? ", which ran the tiled kernel" : "", R, C,
-                   accumulate, dtype_name(grad_dtype), off);
+                   accumulate, dtype_name(grad_dtype), off, sums);
         ok &= good;
         ln_outputs_free(&o);
     }
     ln_inputs_free(&in);
     free(dx), free(dgamma), free(dbeta);
     return ok;
+}
+
+/* ln_backward_case_sums without dx's sums and with them (as the transformer asks where a
+ * linear layer's bias gradient is dx's column sums) */
+static int ln_backward_case(int R, int C, int accumulate, int grad_dtype, int off)
+{
+    return ln_backward_case_sums(R, C, accumulate, grad_dtype, off, 0) &
+           ln_backward_case_sums(R, C, accumulate, grad_dtype, off, 1);
 }
 
 TEST(layernorm_backward_matches_the_cpu)
@@ -331,9 +366,9 @@ TEST(layernorm_backward_staged_refills_its_stages_and_matches_the_cpu)
             const int C = refill_widths[k];
             staged_shape sh, sh2;
             int R = 1207;
-            if (staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, C, accumulate)) {
+            if (staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, C, accumulate, 1)) {
                 R = sh.blocks * sh.tile_rows * 10 + 5;
-                CHECK(staged_takes(&sh2, NULL, NULL, NULL, NULL, NULL, R, C, accumulate));
+                CHECK(staged_takes(&sh2, NULL, NULL, NULL, NULL, NULL, R, C, accumulate, 1));
                 const int tiles = ((R + sh2.blocks - 1) / sh2.blocks + sh2.tile_rows - 1) / sh2.tile_rows;
                 if (tiles <= sh2.stages)
                     printf("    %s, C %d: %d tiles a block, %d stages: no refill\n", dtype_name(g_be.act_dtype), C,
@@ -349,31 +384,37 @@ TEST(layernorm_backward_staged_refills_its_stages_and_matches_the_cpu)
 }
 
 /* On compute capability 9.0 or later the staged kernel takes the models' shapes (16-byte
- * vectors, aligned; bf16 and fp16 up to 16,384 wide, 8,192 when accumulating or in fp32);
- * an odd width or a pointer off alignment goes to the tiled kernel. */
+ * vectors, aligned; bf16 and fp16 up to 16,384 wide, 8,192 when accumulating or in fp32),
+ * and adds dx's column sums itself up to 8,192 wide in 16 bits and 4,096 in fp32; an odd
+ * width or a pointer off alignment goes to the tiled kernel. */
 TEST(the_staged_layernorm_backward_takes_the_models_shapes)
 {
     static const int wide[] = {768, 1024, 1600, 2048, 4096, 8192};
     EACH_PRECISION
     {
         staged_shape sh;
-        if (!staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, 768, 0)) {
+        if (!staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, 768, 0, 0)) {
             printf("    %s: the staged kernel does not run on this GPU\n", dtype_name(g_be.act_dtype));
             continue;
         }
         for (size_t k = 0; k < sizeof wide / sizeof wide[0]; k++)
-            for (int accumulate = 0; accumulate < 2; accumulate++) {
-                const int takes = staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, wide[k], accumulate);
-                if (!takes)
-                    printf("    %s: 8192 x %d, accumulate %d: not the staged kernel\n", dtype_name(g_be.act_dtype),
-                           wide[k], accumulate);
-                CHECK(takes);
+            for (int mode = 0; mode < 4; mode++) {
+                const int accumulate = mode & 1, sums = mode >> 1;
+                const int takes = staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, wide[k], accumulate, sums);
+                const int sums_here = g_be.act_dtype == DT_F32 ? wide[k] <= 4096 : 1; /* all of `wide` in 16 bits */
+                if (!takes || sh.sum_dx != (sums && sums_here))
+                    printf("    %s: 8192 x %d, accumulate %d, dx's sums %d: staged %d, sums in the kernel %d\n",
+                           dtype_name(g_be.act_dtype), wide[k], accumulate, sums, takes, takes ? sh.sum_dx : 0);
+                CHECK(takes && sh.sum_dx == (sums && sums_here));
             }
-        if (g_be.act_dtype != DT_F32) CHECK(staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, 16384, 0));
-        CHECK(!staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, 1003, 0));
+        if (g_be.act_dtype != DT_F32) {
+            CHECK(staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, 16384, 0, 1));
+            CHECK(!sh.sum_dx); /* two vectors a thread: the sums by the bias gradient's kernel after it */
+        }
+        CHECK(!staged_takes(&sh, NULL, NULL, NULL, NULL, NULL, 8192, 1003, 0, 0));
         /* addresses one element past 16-byte alignment: dy, then the partial rows */
-        CHECK(!staged_takes(&sh, NULL, (const void *)(uintptr_t)(16 + elem()), NULL, NULL, NULL, 8192, 1024, 0));
-        CHECK(!staged_takes(&sh, NULL, NULL, NULL, NULL, (const float *)(uintptr_t)(16 + 4), 8192, 1024, 0));
+        CHECK(!staged_takes(&sh, NULL, (const void *)(uintptr_t)(16 + elem()), NULL, NULL, NULL, 8192, 1024, 0, 0));
+        CHECK(!staged_takes(&sh, NULL, NULL, NULL, NULL, (const float *)(uintptr_t)(16 + 4), 8192, 1024, 0, 0));
     }
 }
 
@@ -397,18 +438,20 @@ TEST(layernorm_backward_of_no_rows_gives_gains_of_zero)
         float *nans = nan_array(C);
         void *dx_d = dev_raw(NULL, 1, elem(), 0), *dy_d = dev_raw(NULL, 1, elem(), 0), *x_d = dev_raw(NULL, 1, elem(), 0);
         void *g_d = dev_raw(NULL, C, elem(), 0), *dg_d = dev_raw(nans, C, 4, 0), *db_d = dev_raw(nans, C, 4, 0);
+        void *ds_d = dev_raw(nans, C, 4, 0);
         float *m_d = dev_raw(NULL, 1, 4, 0), *r_d = dev_raw(NULL, 1, 4, 0), *partial = partial_alloc(0, C);
-        CHECK(ln_backward_run(via, dx_d, dg_d, db_d, DT_F32, dy_d, x_d, m_d, r_d, g_d, 0, C, 0, partial));
-        float *dg = host_from(dg_d, C, DT_F32), *db = host_from(db_d, C, DT_F32);
+        CHECK(ln_backward_run(via, dx_d, dg_d, db_d, ds_d, DT_F32, dy_d, x_d, m_d, r_d, g_d, 0, C, 0, partial));
+        float *dg = host_from(dg_d, C, DT_F32), *db = host_from(db_d, C, DT_F32), *ds = host_from(ds_d, C, DT_F32);
         int zero = 1;
-        for (int c = 0; c < C; c++) zero &= dg[c] == 0.0f && db[c] == 0.0f;
+        for (int c = 0; c < C; c++) zero &= dg[c] == 0.0f && db[c] == 0.0f && ds[c] == 0.0f;
         if (!zero)
-            printf("    no rows (%s, %s): dgamma[0] %g, dbeta[0] %g, expected 0\n", dtype_name(g_be.act_dtype),
-                   via_names[via], dg[0], db[0]);
+            printf("    no rows (%s, %s): dgamma[0] %g, dbeta[0] %g, dx's sum[0] %g, expected 0\n",
+                   dtype_name(g_be.act_dtype), via_names[via], dg[0], db[0], ds[0]);
         CHECK(zero);
         dev_free(dx_d, elem(), 0), dev_free(dy_d, elem(), 0), dev_free(x_d, elem(), 0), dev_free(g_d, elem(), 0);
-        dev_free(dg_d, 4, 0), dev_free(db_d, 4, 0), dev_free(m_d, 4, 0), dev_free(r_d, 4, 0), dev_free(partial, 4, 0);
-        free(nans), free(dg), free(db);
+        dev_free(dg_d, 4, 0), dev_free(db_d, 4, 0), dev_free(ds_d, 4, 0), dev_free(m_d, 4, 0), dev_free(r_d, 4, 0);
+        dev_free(partial, 4, 0);
+        free(nans), free(dg), free(db), free(ds);
     }
 }
 
@@ -425,6 +468,7 @@ TEST(layernorm_backward_gives_the_same_bits_twice)
         const int C = shape[k][1], R = shape[k][0] ? shape[k][0] : many_rows(C), off = shape[k][2];
         struct ln_inputs in;
         ln_inputs_make(&in, R, C, 1, DT_F32, off);
+        in.sums = 1;
         struct ln_outputs o[NVIA];
         for (int via = 0; via < NVIA; via++) o[via] = ln_run(&in, via, 1);
         for (int via = VIA_TILED; via < NVIA; via++) {
@@ -455,22 +499,31 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* the median of `calls` backward calls' times through `via`, each between two events, after 3
- * untimed */
-static double ln_backward_median_s(int via, void *dx, void *dg, void *db, const void *dy, const void *x,
+/* the median of `calls` backward calls' times through `via` (BIAS_ALONE: the bias gradient's
+ * kernel on dx into ds, what dx's sums in the LayerNorm save), each between two events,
+ * after 3 untimed */
+#define BIAS_ALONE (-1)
+static double ln_backward_median_s(int via, void *dx, void *dg, void *db, void *ds, const void *dy, const void *x,
                                    const float *mean, const float *rstd, const void *gamma, int R, int C,
                                    int accumulate, float *partial)
 {
     enum { CALLS = 21 };
     struct backend_event *ev[CALLS + 1];
     double t[CALLS];
-    for (int i = 0; i < 3; i++)
-        ln_backward_run(via, dx, dg, db, DT_F32, dy, x, mean, rstd, gamma, R, C, accumulate, partial);
-    for (int i = 0; i <= CALLS; i++) ev[i] = g_be.ops->event_create(&g_be);
-    g_be.ops->event_record(&g_be, ev[0]);
-    for (int i = 0; i < CALLS; i++) {
-        ln_backward_run(via, dx, dg, db, DT_F32, dy, x, mean, rstd, gamma, R, C, accumulate, partial);
-        g_be.ops->event_record(&g_be, ev[i + 1]);
+    for (int i = 0; i < 3 + CALLS; i++) {
+        if (i == 3) {
+            for (int e = 0; e <= CALLS; e++) ev[e] = g_be.ops->event_create(&g_be);
+            g_be.ops->event_record(&g_be, ev[0]);
+        }
+        if (via == BIAS_ALONE) {
+#ifdef DPSCALE_HAVE_CUDA
+            cuda_bias_grad(ds, 0, dx, R, C, g_be.act_dtype, partial, cuda_state_stream(&g_be));
+#endif
+        } else {
+            ln_backward_run(via < 0 ? 0 : via, dx, dg, db, ds, DT_F32, dy, x, mean, rstd, gamma, R, C, accumulate,
+                            partial);
+        }
+        if (i >= 3) g_be.ops->event_record(&g_be, ev[i - 2]);
     }
     for (int i = 0; i < CALLS; i++) t[i] = g_be.ops->event_elapsed_s(&g_be, ev[i], ev[i + 1]);
     for (int i = 0; i <= CALLS; i++) g_be.ops->event_destroy(&g_be, ev[i]);
@@ -492,6 +545,7 @@ TEST(layernorm_backward_time_per_call_beside_the_memory_floor)
         void *x_d = dev_from(x, n, DT_BF16, 0), *dy_d = dev_from(dy, n, DT_BF16, 0);
         void *g_d = dev_from(gamma, C, DT_BF16, 0);
         void *dx_d = dev_raw(NULL, n, elem(), 0), *dg_d = dev_raw(NULL, C, 4, 0), *db_d = dev_raw(NULL, C, 4, 0);
+        void *ds_d = dev_raw(NULL, C, 4, 0);
         float *mean_d = dev_raw(mean, R, 4, 0), *rstd_d = dev_raw(rstd, R, 4, 0), *partial = partial_alloc(R, C);
         for (int accumulate = 0; accumulate < 2; accumulate++) {
             /* read dy and x, write dx (and read it first when adding to it) */
@@ -501,13 +555,13 @@ TEST(layernorm_backward_time_per_call_beside_the_memory_floor)
                 staged_shape sh;
                 char how[96] = "";
                 if (via == VIA_STAGED) {
-                    if (staged_takes(&sh, dx_d, dy_d, x_d, g_d, partial, R, C, accumulate))
+                    if (staged_takes(&sh, dx_d, dy_d, x_d, g_d, partial, R, C, accumulate, 0))
                         snprintf(how, sizeof how, " [%d blocks, tiles of %d rows, %d in flight, %d slices]",
                                  sh.blocks, sh.tile_rows, sh.stages, sh.slices);
                     else snprintf(how, sizeof how, " [not taken: the tiled kernel ran]");
                 }
-                s[via] = ln_backward_median_s(via, dx_d, dg_d, db_d, dy_d, x_d, mean_d, rstd_d, g_d, R, C, accumulate,
-                                              partial);
+                s[via] = ln_backward_median_s(via, dx_d, dg_d, db_d, NULL, dy_d, x_d, mean_d, rstd_d, g_d, R, C,
+                                              accumulate, partial);
                 printf("    bf16 backward %5d x %4d (%s), accumulate %d, %-6s: %6.1f us a call (median of 21); the "
                        "memory floor %5.1f us (%.1f MB at %.1f TB/s): %.2f TB/s%s\n",
                        R, C, shape[k].model, accumulate, via_names[via], s[via] * 1e6,
@@ -516,10 +570,21 @@ TEST(layernorm_backward_time_per_call_beside_the_memory_floor)
             }
             printf("    bf16 backward %5d x %4d (%s), accumulate %d: staged / tiled %.2f\n", R, C, shape[k].model,
                    accumulate, s[VIA_STAGED] / s[VIA_TILED]);
+            /* with dx's column sums (a linear layer's bias gradient), and the kernel they replace */
+            staged_shape sh;
+            const int in_kernel = staged_takes(&sh, dx_d, dy_d, x_d, g_d, partial, R, C, accumulate, 1) && sh.sum_dx;
+            const double with = ln_backward_median_s(VIA_STAGED, dx_d, dg_d, db_d, ds_d, dy_d, x_d, mean_d, rstd_d, g_d,
+                                                     R, C, accumulate, partial);
+            const double bias = ln_backward_median_s(BIAS_ALONE, dx_d, dg_d, db_d, ds_d, dy_d, x_d, mean_d, rstd_d, g_d, R, C,
+                                                     accumulate, partial);
+            printf("    bf16 backward %5d x %4d (%s), accumulate %d, staged with dx's column sums (%s): %6.1f us "
+                   "(+%.1f); the bias gradient's kernel on dx alone %.1f us: %.1f us saved a call\n",
+                   R, C, shape[k].model, accumulate, in_kernel ? "in the kernel" : "the bias gradient's kernel after it",
+                   with * 1e6, (with - s[VIA_STAGED]) * 1e6, bias * 1e6, (s[VIA_STAGED] + bias - with) * 1e6);
         }
         dev_free(x_d, elem(), 0), dev_free(dy_d, elem(), 0), dev_free(g_d, elem(), 0), dev_free(dx_d, elem(), 0);
-        dev_free(dg_d, 4, 0), dev_free(db_d, 4, 0), dev_free(mean_d, 4, 0), dev_free(rstd_d, 4, 0);
-        dev_free(partial, 4, 0);
+        dev_free(dg_d, 4, 0), dev_free(db_d, 4, 0), dev_free(ds_d, 4, 0), dev_free(mean_d, 4, 0);
+        dev_free(rstd_d, 4, 0), dev_free(partial, 4, 0);
         free(x), free(dy), free(gamma), free(mean), free(rstd);
     }
 }

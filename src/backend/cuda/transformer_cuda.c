@@ -92,15 +92,15 @@ static void cuda_tf_layernorm_forward(struct backend *b, void *y, float *mean, f
     CHECK_CUDA(cuda_layernorm_forward(y, mean, rstd, x, gamma, beta, rows, C, b->act_dtype, stream(b)));
 }
 
-static void cuda_tf_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype,
-                                       const void *dy, const void *x, const float *mean, const float *rstd,
-                                       const void *gamma, int rows, int C, int accumulate)
+static void cuda_tf_layernorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, void *dxsum,
+                                       int grad_dtype, const void *dy, const void *x, const float *mean,
+                                       const float *rstd, const void *gamma, int rows, int C, int accumulate)
 {
     struct tf_cuda *t = tf(b);
     float *partial = cuda_state_grow(b, (void **)&t->ln_partial, &t->ln_bytes,
                                      cuda_layernorm_scratch_floats(rows, C) * sizeof(float));
-    CHECK_CUDA(cuda_layernorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, rows, C, accumulate,
-                                       partial, b->act_dtype, stream(b)));
+    CHECK_CUDA(cuda_layernorm_backward(dx, dgamma, dbeta, dxsum, grad_dtype, dy, x, mean, rstd, gamma, rows, C,
+                                       accumulate, partial, b->act_dtype, stream(b)));
 }
 
 /* H products of one sequence: C_h = alpha op(A_h) op(B_h), the heads' operands

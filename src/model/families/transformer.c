@@ -341,20 +341,35 @@ static void linear(struct backend *be, const struct step_buffers *rb, void *y_pr
     if (residual != NULL) be->tf->add(be, y, residual, (size_t)R * (size_t)out);
 }
 
+/* The bias whose gradient a LayerNorm backward takes as its dx's column sums: the layer
+ * after it in the forward reads the LayerNorm's input from the residual stream, so the
+ * stream's gradient there is that layer's output gradient (GPT: LNf and LN2 after the
+ * FFN's and the projection's adds, LN1 after the previous block's FFN; BERT: LN2 and LN1
+ * after the FFN and the projection). NO_BIAS where none is, or where train.bias_grad =
+ * epilogue takes every bias gradient in a GEMM. */
+#define NO_BIAS ((size_t)-1)
+
+static void *bias_grad_by_layernorm(const struct step_buffers *rb, size_t bias)
+{
+    return bias == NO_BIAS || rb->fuse_bgrad ? NULL : step_grad_at(rb, bias);
+}
+
 /* From d = dL/dy [R x out] of linear(): the weight's and bias's gradients into the
  * arena, and dx = d W [R x in] (dx NULL: not needed; accumulate = 1: dx += d W, a
  * residual branch's gradient joining the stream's in the GEMM, beta = 1). The bias
  * gradient (d's column sums) comes from the weight-gradient GEMM's epilogue where
- * train.bias_grad = epilogue (that GEMM reads d anyway), else from our kernel. */
+ * train.bias_grad = epilogue (that GEMM reads d anyway), else from our kernel, or not
+ * here (bias_by_ln: the LayerNorm backward that wrote d took it, bias_grad_by_layernorm). */
 static void linear_backward(struct backend *be, const struct step_buffers *rb, void *dx, const void *d, const void *x,
-                            size_t w, size_t bias, int R, int in, int out, int with_elementwise, int accumulate)
+                            size_t w, size_t bias, int R, int in, int out, int with_elementwise, int accumulate,
+                            int bias_by_ln)
 {
     const int grad_f32 = rb->grad_dtype == DT_F32;
     if (with_elementwise && rb->fuse_bgrad) {
         const struct gemm_fusion f = {EPI_BGRADB, step_grad_at(rb, bias), NULL, NULL, grad_f32};
         be->ops->gemm_fused(be, 1, 0, out, in, R, d, out, x, in, step_grad_at(rb, w), in, &f);
     } else {
-        if (with_elementwise) be->ops->bias_grad(be, step_grad_at(rb, bias), rb->grad_dtype, d, R, out);
+        if (with_elementwise && !bias_by_ln) be->ops->bias_grad(be, step_grad_at(rb, bias), rb->grad_dtype, d, R, out);
         be->ops->gemm(be, 1, 0, out, in, R, 1.0f, d, out, x, in, 0.0f, step_grad_at(rb, w), grad_f32, in);
     }
     if (dx != NULL)
@@ -371,11 +386,11 @@ static void ffn_backward(struct backend *be, const struct step_buffers *rb, void
                          const struct tf_block_acts *s, const struct tf_block *k, int R, int C, int F, int wel)
 {
     if (!wel || !rb->fuse_dgelu) {
-        linear_backward(be, rb, dfc, d, s->fcact, k->out_w, k->out_b, R, F, C, wel, 0);
+        linear_backward(be, rb, dfc, d, s->fcact, k->out_w, k->out_b, R, F, C, wel, 0, 1);
         if (wel) be->ops->act_backward(be, dfc, s->fcpre, R, F, ACT_GELU);
         return;
     }
-    linear_backward(be, rb, NULL, d, s->fcact, k->out_w, k->out_b, R, F, C, wel, 0);
+    linear_backward(be, rb, NULL, d, s->fcact, k->out_w, k->out_b, R, F, C, wel, 0, 1);
     const struct gemm_fusion f = {EPI_DGELU, NULL, s->fcpre, NULL, 0};
     be->ops->gemm_fused(be, 0, 0, R, F, C, d, C, step_weight_at(rb, k->out_w), F, dfc, F, &f);
 }
@@ -387,14 +402,15 @@ static void layernorm(struct backend *be, const struct step_buffers *rb, void *y
         be->tf->layernorm_forward(be, y, mean, rstd, x, step_weight_at(rb, g), step_weight_at(rb, b), R, C);
 }
 
-/* accumulate = 1: dx += the gradient through the LayerNorm (a pre-LN block's residual). */
+/* accumulate = 1: dx += the gradient through the LayerNorm (a pre-LN block's residual).
+ * next_bias: the bias whose gradient is dx's column sums (bias_grad_by_layernorm), or NO_BIAS. */
 static void layernorm_backward(struct backend *be, const struct step_buffers *rb, void *dx, const void *dy,
                                const void *x, const float *mean, const float *rstd, size_t g, size_t b, int R, int C,
-                               int with_elementwise, int accumulate)
+                               int with_elementwise, int accumulate, size_t next_bias)
 {
     if (with_elementwise)
-        be->tf->layernorm_backward(be, dx, step_grad_at(rb, g), step_grad_at(rb, b), rb->grad_dtype, dy, x, mean,
-                                   rstd, step_weight_at(rb, g), R, C, accumulate);
+        be->tf->layernorm_backward(be, dx, step_grad_at(rb, g), step_grad_at(rb, b), bias_grad_by_layernorm(rb, next_bias),
+                                   rb->grad_dtype, dy, x, mean, rstd, step_weight_at(rb, g), R, C, accumulate);
 }
 
 /* with_elementwise = 0: the GEMMs alone, and attention's products (backend
@@ -460,7 +476,8 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
     if (!p->bert) {
         be->ops->gemm(be, 0, 0, R, C, p->Vp, 1.0f, a->logits, p->Vp, step_weight_at(rb, p->wte), C, 0.0f, a->dt1,
                       0, C);
-        layernorm_backward(be, rb, a->dx, a->dt1, a->x[p->L], a->mean_f, a->rstd_f, p->lnf_g, p->lnf_b, R, C, wel, 0);
+        layernorm_backward(be, rb, a->dx, a->dt1, a->x[p->L], a->mean_f, a->rstd_f, p->lnf_g, p->lnf_b, R, C, wel, 0,
+                           p->blk[p->L - 1].out_b);
         step_hook_stage_done(m, hook, p->L + 1);
     } else {
         be->ops->gemm(be, 0, 0, a->M, C, p->Vp, 1.0f, a->logits, p->Vp, step_weight_at(rb, p->wte), C, 0.0f, a->dt1,
@@ -476,7 +493,8 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         const void *x = a->x[l];
         /* a->dx: dL/d(the stream leaving block l). BERT first undoes LN2: dx := dL/dr2. */
         if (p->bert) {
-            layernorm_backward(be, rb, a->dt1, a->dx, s->r2, s->mean2, s->rstd2, k->ln2_g, k->ln2_b, R, C, wel, 0);
+            layernorm_backward(be, rb, a->dt1, a->dx, s->r2, s->mean2, s->rstd2, k->ln2_g, k->ln2_b, R, C, wel, 0,
+                               k->out_b);
             void *t = a->dx;
             a->dx = a->dt1;
             a->dt1 = t;
@@ -488,18 +506,20 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         ffn_backward(be, rb, a->dfc, a->dx, s, k, R, C, F, wel);
         if (p->bert) {
             /* dx := dL/dr2 + dL/dh through the FFN = dL/dh; then through LN1: dx := dL/dr1 */
-            linear_backward(be, rb, a->dx, a->dfc, h, k->fc_w, k->fc_b, R, C, F, wel, 1);
-            layernorm_backward(be, rb, a->dt1, a->dx, s->r1, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel, 0);
+            linear_backward(be, rb, a->dx, a->dfc, h, k->fc_w, k->fc_b, R, C, F, wel, 1, 0);
+            layernorm_backward(be, rb, a->dt1, a->dx, s->r1, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel, 0,
+                               k->proj_b);
             void *t = a->dx;
             a->dx = a->dt1;
             a->dt1 = t;
         } else {
             /* h = LN2(r1): dx := dL/dr2 + dL/dr1 through LN2 */
-            linear_backward(be, rb, a->dt1, a->dfc, h, k->fc_w, k->fc_b, R, C, F, wel, 0);
-            layernorm_backward(be, rb, a->dx, a->dt1, s->r1, s->mean2, s->rstd2, k->ln2_g, k->ln2_b, R, C, wel, 1);
+            linear_backward(be, rb, a->dt1, a->dfc, h, k->fc_w, k->fc_b, R, C, F, wel, 0, 0);
+            layernorm_backward(be, rb, a->dx, a->dt1, s->r1, s->mean2, s->rstd2, k->ln2_g, k->ln2_b, R, C, wel, 1,
+                               k->proj_b);
         }
         /* r1 = x + proj(attn(qkv(g))), g = LN1(x) (GPT) or x (BERT) */
-        linear_backward(be, rb, a->datty, a->dx, s->atty, k->proj_w, k->proj_b, R, C, C, wel, 0);
+        linear_backward(be, rb, a->datty, a->dx, s->atty, k->proj_w, k->proj_b, R, C, C, wel, 0, 1);
         if (wel && p->flash)
             be->tf->flash_attention_backward(be, a->dqkv, a->datty, s->atty, s->qkv, s->probs, a->B, p->T, C, p->H,
                                              !p->bert);
@@ -508,17 +528,19 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         else if (products)
             be->tf->attention_products(be, 1, a->datty, a->dqkv, s->qkv, a->B, p->T, C, p->H);
         if (p->bert) { /* dL/dx = dL/dr1 + through qkv */
-            linear_backward(be, rb, a->dx, a->dqkv, x, k->qkv_w, k->qkv_b, R, C, 3 * C, wel, 1);
+            linear_backward(be, rb, a->dx, a->dqkv, x, k->qkv_w, k->qkv_b, R, C, 3 * C, wel, 1, 0);
         } else {       /* dL/dx = dL/dr1 + through qkv and LN1 */
-            linear_backward(be, rb, a->dt1, a->dqkv, s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, wel, 0);
-            layernorm_backward(be, rb, a->dx, a->dt1, x, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel, 1);
+            linear_backward(be, rb, a->dt1, a->dqkv, s->n1, k->qkv_w, k->qkv_b, R, C, 3 * C, wel, 0, 0);
+            layernorm_backward(be, rb, a->dx, a->dt1, x, s->mean1, s->rstd1, k->ln1_g, k->ln1_b, R, C, wel, 1,
+                               l > 0 ? p->blk[l - 1].out_b : NO_BIAS);
         }
         step_hook_stage_done(m, hook, l + 1);
     }
     if (wel) {
         const void *de = a->dx;
         if (p->bert) {
-            layernorm_backward(be, rb, a->dt1, a->dx, a->emb, a->mean_e, a->rstd_e, p->lne_g, p->lne_b, R, C, wel, 0);
+            layernorm_backward(be, rb, a->dt1, a->dx, a->emb, a->mean_e, a->rstd_e, p->lne_g, p->lne_b, R, C, wel, 0,
+                               NO_BIAS);
             de = a->dt1;
         }
         be->tf->embed_backward(be, step_grad_at(rb, p->wte), step_grad_at(rb, p->wpe),
