@@ -525,7 +525,8 @@ __host__ __device__ constexpr size_t ln_stg_head_bytes(int block_rows, int C)
 
 /* The backward of block b's rows r_begin .. r_end - 1 (about R / gridDim.x: whole rows, the
  * blocks' counts within one of each other) in tiles of tile_rows rows, 16-byte vectors of V
- * elements only. K: the column step's vectors a thread (above); ACC: dx += the gradient.
+ * elements only. K: the column step's vectors a thread (above); ACC: dx += the gradient;
+ * SUM: dx's column sums too (the third partial row).
  *
  *   staging: one thread has the copy engine bring a tile's dy, x (and dx) as two (three) bulk
  *            copies, each one run of whole rows, into a stage of shared memory; `stages` tiles
@@ -533,14 +534,16 @@ __host__ __device__ constexpr size_t ln_stg_head_bytes(int block_rows, int C)
  *            loads of the next tiles overlap the work on this one;
  *   rows:    wpr = 32 / tile_rows warps a row (1 for tiles of 32 rows or more, warps then
  *            taking rows in turn); the row's wpr * 32 lanes take its vectors in turn and add
- *            sum g and sum g (x - mean) from shared memory; after a __syncthreads warp r adds
- *            row r's wpr pairs (a fixed tree), which make its factors (stat[], two buffers by
- *            tile parity: with one warp a row a warp may write the next tile's while others
- *            read this one's);
+ *            sum g and sum g (x - mean) from shared memory; with one warp a row it writes the
+ *            row's factors (stat[]), with several each its pair (part[]); both have two buffers
+ *            by tile parity, as a warp may write the next tile's while others read this one's;
+ *            with 2 to 4 warps a row every column thread adds its rows' pairs itself, in warp
+ *            order, after the tile's one __syncthreads; with more (rows of 8 KB or more) warp r
+ *            adds row r's pairs (a fixed tree) into stat[] behind a second __syncthreads;
  *   columns: thread (s, j) takes vector j (and j + 1024 where K = 2) of rows s, s + slices, ...
  *            of the tile from shared memory, writes dx to global memory and adds dy xhat and dy
- *            in its registers, which hold its columns' gain sums for the whole kernel (slices =
- *            1024 / (C / V) where a row has 512 vectors or fewer, else 1).
+ *            (and dx) in its registers, which hold its columns' sums for the whole kernel
+ *            (slices = 1024 / (C / V) where a row has 512 vectors or fewer, else 1).
  * At the end the slices' sums are added in slice order (in the stages' memory) into the
  * block's partial row. Each sum has one order whatever the timing: the same bits on every run.
  *
@@ -563,7 +566,7 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
     typedef ln_vec<T, V> vec;
     extern __shared__ float4 ln_stg_smem[];
     __shared__ float4 stat[2][LN_STG_MAX_TILE_ROWS];
-    __shared__ float2 part[NW];
+    __shared__ float2 part[2][NW]; /* by tile parity, as stat: read in the column step where own_factors */
     unsigned char *const smem = reinterpret_cast<unsigned char *>(ln_stg_smem);
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, nvec = C / V;
     const int r_begin = (int)((long long)blockIdx.x * R / gridDim.x);
@@ -620,6 +623,10 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
         if (cols && j0 < nvec) ln_load_floats<V>(gk, gf + (size_t)j0 * V);
     /* the row step's warp: part q of row rw of each pass over NW / wpr rows */
     const int wpr = tile_rows < NW ? NW / tile_rows : 1, per_pass = NW / wpr, q = warp % wpr, rw = warp / wpr;
+    /* 2 to 4 warps a row: each column thread adds a row's pairs itself (in the same order), so
+     * that a tile takes one __syncthreads, not two; more warps a row (rows of 8 KB or more): a
+     * warp a row adds them, after the first __syncthreads, and a second one publishes them */
+    const bool own_factors = wpr > 1 && wpr <= 4;
 
     int buf = 0; /* tile t's stage, t % stages, and its barrier's parity */
     uint32_t parity = 0;
@@ -653,7 +660,7 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
                 sgd = warp_sum(sgd);
                 if (lane == 0) {
                     if (wpr == 1) st[lr] = ln_row_factors(mr[l0 + lr], sg, sgd, C);
-                    else part[lr * wpr + q] = make_float2(sg, sgd);
+                    else part[t & 1][lr * wpr + q] = make_float2(sg, sgd);
                 }
             }
         __syncthreads();
@@ -662,9 +669,9 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
             ln_fence_proxy_async();
             issue(t + stages - 1, buf == 0 ? stages - 1 : buf - 1);
         }
-        if (wpr > 1) { /* uniform; warp lr adds row lr's wpr pairs (lane k the k-th) in its fixed tree */
+        if (wpr > 1 && !own_factors) { /* uniform; warp lr adds row lr's wpr pairs (lane k the k-th) in its fixed tree */
             if (warp < nrows) {
-                const float2 p = lane < wpr ? part[warp * wpr + lane] : make_float2(0.0f, 0.0f);
+                const float2 p = lane < wpr ? part[t & 1][warp * wpr + lane] : make_float2(0.0f, 0.0f);
                 const float sg = warp_sum(p.x), sgd = warp_sum(p.y);
                 if (lane == 0) st[warp] = ln_row_factors(mr[l0 + warp], sg, sgd, C);
             }
@@ -678,7 +685,16 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
             vec *out = reinterpret_cast<vec *>(dx + (size_t)(r_begin + l0 + s) * C) + j0;
 #pragma unroll 1
             for (int lr = s; lr < nrows; lr += slices, in += step, out += step) {
-                const float4 f = st[lr]; /* -mean rstd, rstd, b, c */
+                float4 f; /* -mean rstd, rstd, b, c */
+                if (own_factors) {
+                    const float2 *const pr = part[t & 1] + lr * wpr;
+                    float2 p = pr[0];
+#pragma unroll 1
+                    for (int k = 1; k < wpr; k++) p.x += pr[k].x, p.y += pr[k].y;
+                    f = ln_row_factors(mr[l0 + lr], p.x, p.y, C);
+                } else {
+                    f = st[lr];
+                }
 #pragma unroll
                 for (int k = 0; k < K; k++)
                     if (j0 + k * NT < nvec) {
