@@ -537,8 +537,8 @@ __host__ __device__ constexpr size_t ln_stg_head_bytes(int block_rows, int C)
  *            sum g and sum g (x - mean) from shared memory; with one warp a row it writes the
  *            row's factors (stat[]), with several each its pair (part[]); both have two buffers
  *            by tile parity, as a warp may write the next tile's while others read this one's;
- *            with 2 to 4 warps a row every column thread adds its rows' pairs itself, in warp
- *            order, after the tile's one __syncthreads; with more (rows of 8 KB or more) warp r
+ *            with 2 to 8 warps a row every column thread adds its rows' pairs itself, in warp
+ *            order, after the tile's one __syncthreads; with more (tiles of 1 to 3 rows) warp r
  *            adds row r's pairs (a fixed tree) into stat[] behind a second __syncthreads;
  *   columns: thread (s, j) takes vector j (and j + 1024 where K = 2) of rows s, s + slices, ...
  *            of the tile from shared memory, writes dx to global memory and adds dy xhat and dy
@@ -623,10 +623,11 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
         if (cols && j0 < nvec) ln_load_floats<V>(gk, gf + (size_t)j0 * V);
     /* the row step's warp: part q of row rw of each pass over NW / wpr rows */
     const int wpr = tile_rows < NW ? NW / tile_rows : 1, per_pass = NW / wpr, q = warp % wpr, rw = warp / wpr;
-    /* 2 to 4 warps a row: each column thread adds a row's pairs itself (in the same order), so
-     * that a tile takes one __syncthreads, not two; more warps a row (rows of 8 KB or more): a
-     * warp a row adds them, after the first __syncthreads, and a second one publishes them */
-    const bool own_factors = wpr > 1 && wpr <= 4;
+    /* 2 to 8 warps a row (tiles of 4 to 16 rows): each column thread adds its rows' pairs
+     * itself (in warp order), so that a tile takes one __syncthreads, not two; more warps a row
+     * (tiles of 1 to 3 rows, 16-bit rows of ~8 KB or more): a warp a row adds them, after the
+     * first __syncthreads, and a second one publishes them */
+    const bool own_factors = wpr > 1 && wpr <= 8;
 
     int buf = 0; /* tile t's stage, t % stages, and its barrier's parity */
     uint32_t parity = 0;
