@@ -447,6 +447,19 @@ __global__ void __launch_bounds__(LN_BWD_THREADS, LN_BWD_BLOCKS_PER_SM)
  * wide, 2 or 3 for fp32 rows of 8,192) keep ~190 KB an SM staged or in flight, several times
  * what the memory's latency needs (~36 GB/s an SM for ~1 us). */
 #define LN_STG_TILE_BYTES (48 << 10)
+
+/* LN_STG_TILE_BYTES, or DPSCALE_LN_TILE_KB (8 to 200; read once) for a sweep of the tile size
+ * in one process's timings */
+static size_t ln_stg_tile_bytes(void)
+{
+    static size_t v = 0;
+    if (v == 0) {
+        const char *e = getenv("DPSCALE_LN_TILE_KB");
+        const long kb = e != NULL ? strtol(e, NULL, 10) : 0;
+        v = kb >= 8 && kb <= 200 ? (size_t)kb << 10 : (size_t)LN_STG_TILE_BYTES;
+    }
+    return v;
+}
 /* 16-byte vectors of a row a thread owns in the column step: 1 (bf16 / fp16 up to 8,192
  * wide, fp32 up to 4,096: its gains' sums and gamma in 24 registers) or 2 (twice as wide;
  * gamma then read from shared memory each row, to stay under 64 registers) */
@@ -954,7 +967,7 @@ static bool ln_stg_plan_for(ln_stg_plan *p, const ln_gpu &g, int R, int C, int a
     const size_t head = ln_stg_head_bytes(p->block_rows, C);
     if (head + ln_stg_static_smem + 2 * row_bytes > g.smem_optin) return false;
     const size_t room = g.smem_optin - ln_stg_static_smem - head; /* for the stages */
-    size_t rows = LN_STG_TILE_BYTES / row_bytes;
+    size_t rows = ln_stg_tile_bytes() / row_bytes;
     const size_t most = room / (2 * row_bytes); /* two stages at least: one loads while one is used */
     rows = rows < 1 ? 1 : rows;
     rows = rows > most ? most : rows;
