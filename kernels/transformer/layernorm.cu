@@ -21,7 +21,7 @@
  * alignment, and is the staged kernel's fallback.
  *
  * Staged (ln_bwd_staged, compute capability 9.0 or later, 16-byte vectors): a block an SM
- * (1,024 threads) takes a contiguous run of ~R / SMs rows in tiles of up to ~48 KB (a row,
+ * (1,024 threads) takes a contiguous run of ~R / SMs rows in tiles of up to ~64 KB (a row,
  * where one is larger). The copy engine brings each tile's dy and x (and dx when accumulating)
  * into shared memory as one bulk copy a tensor (cp.async.bulk, counted on an mbarrier), up to
  * 8 tiles ahead (~190 KB an SM staged or in flight) while the block works on the oldest, so
@@ -37,8 +37,11 @@
  * kernel, ln_bwd_sum is launched as its programmatic dependent (dependent_launch.cuh), its
  * blocks starting as the staged kernel's finish: 41.2 -> 39.9 us at 8192 x 1600 bf16 on an
  * H200 (results/h200x1-attention-mask), where a fifth of the staged kernel's samples are its
- * per-tile __syncthreads (results/h200x1-kernel-profile). T: the compute dtype; G: the
- * gradients' (fp32 or T). */
+ * per-tile __syncthreads (results/h200x1-kernel-profile); then one __syncthreads a tile where
+ * 2 to 8 warps take a row (results/h200x1-ln-one-barrier) and tiles of 64 KB, not 48
+ * (results/h200x1-ln-tile-sweep): 34.2 us. Where asked (dxsum), the staged kernel also adds dx's
+ * column sums as written, the bias gradient of the linear layer dx feeds: +1 to +3 us a call,
+ * the bias gradient's 7-9 us kernel saved. T: the compute dtype; G: the gradients' (fp32 or T). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,12 +444,16 @@ __global__ void __launch_bounds__(LN_BWD_THREADS, LN_BWD_BLOCKS_PER_SM)
 #define LN_STG_MAX_STAGES 8
 #define LN_STG_MAX_TILE_ROWS 64
 /* A tile's dy and x (and dx when accumulating), at most about: small enough that the last
- * tile's work, which no load overlaps, is short, and that a block's tiles are many (its rows
- * are ~R / SMs); large enough that a tile's one or two __syncthreads are few against its
- * bytes. The stages that fit in the rest of shared memory (4 to 8 in 16 bits up to 8,192
+ * tile's work, which no load overlaps, is short, and that a block's tiles are several (its
+ * rows are ~R / SMs); large enough that a tile's one or two __syncthreads are few against its
+ * bytes. The stages that fit in the rest of shared memory (3 to 7 in 16 bits up to 8,192
  * wide, 2 or 3 for fp32 rows of 8,192) keep ~190 KB an SM staged or in flight, several times
- * what the memory's latency needs (~36 GB/s an SM for ~1 us). */
-#define LN_STG_TILE_BYTES (48 << 10)
+ * what the memory's latency needs (~36 GB/s an SM for ~1 us). Swept on an H200
+ * (results/h200x1-ln-tile-sweep, DPSCALE_LN_TILE_KB): 64 KB against 48, the rows a tile doubled
+ * where dx is overwritten, 8192 x 1600 40.9 -> 34.2 us, 16384 x 768 38.3 -> 35.0, 8192 x 1024
+ * 26.7 -> 24.9, BERT-Large's 49 calls a step 1.50 -> 1.34 ms; when accumulating the same tiles
+ * (a row of 5 or 10 rounded to whole slices), 96 KB lost at 768 wide (42.9 -> 44.8 us). */
+#define LN_STG_TILE_BYTES (64 << 10)
 
 /* LN_STG_TILE_BYTES, or DPSCALE_LN_TILE_KB (8 to 200; read once) for a sweep of the tile size
  * in one process's timings */
