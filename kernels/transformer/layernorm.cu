@@ -33,7 +33,7 @@
  * loop, and the bytes in flight do not depend on the threads' registers. Where it does not
  * apply (an older GPU, widths or pointers without 16-byte vectors, rows too wide for two
  * tiles of one row and gamma in shared memory or for 2 vectors a thread: over 16,384 wide in 16
- * bits, ~14,000 when accumulating, 8,192 in fp32), the tiled kernel runs. After the staged
+ * bits, ~14,000 when accumulating, 8,192 in fp32, 4,096 when adding to dx), the tiled kernel runs. After the staged
  * kernel, ln_bwd_sum is launched as its programmatic dependent (dependent_launch.cuh), its
  * blocks starting as the staged kernel's finish: 41.2 -> 39.9 us at 8192 x 1600 bf16 on an
  * H200 (results/h200x1-attention-mask), where a fifth of the staged kernel's samples are its
@@ -536,6 +536,15 @@ template <int V> __device__ __forceinline__ void ln_load_floats(float (&f)[V], c
     }
 }
 
+/* The staged kernel's static shared memory, one type so that the plan counts what the kernel
+ * declares (ln_stg_static_smem): each row's factors (mean rstd, rstd, b, c) and the row step's
+ * pairs, both by tile parity (a warp may write the next tile's while others read this one's;
+ * the pairs are read in the column step where 2 to 8 warps take a row). */
+struct ln_stg_static {
+    float4 stat[2][LN_STG_MAX_TILE_ROWS];
+    float2 part[2][LN_STG_WARPS];
+};
+
 /* Bytes ahead of the stages in the staged kernel's dynamic shared memory: a barrier a stage,
  * (mean, rstd) of the block's rows, gamma in fp32 (C of them: none to unpack in the row step). */
 __host__ __device__ constexpr size_t ln_stg_head_bytes(int block_rows, int C)
@@ -585,8 +594,9 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
     static_assert(!SUM || K == 1, "the dx sums take the registers of one vector a thread");
     typedef ln_vec<T, V> vec;
     extern __shared__ float4 ln_stg_smem[];
-    __shared__ float4 stat[2][LN_STG_MAX_TILE_ROWS];
-    __shared__ float2 part[2][NW]; /* by tile parity, as stat: read in the column step where own_factors */
+    __shared__ ln_stg_static shared_static;
+    float4 (&stat)[2][LN_STG_MAX_TILE_ROWS] = shared_static.stat;
+    float2 (&part)[2][NW] = shared_static.part;
     unsigned char *const smem = reinterpret_cast<unsigned char *>(ln_stg_smem);
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, nvec = C / V;
     const int r_begin = (int)((long long)blockIdx.x * R / gridDim.x);
@@ -953,7 +963,7 @@ struct ln_stg_plan {
     size_t smem;
 };
 
-static const size_t ln_stg_static_smem = sizeof(float4) * 2 * LN_STG_MAX_TILE_ROWS + sizeof(float2) * LN_STG_WARPS;
+static const size_t ln_stg_static_smem = sizeof(ln_stg_static);
 
 /* false where the staged kernel does not apply: before compute capability 9.0 (no bulk
  * copies), rows of more than 2 vectors a thread (16 bits over 16,384 wide, fp32 over 8,192;
