@@ -503,10 +503,6 @@ static cudaError_t forward_typed(void *out, float *lse, const void *qkv, int B, 
     return cudaGetLastError();
 }
 
-template <typename T> constexpr int dtype_enum();
-template <> constexpr int dtype_enum<__nv_bfloat16>() { return DT_BF16; }
-template <> constexpr int dtype_enum<__half>() { return DT_F16; }
-
 /* The scratch: delta (B T H floats), then from the next 128-byte boundary the Hopper
  * one-kernel scheme's dq_accum (B H T 64 floats) and its semaphores (B H ceil(T / 64) ints). */
 static size_t dq_accum_offset(int B, int T_, int H) { return ((size_t)B * T_ * H + 31) / 32 * 32; }
@@ -530,7 +526,7 @@ static cudaError_t backward_typed(void *dqkv, const void *dout, const void *out,
         float *dq_accum = delta + dq_accum_offset(B, T_, H);
         int *dq_sem = (int *)(dq_accum + dq_accum_floats(B, T_, H));
         return fa_sm90_backward(dqkv, dout, qkv, lse, delta, dq_accum, dq_sem, B, T_, C, H, causal, sm90 == 2,
-                                dtype_enum<T>(), s);
+                                dtype_of<T>(), s);
     }
     for (int b0 = 0; b0 < B; b0 += seqs_per_launch(H)) {
         const int nb = min(seqs_per_launch(H), B - b0);

@@ -641,14 +641,14 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
     /* the column step's thread: slice s, vector j0 (and j0 + NT) of each of its rows */
     const int span = slices > 1 ? nvec : NT, s = tid / span, j0 = tid % span;
     const bool cols = s < slices;
-    float ag[K][V], ab[K][V], as[SUM ? K : 1][V], gk[V];
+    float ag[K][V], ab[K][V], as[V], gk[V]; /* as: dx's sums (SUM, one vector a thread) */
 #pragma unroll
     for (int k = 0; k < K; k++)
 #pragma unroll
         for (int i = 0; i < V; i++) ag[k][i] = ab[k][i] = 0.0f;
     if constexpr (SUM)
 #pragma unroll
-        for (int i = 0; i < V; i++) as[0][i] = 0.0f;
+        for (int i = 0; i < V; i++) as[i] = 0.0f;
     if constexpr (GAMMA_IN_REGS)
         if (cols && j0 < nvec) ln_load_floats<V>(gk, gf + (size_t)j0 * V);
     /* the row step's warp: part q of row rw of each pass over NW / wpr rows */
@@ -751,7 +751,7 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
                         out[k * NT] = o;
                         if constexpr (SUM) /* dx as written: the sums of what the next GEMM reads */
 #pragma unroll
-                            for (int i = 0; i < V; i++) as[0][i] += ln_get(o, i);
+                            for (int i = 0; i < V; i++) as[i] += ln_get(o, i);
                     }
             }
         }
@@ -772,7 +772,7 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
                 if (j < nvec) {
                     ln_acc_store<V>(row + (size_t)j * V, ag[k]);
                     ln_acc_store<V>(row + C + (size_t)j * V, ab[k]);
-                    if constexpr (SUM) ln_acc_store<V>(row + 2 * C + (size_t)j * V, as[0]);
+                    if constexpr (SUM) ln_acc_store<V>(row + 2 * C + (size_t)j * V, as);
                 }
             }
     } else {
@@ -783,7 +783,7 @@ __global__ void __launch_bounds__(LN_STG_THREADS, 1)
         if (cols) {
             ln_acc_store<V>(all + (size_t)s * NS * C + (size_t)j0 * V, ag[0]);
             ln_acc_store<V>(all + (size_t)s * NS * C + C + (size_t)j0 * V, ab[0]);
-            if constexpr (SUM) ln_acc_store<V>(all + (size_t)s * NS * C + 2 * C + (size_t)j0 * V, as[0]);
+            if constexpr (SUM) ln_acc_store<V>(all + (size_t)s * NS * C + 2 * C + (size_t)j0 * V, as);
         }
         __syncthreads();
 #pragma unroll 1
