@@ -111,7 +111,7 @@ static fast_div make_fast_div(int d)
 
 /* col[(n P + p) Q + q][(r S + s) C + c] = x[n][p stride - pad + r][q stride - pad + s][c], or
  * zero bits (0.0 in every dtype) in the padding; U: the unit of bytes a thread copies, a
- * pixel CU units. A block holds `rows` output rows (256 / CU of them, or one when CU >
+ * pixel CU units, a col row LU units apart (zeros past its R S CU). A block holds `rows` output rows (256 / CU of them, or one when CU >
  * 256): thread t copies unit t % CU of row t / CU (and every 256th unit after it) for
  * every tap, so a warp's stores are whole runs of CU units of a col row per tap, its
  * loads whole runs of a pixel. The window's position is found once per thread; the taps
@@ -120,8 +120,8 @@ static fast_div make_fast_div(int d)
 
 template <typename U>
 __global__ void __launch_bounds__(RN_THREADS) im2col_rows_kernel(U *__restrict__ col, const U *__restrict__ x,
-                                                                 struct conv_shape s, int CU, int rows, fast_div cu_div,
-                                                                 fast_div q_div, fast_div p_div)
+                                                                 struct conv_shape s, int CU, int LU, int rows,
+                                                                 fast_div cu_div, fast_div q_div, fast_div p_div)
 {
     const int t = (int)threadIdx.x, lr = CU <= RN_THREADS ? cu_div.div(t) : 0;
     const int m = (int)blockIdx.x * rows + lr, RS = s.R * s.S;
@@ -129,7 +129,8 @@ __global__ void __launch_bounds__(RN_THREADS) im2col_rows_kernel(U *__restrict__
     const int np = q_div.div(m), q = m - np * s.Q, n = p_div.div(np), p = np - n * s.P;
     const int h0 = p * s.stride - s.pad, w0 = q * s.stride - s.pad;
     const U *xn = x + (size_t)n * s.H * s.W * CU;
-    U *cm = col + (size_t)m * RS * CU;
+    U *cm = col + (size_t)m * LU;
+    for (int u = RS * CU + t - lr * CU; u < LU; u += min(CU, RN_THREADS)) cm[u] = U{}; /* the row's padding */
     for (int cu = t - lr * CU; cu < CU; cu += RN_THREADS) {
         int r = 0, ts = 0; /* the tap (r, ts) of slot b of each group */
         for (int tap0 = 0; tap0 < RS; tap0 += IM2COL_TAPS) {
@@ -150,22 +151,23 @@ __global__ void __launch_bounds__(RN_THREADS) im2col_rows_kernel(U *__restrict__
 }
 
 template <typename U>
-static void launch_im2col_rows(void *col, const void *x, const struct conv_shape *s, int CU, cudaStream_t st)
+static void launch_im2col_rows(void *col, const void *x, const struct conv_shape *s, int CU, int LU, cudaStream_t st)
 {
     const int M = s->N * s->P * s->Q, rows = CU <= RN_THREADS ? RN_THREADS / CU : 1;
     const int blocks = (M + rows - 1) / rows;
     const fast_div cu_div = make_fast_div(CU), q_div = make_fast_div(s->Q), p_div = make_fast_div(s->P);
     if (M > 0)
-        im2col_rows_kernel<U><<<blocks, RN_THREADS, 0, st>>>((U *)col, (const U *)x, *s, CU, rows, cu_div, q_div,
-                                                             p_div);
+        im2col_rows_kernel<U><<<blocks, RN_THREADS, 0, st>>>((U *)col, (const U *)x, *s, CU, LU, rows, cu_div,
+                                                             q_div, p_div);
 }
 
 /* The same copy for pixels of no whole 8-byte unit (the stem's 3 channels, odd C, a
- * pointer off alignment): the col array, flat (total = M K elements, < 2^31), in chunks
- * W of E = sizeof(W) / sizeof(T) elements (16 bytes where col is 16-byte aligned), a
- * chunk per thread: the (m, k) of its first element found once, then k stepped element
- * by element (c, then the tap's s and r, then the row's q, p and n), each element a
- * gather of one T from x or zero; the last chunk, partial, stored element by element. */
+ * pointer off alignment): the col array, flat (total = M LD elements, LD its row pitch,
+ * < 2^31), in chunks W of E = sizeof(W) / sizeof(T) elements (16 bytes where col is
+ * 16-byte aligned), a chunk per thread: the (m, k) of its first element found once, then
+ * k stepped element by element (c, then the tap's s and r; at LD the row's q, p and n),
+ * each element a gather of one T from x or zero (the padding, and k >= K); the last
+ * chunk, partial, stored element by element. */
 template <typename T, typename W>
 __global__ void __launch_bounds__(RN_THREADS) im2col_flat_kernel(W *__restrict__ col, const T *__restrict__ x,
                                                                  struct conv_shape s, int total, fast_div k_div,
@@ -176,8 +178,10 @@ __global__ void __launch_bounds__(RN_THREADS) im2col_flat_kernel(W *__restrict__
     constexpr int E = sizeof(W) / sizeof(T);
     const int g = (int)(blockIdx.x * RN_THREADS + threadIdx.x), e0 = g * E;
     if (e0 >= total) return;
-    const int K = s.R * s.S * s.C;
-    const int m = k_div.div(e0), k = e0 - m * K, tap = c_div.div(k);
+    const int K = s.R * s.S * s.C, LD = conv_col_ld(&s);
+    const int m = k_div.div(e0);
+    int k = e0 - m * LD;
+    const int tap = c_div.div(k);
     int c = k - tap * s.C, r = s_div.div(tap), ts = tap - r * s.S;
     const int np = q_div.div(m);
     int q = m - np * s.Q, n = p_div.div(np), p = np - n * s.P;
@@ -189,24 +193,21 @@ __global__ void __launch_bounds__(RN_THREADS) im2col_flat_kernel(W *__restrict__
     for (int i = 0; i < E; i++) {
         const int h = h0 + r, w = w0 + ts;
         T v{};
-        if (e0 + i < total && (unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W)
+        if (e0 + i < total && k < K && (unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W)
             v = xn[(size_t)(h * s.W + w) * s.C + c];
         if constexpr (sizeof(T) == 2) wd[i / 2] |= (unsigned)v << (16 * (i % 2));
         else wd[i] = (unsigned)v;
-        if (++c == s.C) {
-            c = 0;
-            if (++ts == s.S) {
-                ts = 0;
-                if (++r == s.R) {
-                    r = 0;
-                    if (++q == s.Q) {
-                        q = 0;
-                        if (++p == s.P) p = 0, xn += image;
-                        h0 = p * s.stride - s.pad;
-                    }
-                    w0 = q * s.stride - s.pad;
-                }
+        if (++k == LD) { /* the next row: its first tap */
+            k = c = ts = r = 0;
+            if (++q == s.Q) {
+                q = 0;
+                if (++p == s.P) p = 0, xn += image;
+                h0 = p * s.stride - s.pad;
             }
+            w0 = q * s.stride - s.pad;
+        } else if (++c == s.C) { /* past K (the padding), r runs on: k < K fails first */
+            c = 0;
+            if (++ts == s.S) ts = 0, r++;
         }
     }
     if (e0 + E <= total) {
@@ -228,7 +229,7 @@ static void launch_im2col_flat_as(void *col, const void *x, const struct conv_sh
 {
     constexpr int E = sizeof(W) / sizeof(T);
     const int chunks = (total + E - 1) / E, blocks = (chunks + RN_THREADS - 1) / RN_THREADS;
-    const fast_div k_div = make_fast_div(s->R * s->S * s->C), c_div = make_fast_div(s->C), s_div = make_fast_div(s->S);
+    const fast_div k_div = make_fast_div(conv_col_ld(s)), c_div = make_fast_div(s->C), s_div = make_fast_div(s->S);
     const fast_div q_div = make_fast_div(s->Q), p_div = make_fast_div(s->P);
     if (total > 0)
         im2col_flat_kernel<T, W><<<blocks, RN_THREADS, 0, st>>>((W *)col, (const T *)x, *s, total, k_div, c_div, s_div,
@@ -247,16 +248,17 @@ static void launch_im2col_flat(void *col, const void *x, const struct conv_shape
 
 extern "C" cudaError_t cuda_im2col(void *col, const void *x, const struct conv_shape *s, int dtype, cudaStream_t st)
 {
-    const size_t es = dtype_size(dtype), pixel = (size_t)s->C * es;
-    const size_t total = (size_t)s->N * s->P * s->Q * s->R * s->S * s->C;
-    const uintptr_t a = (uintptr_t)col | (uintptr_t)x | (uintptr_t)pixel; /* the widest unit dividing all three */
+    const size_t es = dtype_size(dtype), pixel = (size_t)s->C * es, row = (size_t)conv_col_ld(s) * es;
+    const size_t total = (size_t)s->N * s->P * s->Q * conv_col_ld(s);
+    /* the widest unit dividing all four */
+    const uintptr_t a = (uintptr_t)col | (uintptr_t)x | (uintptr_t)pixel | (uintptr_t)row;
     if (a % 8 != 0 && (es == 2 || es == 4) && total <= (size_t)INT32_MAX - 16) {
         if (es == 2) launch_im2col_flat<uint16_t>(col, x, s, (int)total, st);
         else launch_im2col_flat<uint32_t>(col, x, s, (int)total, st);
-    } else if (a % 16 == 0) launch_im2col_rows<uint4>(col, x, s, (int)(pixel / 16), st);
-    else if (a % 8 == 0) launch_im2col_rows<uint2>(col, x, s, (int)(pixel / 8), st);
-    else if (a % 4 == 0) launch_im2col_rows<uint32_t>(col, x, s, (int)(pixel / 4), st);
-    else launch_im2col_rows<uint16_t>(col, x, s, (int)(pixel / 2), st);
+    } else if (a % 16 == 0) launch_im2col_rows<uint4>(col, x, s, (int)(pixel / 16), (int)(row / 16), st);
+    else if (a % 8 == 0) launch_im2col_rows<uint2>(col, x, s, (int)(pixel / 8), (int)(row / 8), st);
+    else if (a % 4 == 0) launch_im2col_rows<uint32_t>(col, x, s, (int)(pixel / 4), (int)(row / 4), st);
+    else launch_im2col_rows<uint16_t>(col, x, s, (int)(pixel / 2), (int)(row / 2), st);
     return cudaGetLastError();
 }
 
@@ -272,7 +274,7 @@ __global__ void __launch_bounds__(RN_THREADS) col2im_kernel(T *__restrict__ dx, 
                                                             fast_div w_div, fast_div h_div, fast_div stride_div)
 {
     const int CV = s.C / V, NHW = s.N * s.H * s.W;
-    const size_t K = (size_t)s.R * s.S * s.C;
+    const size_t K = (size_t)conv_col_ld(&s); /* a col row's pitch */
     /* col's step to the next tap of the window one before: t + stride at q - 1, r + stride at p - 1 */
     const ptrdiff_t dq = (ptrdiff_t)s.stride * s.C - (ptrdiff_t)K;
     const ptrdiff_t dp = (ptrdiff_t)s.stride * s.S * s.C - (ptrdiff_t)s.Q * K;
@@ -307,7 +309,8 @@ __global__ void __launch_bounds__(RN_THREADS) col2im_kernel(T *__restrict__ dx, 
 
 template <typename T> static cudaError_t launch_col2im(void *dx, const void *col, const struct conv_shape *s, cudaStream_t st)
 {
-    with_vector_width<T>(vectors_fit<T>(s->C, dx, col), [&](auto v) {
+    /* V channels at once where C and col's row pitch hold whole vectors */
+    with_vector_width<T>(conv_col_ld(s) % pack16<T>::N == 0 && vectors_fit<T>(s->C, dx, col), [&](auto v) {
         constexpr int V = decltype(v)::value;
         const row_items g(s->N * s->H * s->W, s->C / V);
         const fast_div cv_div = make_fast_div(s->C / V), w_div = make_fast_div(s->W), h_div = make_fast_div(s->H);

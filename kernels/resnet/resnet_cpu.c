@@ -28,12 +28,13 @@ static void *scratch(size_t count, size_t size)
 void cpu_im2col(float *col, const float *x, const struct conv_shape *s)
 {
     const int R = s->R, S = s->S, C = s->C;
-    const size_t K = (size_t)R * S * C, rowlen = (size_t)C * sizeof(float);
+    const size_t K = (size_t)R * S * C, ld = (size_t)conv_col_ld(s), rowlen = (size_t)C * sizeof(float);
 #pragma omp parallel for schedule(static)
     for (int np = 0; np < s->N * s->P; np++) {
         const int n = np / s->P, p = np % s->P;
         for (int q = 0; q < s->Q; q++) {
-            float *c = col + ((size_t)np * s->Q + q) * K;
+            float *c = col + ((size_t)np * s->Q + q) * ld;
+            memset(c + K, 0, (ld - K) * sizeof(float));
             for (int r = 0; r < R; r++) {
                 const int h = p * s->stride - s->pad + r;
                 for (int t = 0; t < S; t++) {
@@ -50,7 +51,7 @@ void cpu_im2col(float *col, const float *x, const struct conv_shape *s)
 void cpu_col2im(float *dx, const float *col, const struct conv_shape *s)
 {
     const int R = s->R, S = s->S, C = s->C;
-    const size_t K = (size_t)R * S * C;
+    const size_t K = (size_t)conv_col_ld(s); /* a col row's pitch */
 #pragma omp parallel for schedule(static)
     for (int nh = 0; nh < s->N * s->H; nh++) {
         const int n = nh / s->H, h = nh % s->H;

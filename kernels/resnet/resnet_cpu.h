@@ -26,10 +26,10 @@ struct bn_operands; /* bn_operands.h */
 #define BATCHNORM_EPS 1e-5f /* PyTorch's */
 
 /* col[(n P + p) Q + q][(r S + s) C + c] = x[n][p stride - pad + r][q stride - pad + s][c],
- * 0 where that is outside the image. */
+ * 0 where that is outside the image; rows conv_col_ld(s) apart, zero past R S C. */
 void cpu_im2col(float *col, const float *x, const struct conv_shape *s);
 /* The adjoint of im2col: dx[n][h][w][c] = the sum of the col entries im2col copied
- * x[n][h][w][c] to, in (r, s) order (overwrites dx). */
+ * x[n][h][w][c] to, in (r, s) order (overwrites dx; col's padding columns not read). */
 void cpu_col2im(float *dx, const float *col, const struct conv_shape *s);
 
 /* Per channel c of x [rows x C]: y = (x - mean) rstd gamma + beta, rstd = 1/sqrt(var +

@@ -1,5 +1,7 @@
 /* cpu_resnet.c — the CPU backend's ResNet operations (struct rn_ops, rn_ops.h):
  * thin wrappers over the loops of kernels/resnet/resnet_cpu.c. fp32 throughout. */
+#include <string.h>
+
 #include "backend/backend.h"
 #include "backend/rn_ops.h"
 #include "base/error.h"
@@ -20,6 +22,15 @@ static void be_col2im(struct backend *b, void *dx, const void *col, const struct
 {
     (void)b;
     cpu_col2im(dx, col, s);
+}
+
+static void be_copy_rows(struct backend *b, void *dst, int dst_ld, const void *src, int src_ld, int rows, int cols,
+                         int elem_bytes)
+{
+    (void)b;
+    for (int r = 0; r < rows; r++)
+        memcpy((char *)dst + (size_t)r * dst_ld * elem_bytes, (const char *)src + (size_t)r * src_ld * elem_bytes,
+               (size_t)cols * elem_bytes);
 }
 
 static void be_batchnorm_forward(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
@@ -81,6 +92,7 @@ static void be_synth_images(struct backend *b, void *x, int *labels, uint64_t fi
 const struct rn_ops cpu_rn_ops = {
     .im2col = be_im2col,
     .col2im = be_col2im,
+    .copy_rows = be_copy_rows,
     .batchnorm_forward = be_batchnorm_forward,
     .batchnorm_add_relu_forward = be_batchnorm_add_relu_forward,
     .batchnorm_backward = be_batchnorm_backward,

@@ -33,7 +33,7 @@ static struct {
     X(LAYERNORM_BACKWARD, "layernorm backward") X(ATTENTION_FORWARD, "attention forward")                      \
     X(ATTENTION_BACKWARD, "attention backward") X(FLASH_FORWARD, "flash attention forward")                    \
     X(FLASH_BACKWARD, "flash attention backward") X(ADD, "residual add") X(ROWS, "row gather/scatter")         \
-    X(DATA, "synthetic data") X(ZERO, "zero") X(IM2COL, "im2col / col2im")                                     \
+    X(DATA, "synthetic data") X(ZERO, "zero") X(IM2COL, "im2col / col2im") X(COPY_ROWS, "row copy")              \
     X(BATCHNORM_FORWARD, "batchnorm forward") X(BATCHNORM_ADD_RELU, "batchnorm + add + ReLU")                  \
     X(BATCHNORM_BACKWARD, "batchnorm backward") X(POOL, "pooling") X(CONV, "convolution (implicit GEMM)")
 
@@ -222,6 +222,11 @@ static void w_col2im(struct backend *b, void *dx, const void *col, const struct 
 {
     TIMED(OPK_IM2COL, orig_rn, col2im, b, dx, col, s);
 }
+static void w_copy_rows(struct backend *b, void *dst, int dst_ld, const void *src, int src_ld, int rows, int cols,
+                        int elem_bytes)
+{
+    TIMED(OPK_COPY_ROWS, orig_rn, copy_rows, b, dst, dst_ld, src, src_ld, rows, cols, elem_bytes);
+}
 static void w_bn_fwd(struct backend *b, void *y, float *mean, float *rstd, float *rm, float *rv, const void *x,
                      const void *gamma, const void *beta, int rows, int C, int training, float momentum, int relu)
 {
@@ -322,6 +327,7 @@ static void wrap_rn(struct rn_ops *w)
 {
     WRAP(im2col, w_im2col);
     WRAP(col2im, w_col2im);
+    WRAP(copy_rows, w_copy_rows);
     WRAP(batchnorm_forward, w_bn_fwd);
     WRAP(batchnorm_add_relu_forward, w_bn_add_relu);
     WRAP(batchnorm_backward, w_bn_bwd);

@@ -21,6 +21,11 @@ struct rn_ops {
     void (*im2col)(struct backend *b, void *col, const void *x, const struct conv_shape *s);
     /* dx [N*H*W x C] = the adjoint of im2col applied to col (overwritten, not added to). */
     void (*col2im)(struct backend *b, void *dx, const void *col, const struct conv_shape *s);
+    /* dst's rows = src's: `rows` rows of `cols` elements of elem_bytes each, dst_ld and
+     * src_ld elements apart (a weight copied into, or out of, rows padded to col's pitch;
+     * dst's other columns untouched). */
+    void (*copy_rows)(struct backend *b, void *dst, int dst_ld, const void *src, int src_ld, int rows, int cols,
+                      int elem_bytes);
     /* y = (x - mean) rstd gamma + beta per channel (column), then ReLU when relu; training:
      * mean and rstd of this batch's rows, and the running statistics updated with
      * `momentum`; else the running statistics themselves. mean, rstd [C] kept for backward. */
@@ -69,7 +74,7 @@ struct rn_ops {
 /* A table the ResNet can run on: every one of its operations is there. */
 static inline int rn_ops_complete(const struct rn_ops *o)
 {
-    return o != NULL && o->im2col && o->col2im && o->batchnorm_forward && o->batchnorm_add_relu_forward &&
+    return o != NULL && o->im2col && o->col2im && o->copy_rows && o->batchnorm_forward && o->batchnorm_add_relu_forward &&
            o->batchnorm_backward &&
            o->maxpool_forward && o->maxpool_backward && o->avgpool_forward && o->avgpool_backward && o->synth_images;
 }

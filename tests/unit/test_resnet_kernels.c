@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/resnet_cpu.h"
@@ -36,6 +37,7 @@ static const struct conv_shape *shapes(int *n)
 static size_t x_size(const struct conv_shape *s) { return (size_t)s->N * s->H * s->W * s->C; }
 static size_t col_rows(const struct conv_shape *s) { return (size_t)s->N * s->P * s->Q; }
 static int col_cols(const struct conv_shape *s) { return s->R * s->S * s->C; }
+static size_t col_size(const struct conv_shape *s) { return col_rows(s) * conv_col_ld(s); }
 
 TEST(col2im_is_the_adjoint_of_im2col)
 {
@@ -43,7 +45,7 @@ TEST(col2im_is_the_adjoint_of_im2col)
     const struct conv_shape *all = shapes(&ns);
     for (int k = 0; k < ns; k++) {
         const struct conv_shape *s = &all[k];
-        const size_t nx = x_size(s), nc = col_rows(s) * col_cols(s);
+        const size_t nx = x_size(s), nc = col_size(s);
         float *x = rand_array(nx, 1 + k), *y = rand_array(nc, 11 + k), *col = malloc(nc * 4), *dx = malloc(nx * 4);
         cpu_im2col(col, x, s);
         cpu_col2im(dx, y, s);
@@ -97,19 +99,27 @@ TEST(convolution_as_im2col_and_gemm_matches_the_direct_definition)
     const struct conv_shape *all = shapes(&ns);
     for (int k = 0; k < ns; k++) {
         const struct conv_shape *s = &all[k];
-        const int M = (int)col_rows(s), K = col_cols(s);
-        const size_t nx = x_size(s), nc = (size_t)M * K;
+        const int M = (int)col_rows(s), K = col_cols(s), LD = conv_col_ld(s);
+        const size_t nx = x_size(s), nc = col_size(s);
         float *x = rand_array(nx, 21 + k), *w = rand_array((size_t)COUT * K, 31 + k);
         float *dy = rand_array((size_t)M * COUT, 41 + k);
-        float *col = malloc(nc * 4), *y = malloc((size_t)M * COUT * 4), *dw = malloc((size_t)COUT * K * 4);
-        float *dx = malloc(nx * 4);
+        float *col = rand_array(nc, 51 + k), *y = malloc((size_t)M * COUT * 4), *dw = malloc((size_t)COUT * LD * 4);
+        float *wp = calloc((size_t)COUT * LD, 4), *dx = malloc(nx * 4);
         double *ry = malloc((size_t)M * COUT * 8), *rdw = malloc((size_t)COUT * K * 8), *rdx = malloc(nx * 8);
+        for (int o = 0; o < COUT; o++) memcpy(wp + (size_t)o * LD, w + (size_t)o * K, (size_t)K * 4);
         conv_direct(s, COUT, x, w, dy, ry, rdw, rdx);
-        /* y = col W^T; dW = dy^T col; dx = col2im(dy W): what the model runs */
-        cpu_im2col(col, x, s);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, COUT, K, 1.0f, col, K, w, K, 0.0f, y, COUT);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, COUT, K, M, 1.0f, dy, COUT, col, K, 0.0f, dw, K);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, COUT, 1.0f, dy, COUT, w, K, 0.0f, col, K);
+        /* y = col Wᵀ; dW = dyᵀ col; dx = col2im(dy W) on rows of LD, the weight padded
+         * with zeros as the model pads it: what the model runs */
+        cpu_im2col(col, x, s); /* over random bits: it writes the padding's zeros */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, COUT, LD, 1.0f, col, LD, wp, LD, 0.0f, y, COUT);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, COUT, LD, M, 1.0f, dy, COUT, col, LD, 0.0f, dw, LD);
+        int pads_zero = 1;
+        for (int o = 0; o < COUT; o++) {
+            for (int j = K; j < LD; j++) pads_zero &= dw[(size_t)o * LD + j] == 0.0f;
+            memmove(dw + (size_t)o * K, dw + (size_t)o * LD, (size_t)K * 4); /* its K columns, packed */
+        }
+        CHECK(pads_zero);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, LD, COUT, 1.0f, dy, COUT, wp, LD, 0.0f, col, LD);
         cpu_col2im(dx, col, s);
         const double ey = worst_rel(y, ry, (size_t)M * COUT), ew = worst_rel(dw, rdw, (size_t)COUT * K);
         const double ex = worst_rel(dx, rdx, nx);
@@ -117,7 +127,7 @@ TEST(convolution_as_im2col_and_gemm_matches_the_direct_definition)
         CHECK(ey <= 1e-5);
         CHECK(ew <= 1e-5);
         CHECK(ex <= 1e-5);
-        free(x), free(w), free(dy), free(col), free(y), free(dw), free(dx), free(ry), free(rdw), free(rdx);
+        free(x), free(w), free(wp), free(dy), free(col), free(y), free(dw), free(dx), free(ry), free(rdw), free(rdx);
     }
 }
 

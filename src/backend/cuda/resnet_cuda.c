@@ -56,6 +56,14 @@ static void cuda_rn_im2col(struct backend *b, void *col, const void *x, const st
     CHECK_CUDA(cuda_im2col(col, x, s, b->act_dtype, stream(b)));
 }
 
+static void cuda_rn_copy_rows(struct backend *b, void *dst, int dst_ld, const void *src, int src_ld, int rows, int cols,
+                              int elem_bytes)
+{
+    if (rows > 0 && cols > 0)
+        CHECK_CUDA(cudaMemcpy2DAsync(dst, (size_t)dst_ld * elem_bytes, src, (size_t)src_ld * elem_bytes,
+                                     (size_t)cols * elem_bytes, (size_t)rows, cudaMemcpyDeviceToDevice, stream(b)));
+}
+
 static void cuda_rn_col2im(struct backend *b, void *dx, const void *col, const struct conv_shape *s)
 {
     CHECK_CUDA(cuda_col2im(dx, col, s, b->act_dtype, stream(b)));
@@ -139,6 +147,7 @@ static int cuda_rn_conv_wgrad_implicit(struct backend *b, void *dw, int grad_dty
 const struct rn_ops cuda_rn_ops = {
     .im2col = cuda_rn_im2col,
     .col2im = cuda_rn_col2im,
+    .copy_rows = cuda_rn_copy_rows,
     .batchnorm_forward = cuda_rn_batchnorm_forward,
     .batchnorm_add_relu_forward = cuda_rn_batchnorm_add_relu_forward,
     .batchnorm_backward = cuda_rn_batchnorm_backward,

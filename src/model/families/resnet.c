@@ -45,6 +45,18 @@ static void conv_set(struct rn_conv *c, int cin, int cout, int k, int stride, in
     c->pad = (k - 1) / 2;
     c->H = H;
     c->P = (H + 2 * c->pad - k) / stride + 1;
+    const int K = k * k * cin;
+    c->ld = k == 1 && stride == 1 ? K : (K + 7) / 8 * 8;
+}
+
+/* c's padded weight, where it has one, at the end of the others */
+static void pad_weight(struct resnet *p, struct rn_conv *c)
+{
+    const size_t n = (size_t)c->cout * c->ld;
+    if (c->ld == c->k * c->k * c->cin) return;
+    c->wpad_at = p->wpad;
+    p->wpad += n;
+    if (n > p->max_wpad) p->max_wpad = n;
 }
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
@@ -55,7 +67,8 @@ static void layout(struct resnet *p, const struct config *cfg)
     conv_set(&p->stem, RN_CHANNELS, p->width, 7, 2, p->image);
     p->pool = (p->stem.P + 2 - 3) / 2 + 1;
     p->max_act = square(p->stem.P) * (size_t)p->width;
-    p->max_col = square(p->stem.P) * (size_t)(49 * RN_CHANNELS);
+    p->max_col = square(p->stem.P) * (size_t)p->stem.ld;
+    pad_weight(p, &p->stem);
     int H = p->pool, cin = p->width, i = 0;
     for (int s = 0; s < p->nstage; s++)
         for (int b = 0; b < cfg->blocks[s]; b++, i++) {
@@ -74,8 +87,12 @@ static void layout(struct resnet *p, const struct config *cfg)
             k->P = k->c2.P;
             p->max_act = max_size(p->max_act, max_size(square(H) * (size_t)mid, square(k->P) * (size_t)k->cout));
             p->max_act = max_size(p->max_act, square(H) * (size_t)cin);
-            p->max_col = max_size(p->max_col, square(k->P) * (size_t)(9 * mid));
-            if (k->proj && stride != 1) p->max_col = max_size(p->max_col, square(k->P) * (size_t)cin);
+            p->max_col = max_size(p->max_col, square(k->P) * (size_t)k->c2.ld);
+            pad_weight(p, &k->c2);
+            if (k->proj && stride != 1) {
+                p->max_col = max_size(p->max_col, square(k->P) * (size_t)k->cp.ld);
+                pad_weight(p, &k->cp);
+            }
             H = k->P;
             cin = k->cout;
         }
@@ -217,6 +234,8 @@ static int rn_plan_activations(const struct model *m, size_t E, int batch, size_
     bad |= model_add_bytes(act, B, 2 * (size_t)p->classes, E); /* logits, dlogits */
     bad |= model_add_bytes(act, B, 4 * p->max_act, E);         /* g[2], t[2] */
     bad |= model_add_bytes(act, B, p->max_col, E);             /* col */
+    bad |= model_add_bytes(act, 1, p->wpad, E);                /* wpad */
+    bad |= model_add_bytes(act, 1, p->max_wpad, F);            /* dwpad */
     bad |= model_add_bytes(act, p->bn_channels, 4, F);         /* mean, rstd, run_mean, run_var */
     return bad ? -1 : 0;
 }
@@ -324,6 +343,8 @@ static void rn_alloc_acts(struct backend *be, const struct model *m, int B, stru
         a->t[j] = step_alloc(be, b * p->max_act, e);
     }
     a->col = step_alloc(be, b * p->max_col, e);
+    a->wpad = step_alloc(be, p->wpad, e); /* zero-filled: the padding stays 0 */
+    a->dwpad = step_alloc(be, p->max_wpad, F);
     a->mean = step_alloc(be, p->bn_channels, F);
     a->rstd = step_alloc(be, p->bn_channels, F);
     a->run_mean = step_alloc(be, p->bn_channels, F); /* 0 */
@@ -348,7 +369,7 @@ static void rn_free_acts(struct backend *be, const struct model *m, struct step_
             if (bufs[j] != NULL) f(be, bufs[j]);
     }
     void *bufs[] = {a->x, a->labels, a->y0, a->a0, a->pool, a->argmax, a->feat, a->dfeat, a->logits, a->dlogits,
-                    a->g[0], a->g[1], a->t[0], a->t[1], a->col, a->mean, a->rstd, a->run_mean, a->run_var};
+                    a->g[0], a->g[1], a->t[0], a->t[1], a->col, a->wpad, a->dwpad, a->mean, a->rstd, a->run_mean, a->run_var};
     for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++) f(be, bufs[j]);
     free(a->blk);
     free(a);

@@ -18,11 +18,17 @@
 
 #include "model/model.h"
 
-/* A square convolution: H x H x cin in, P x P x cout out; its weight's offset. */
+/* A square convolution: H x H x cin in, P x P x cout out; its weight's offset. A
+ * convolution through im2col has col rows of ld elements, K = k k cin rounded up to 8
+ * (16 bytes in 16-bit dtypes: the GEMMs on col want aligned rows; the stem's 147 are
+ * not); where ld > K its weight is copied into rows of ld (the model's padded weights,
+ * from element wpad_at). A 1x1 stride-1 convolution has no col: ld = K. */
 struct rn_conv {
     int cin, cout, k, stride, pad;
     int H, P;
+    int ld;
     size_t w;
+    size_t wpad_at;
 };
 
 /* A batch norm of C channels: its gain and shift, and where its channels' statistics
@@ -54,7 +60,9 @@ struct resnet {
     int feat, feat_hw;    /* channels and positions entering the average pool */
     size_t fc_w, fc_b;
     size_t max_act;       /* elements of one image's largest activation (the gradient scratch) */
-    size_t max_col;       /* elements of one image's largest im2col */
+    size_t max_col;       /* elements of one image's largest im2col (rows of ld) */
+    size_t wpad;          /* elements of the padded weights (ld > K) together */
+    size_t max_wpad;      /* and of the largest one (its gradient's scratch) */
     size_t bn_channels;   /* channels of every batch norm together */
 };
 

@@ -32,6 +32,8 @@ struct rn_acts {
     void *logits, *dlogits;           /* [B x classes] */
     void *g[2], *t[2];                /* gradient scratch [B x max_act]: the stream's, the branch's */
     void *col;                        /* im2col scratch [B x max_col] */
+    void *wpad;                       /* the padded weights [wpad] (rn_conv.ld), padding zero */
+    void *dwpad;                      /* a padded weight's gradient [max_wpad] (fp32 or 16-bit) */
     float *mean, *rstd;               /* every BN's batch statistics [bn_channels] */
     float *run_mean, *run_var;        /* and its running ones */
 };

@@ -13,7 +13,19 @@
 
 static struct conv_shape shape_of(const struct rn_conv *c, int N)
 {
-    return (struct conv_shape){N, c->H, c->H, c->cin, c->k, c->k, c->stride, c->pad, c->P, c->P};
+    return (struct conv_shape){N, c->H, c->H, c->cin, c->k, c->k, c->stride, c->pad, c->P, c->P, c->ld};
+}
+
+/* c's weight as its GEMMs on col read it, rows of ld: the weight itself, or (ld > K) its
+ * copy in the padded weights, refreshed when refresh (the optimizer moved it since) */
+static const void *gemm_weight(struct backend *be, const struct step_buffers *rb, struct rn_acts *a,
+                               const struct rn_conv *c, int refresh)
+{
+    const int K = c->k * c->k * c->cin;
+    if (c->ld == K) return step_weight_at(rb, c->w);
+    void *w = step_elem(a->wpad, c->wpad_at, rb->elem);
+    if (refresh) be->rn->copy_rows(be, w, c->ld, step_weight_at(rb, c->w), K, c->cout, K, (int)rb->elem);
+    return w;
 }
 
 /* 1x1 stride 1: the input is its own im2col */
@@ -33,18 +45,20 @@ static void conv_forward(struct backend *be, const struct step_buffers *rb, stru
                          const void *x, void *y, int wel)
 {
     const struct conv_shape s = shape_of(c, a->B);
-    const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin;
+    const int M = a->B * c->P * c->P;
     const void *col = x;
     if (conv_implicit(be, c, &s, 0, y, x, step_weight_at(rb, c->w))) return;
     if (!plain_gemm(c)) {
         if (wel) be->rn->im2col(be, a->col, x, &s);
         col = a->col;
     }
-    be->ops->gemm(be, 0, 1, M, c->cout, K, 1.0f, col, K, step_weight_at(rb, c->w), K, 0.0f, y, 0, c->cout);
+    be->ops->gemm(be, 0, 1, M, c->cout, c->ld, 1.0f, col, c->ld, gemm_weight(be, rb, a, c, wel), c->ld, 0.0f, y, 0,
+                  c->cout);
 }
 
 /* The weight's gradient dyᵀ · col into the arena: the backend's implicit GEMM where it
- * takes the shape, else through im2col (a 1x1 stride-1's col is x itself). */
+ * takes the shape, else through im2col (a 1x1 stride-1's col is x itself); a padded
+ * col's (ld > K) into rows of ld in dwpad, then its K columns into the arena. */
 static void weight_gradient(struct backend *be, const struct step_buffers *rb, struct rn_acts *a,
                             const struct rn_conv *c, const struct conv_shape *s, const void *x, const void *dy, int wel)
 {
@@ -58,7 +72,13 @@ static void weight_gradient(struct backend *be, const struct step_buffers *rb, s
         if (wel) be->rn->im2col(be, a->col, x, s);
         col = a->col;
     }
-    be->ops->gemm(be, 1, 0, c->cout, K, M, 1.0f, dy, c->cout, col, K, 0.0f, dw, rb->grad_dtype == DT_F32, K);
+    const int f32 = rb->grad_dtype == DT_F32;
+    if (c->ld == K) {
+        be->ops->gemm(be, 1, 0, c->cout, K, M, 1.0f, dy, c->cout, col, K, 0.0f, dw, f32, K);
+        return;
+    }
+    be->ops->gemm(be, 1, 0, c->cout, c->ld, M, 1.0f, dy, c->cout, col, c->ld, 0.0f, a->dwpad, f32, c->ld);
+    if (wel) be->rn->copy_rows(be, dw, K, a->dwpad, c->ld, c->cout, K, (int)dtype_size(rb->grad_dtype));
 }
 
 /* From dy [B*P*P x cout]: the weight's gradient into the arena, and dx [B*H*H x cin]
@@ -67,13 +87,13 @@ static void conv_backward(struct backend *be, const struct step_buffers *rb, str
                           const void *x, const void *dy, void *dx, int accumulate, int wel)
 {
     const struct conv_shape s = shape_of(c, a->B);
-    const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin, plain = plain_gemm(c);
+    const int M = a->B * c->P * c->P, plain = plain_gemm(c);
     weight_gradient(be, rb, a, c, &s, x, dy, wel);
     if (dx == NULL) return;
     if (!plain && accumulate) DP_FATAL(NULL, "resnet: a strided or k x k convolution cannot add into its input's gradient");
     if (conv_implicit(be, c, &s, 1, dx, dy, step_weight_at(rb, c->w))) return;
-    be->ops->gemm(be, 0, 0, M, K, c->cout, 1.0f, dy, c->cout, step_weight_at(rb, c->w), K, accumulate && wel ? 1.0f : 0.0f,
-                  plain ? dx : a->col, 0, K);
+    be->ops->gemm(be, 0, 0, M, c->ld, c->cout, 1.0f, dy, c->cout, gemm_weight(be, rb, a, c, 0), c->ld,
+                  accumulate && wel ? 1.0f : 0.0f, plain ? dx : a->col, 0, c->ld);
     if (!plain && wel) be->rn->col2im(be, dx, a->col, &s);
 }
 
@@ -117,7 +137,7 @@ static void bn_backward(struct backend *be, const struct step_buffers *rb, const
 
 static struct conv_shape pool_shape(const struct resnet *p, int N)
 {
-    return (struct conv_shape){N, p->stem.P, p->stem.P, p->width, 3, 3, 2, 1, p->pool, p->pool};
+    return (struct conv_shape){N, p->stem.P, p->stem.P, p->width, 3, 3, 2, 1, p->pool, p->pool, 0};
 }
 
 /* with_elementwise = 0: the GEMMs alone. */
