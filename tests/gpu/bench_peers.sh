@@ -23,6 +23,8 @@
 #   BENCH_PEERS_BUDGET_S the whole call (default 540); each launch is bounded by what is left and by
 #   DPSCALE_TIMEOUT_S (150), LLMC_BUILD_TIMEOUT_S (300), LLMC_TIMEOUT_S (150), TORCH_TIMEOUT_S (240)
 #   BENCH_PEERS_TORCH_XL auto (default: torch.compile on GPT-2 XL when 240 s are left at its turn), on, off
+#   BENCH_PEERS_MODELS   the models to run, of those above (default all), e.g. "resnet50 bert-large";
+#                        llm.c is built only when a GPT-2 is among them
 #   DPSCALE (bin/dpscale), PYTHON (python3)
 #
 # Each program runs its own warm-up (dpscale's config 5 steps, llm.c's first 10 or 5 steps
@@ -148,9 +150,13 @@ record() {
     fi
 }
 
+# wanted MODEL: whether MODEL is among the models this call runs
+wanted() { [[ " ${MODELS[*]} " == *" $1 "* ]]; }
+
 run_dpscale() { # MODEL CONFIG ARGS...
     local model=$1 config=$2 log=$WORK/dpscale-$1.log parsed=""
     shift 2
+    wanted "$model" || return 0
     if [ ! -x "$DPSCALE" ]; then NOTE[$model/dpscale]="FAILED: no $DPSCALE (build it: make)"; return; fi
     run_bounded "dpscale $model" "$DPSCALE_TIMEOUT_S" "$log" "$DPSCALE" run --config "$config" --run.backend=cuda \
         --run.sweep=1 --run.output_dir="$OUTDIR/h5" --run.output="$model.h5" "$@" &&
@@ -161,6 +167,7 @@ run_dpscale() { # MODEL CONFIG ARGS...
 run_llmc() { # MODEL WARMUP STEPS BATCH ARGS...
     local model=$1 warmup=$2 steps=$3 batch=$4 log=$WORK/llmc-$1.log parsed=""
     shift 4
+    wanted "$model" || return 0
     if [ -z "$LLMC_BIN" ]; then NOTE[$model/llmc]=$LLMC_STATE; return; fi
     run_bounded "llm.c $model" "$LLMC_TIMEOUT_S" "$log" env -C "$WORK" LD_LIBRARY_PATH="$LLMC_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         "$LLMC_BIN" -i "$TOKENS/train.bin" -j "$TOKENS/val.bin" -b "$batch" -t 1024 -x "$steps" \
@@ -173,6 +180,7 @@ run_llmc() { # MODEL WARMUP STEPS BATCH ARGS...
 run_torch() { # MODEL SCRIPT ARGS...
     local model=$1 script=$2 log=$WORK/torch-$1.log parsed="" compile graphs first
     shift 2
+    wanted "$model" || return 0
     if [ -n "$TORCH_STATE" ]; then NOTE[$model/torch]=$TORCH_STATE; return; fi
     run_bounded "torch.compile $model" "$TORCH_TIMEOUT_S" "$log" "$PY" "$script" --compile "$@" &&
         parsed=$(parse_torch "$log")
@@ -271,6 +279,7 @@ EOF
 prepare_llmc() { # sets LLMC_BIN, LLMC_LIBRARY_PATH, LLMC_STATE (the cell of every llm.c row when there is no binary)
     LLMC_BIN="" LLMC_STATE=""
     if [ -z "${LLMC_DIR:-}" ]; then LLMC_STATE="not run: LLMC_DIR unset"; return; fi
+    wanted gpt2-small || wanted gpt2-xl || return 0
     local left want=${LLMC_BUILD_TIMEOUT_S:-300}
     left=$(left_s)
     if ((left < 60)); then LLMC_STATE="SKIPPED: budget spent"; return; fi
@@ -316,6 +325,7 @@ main() {
     run_torch gpt2-small tests/gpu/transformer_ddp_reference.py --model gpt --batch 16 --iters 30
     run_torch bert-large tests/gpu/transformer_ddp_reference.py --model bert --batch 16 --iters 30
     run_torch resnet50 tests/gpu/resnet_ddp_reference.py --batch 256 --image 224 --iters 30
+    wanted gpt2-xl || TORCH_XL=off
     case $TORCH_XL in
     on) run_torch gpt2-xl tests/gpu/transformer_ddp_reference.py --model gpt --layers 48 --width 1600 --heads 25 \
         --batch 8 --iters 15 ;;
@@ -359,6 +369,12 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
     [[ $# -eq 1 && -n $1 ]] || { echo "$usage" >&2; exit 2; }
     TORCH_XL=${BENCH_PEERS_TORCH_XL:-auto}
     [[ $TORCH_XL =~ ^(auto|on|off)$ ]] || { echo "bench_peers: BENCH_PEERS_TORCH_XL=$TORCH_XL: use auto, on or off" >&2; exit 2; }
+    if [ -n "${BENCH_PEERS_MODELS:-}" ]; then
+        for m in $BENCH_PEERS_MODELS; do
+            wanted "$m" || { echo "bench_peers: BENCH_PEERS_MODELS: no model '$m': use some of ${MODELS[*]}" >&2; exit 2; }
+        done
+        read -ra MODELS <<<"$BENCH_PEERS_MODELS"
+    fi
     mkdir -p "$1" || exit 2
     OUTDIR=$(cd "$1" && pwd) || exit 2
     [ ! -e "$OUTDIR/bench-peers.log" ] || { echo "bench_peers: $OUTDIR/bench-peers.log exists: hint: give a new OUTDIR" >&2; exit 2; }
