@@ -33,11 +33,20 @@
  *   it reads anyway), the statistics, gamma and beta, with the forward's own operations
  *   (bn_value: one explicit fused multiply-add), so the mask is the stored y's bit for bit,
  *   values that round to 0 included, and y is not read by either of its passes.
+ * - A bottleneck's output ReLU's mask as bits (relu_mask.h: one bit an element, 1/16 of a
+ *   16-bit tensor's bytes), written by the fused forward pass, read by bn3's and the
+ *   projection's backward in place of the block's ReLU backward (which read the gradient
+ *   and the output and wrote the gradient back: three passes); bn3's backward writes the
+ *   masked gradient where the identity shortcut passes it on. Those kernels take 8
+ *   channels a thread (a byte of bits): 16 bytes of bf16, two 16-byte vectors of fp32;
+ *   where C % 8 or an alignment rules that out, the bits are made and applied by passes
+ *   of their own (the same values).
  * Performance notes (next steps): resnet.cu's header. */
 #include <stdint.h>
 
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/resnet/bn_operands.h"
+#include "kernels/resnet/relu_mask.h"
 #include "kernels/resnet/resnet_cpu.h" /* BATCHNORM_EPS */
 #include "kernels/resnet/resnet_kernels.h"
 #include "kernels/vector_cuda.cuh"
@@ -115,9 +124,9 @@ template <typename T, int V> struct stats_terms {
 /* V elements of dy and x at o; g = dy, zero where RELU and the forward's output was not
  * > 0. That output is T's rounding of max(v, 0), v = f.value(x), which is > 0 exactly where
  * T's rounding of v is: a NaN is neither, and neither is a positive v that rounds to 0. */
-template <typename T, int V, bool RELU>
+template <typename T, int V, bool RELU, bool BITS>
 __device__ __forceinline__ void masked_grad(float (&g)[V], float (&xv)[V], const T *dy, const T *x,
-                                            const affine_terms<V> &f, size_t o)
+                                            const affine_terms<V> &f, const uint8_t *bits, size_t o)
 {
     load_f32<V>(g, dy + o);
     load_f32<V>(xv, x + o);
@@ -126,13 +135,21 @@ __device__ __forceinline__ void masked_grad(float (&g)[V], float (&xv)[V], const
         for (int k = 0; k < V; k++)
             if (!(stored<T>(f.value(xv[k], k)) > 0.0f)) g[k] = 0.0f;
     }
+    if constexpr (BITS) { /* V = 8 from an element o that is a multiple of 8: one byte */
+        static_assert(V == RELU_MASK_ELEMS, "a byte of bits a thread");
+        const unsigned m = bits[o / RELU_MASK_ELEMS];
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            if (!((m >> k) & 1u)) g[k] = 0.0f;
+    }
 }
 
 /* The backward's: a += g (dbeta), b += g xhat (dgamma), xhat = (x - mean) rstd; f.m is the
- * mean, f's other terms are loaded only for the ReLU's mask. */
-template <typename T, int V, bool RELU> struct grad_terms {
+ * mean, f's other terms are loaded only for the ReLU's mask (RELU; BITS: the mask's bits). */
+template <typename T, int V, bool RELU, bool BITS> struct grad_terms {
     const T *dy, *x, *gamma, *beta;
     const float *mean, *rstd;
+    const uint8_t *bits;
     int C;
     affine_terms<V> f;
     float rs[V];
@@ -148,7 +165,7 @@ template <typename T, int V, bool RELU> struct grad_terms {
     __device__ __forceinline__ void add(float (&a)[V], float (&b)[V], int r, int j) const
     {
         float g[V], xv[V];
-        masked_grad<T, V, RELU>(g, xv, dy, x, f, (size_t)r * C + (size_t)j * V);
+        masked_grad<T, V, RELU, BITS>(g, xv, dy, x, f, bits, (size_t)r * C + (size_t)j * V);
 #pragma unroll
         for (int k = 0; k < V; k++) {
             a[k] += g[k];
@@ -356,12 +373,23 @@ __device__ __forceinline__ float add_relu_value(float a, float b)
     return v > 0.0f ? v : 0.0f;
 }
 
+/* The bits of v > 0 as T stores v (relu_mask.h), for V = 8 elements: their byte */
+template <typename T, int V> __device__ __forceinline__ uint8_t positive_bits(const float (&v)[V])
+{
+    static_assert(V == RELU_MASK_ELEMS, "a byte of bits a thread");
+    unsigned m = 0;
+#pragma unroll
+    for (int k = 0; k < V; k++) m |= (stored<T>(v[k]) > 0.0f ? 1u : 0u) << k;
+    return (uint8_t)m;
+}
+
 /* y = max(bn(x) + r, 0): r = bns(xs) when PROJ (the projection shortcut's batch norm), else
  * xs itself (the identity); both summands rounded to T as the unfused passes stored them
- * (batchnorm_forward's y, the shortcut's batch norm output), so that y has their bits. */
-template <typename T, int V, bool PROJ>
+ * (batchnorm_forward's y, the shortcut's batch norm output), so that y has their bits.
+ * BITS: also the bits of y > 0 into mask (V = 8). */
+template <typename T, int V, bool PROJ, bool BITS>
 __global__ void __launch_bounds__(BN_THREADS)
-    bn_add_relu_apply(T *y, bn_input<T> bn, bn_input<T> sc, int rows, int C, int TW)
+    bn_add_relu_apply(T *y, uint8_t *mask, bn_input<T> bn, bn_input<T> sc, int rows, int C, int TW)
 {
     const column_walk w(C / V, TW);
     if (!w.active) return;
@@ -388,15 +416,51 @@ __global__ void __launch_bounds__(BN_THREADS)
         }
         store_f32<V>(y + o, v);
         if (r2 < rows) store_f32<V>(y + o2, v2);
+        if constexpr (BITS) {
+            mask[o / RELU_MASK_ELEMS] = positive_bits<T, V>(v);
+            if (r2 < rows) mask[o2 / RELU_MASK_ELEMS] = positive_bits<T, V>(v2);
+        }
     }
 }
 
+/* The passes of their own where the 8-channel kernels do not apply: the bits of y > 0,
+ * a byte a thread; and g = dy where the bit is set, else 0 (g may be dy). */
+template <typename T> __global__ void relu_mask_bits(uint8_t *mask, const T *y, size_t n)
+{
+    const size_t bytes = relu_mask_bytes(n);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < bytes; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned m = 0;
+        for (size_t k = 0; k < RELU_MASK_ELEMS && i * RELU_MASK_ELEMS + k < n; k++)
+            m |= (to_f32(y[i * RELU_MASK_ELEMS + k]) > 0.0f ? 1u : 0u) << k;
+        mask[i] = (uint8_t)m;
+    }
+}
+
+template <typename T> __global__ void relu_mask_apply(T *g, const T *dy, const uint8_t *mask, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        g[i] = relu_mask_bit(mask, i) ? dy[i] : from_f32<T>(0.0f);
+}
+
+static unsigned mask_pass_blocks(size_t n)
+{
+    const size_t b = (n + BN_THREADS - 1) / BN_THREADS;
+    return (unsigned)(b < 4096 ? (b > 0 ? b : 1) : 4096);
+}
+
+/* The 8-channel kernels take rows of whole bytes of bits and 16-byte vectors of T */
+template <typename T, typename... P> static inline bool mask_vectors_fit(int C, P... ptrs)
+{
+    return C % RELU_MASK_ELEMS == 0 && C % pack16<T>::N == 0 && (... && (ptrs == nullptr || aligned16(ptrs)));
+}
+
 /* dx = A g + B (x - mean) + D (bn_grads_finish's coef), g masked as in masked_grad (the
- * ReLU's terms f loaded only when RELU). dx may be dy itself. */
-template <typename T, int V, bool RELU>
+ * ReLU's terms f loaded only when RELU; BITS: the mask's bits, and g itself into gout
+ * unless it is null). dx may be dy itself, and so may gout, but not both. */
+template <typename T, int V, bool RELU, bool BITS>
 __global__ void __launch_bounds__(BN_THREADS)
-    bn_apply_backward(T *dx, const T *dy, const T *x, const float *mean, const float *rstd, const T *gamma,
-                      const T *beta, const float *coef, int rows, int C, int TW)
+    bn_apply_backward(T *dx, T *gout, const T *dy, const T *x, const uint8_t *bits, const float *mean,
+                      const float *rstd, const T *gamma, const T *beta, const float *coef, int rows, int C, int TW)
 {
     const column_walk w(C / V, TW);
     if (!w.active) return;
@@ -415,8 +479,12 @@ __global__ void __launch_bounds__(BN_THREADS)
         const int r2 = r + w.step;
         const size_t o = (size_t)r * C + (size_t)w.cv * V, o2 = (size_t)r2 * C + (size_t)w.cv * V;
         float g[V], xv[V], g2[V] = {}, xv2[V] = {};
-        masked_grad<T, V, RELU>(g, xv, dy, x, f, o);
-        if (r2 < rows) masked_grad<T, V, RELU>(g2, xv2, dy, x, f, o2);
+        masked_grad<T, V, RELU, BITS>(g, xv, dy, x, f, bits, o);
+        if (r2 < rows) masked_grad<T, V, RELU, BITS>(g2, xv2, dy, x, f, bits, o2);
+        if (BITS && gout != nullptr) {
+            store_f32<V>(gout + o, g);
+            if (r2 < rows) store_f32<V>(gout + o2, g2);
+        }
 #pragma unroll
         for (int k = 0; k < V; k++) {
             g[k] = A[k] * g[k] + (B[k] * (xv[k] - f.m[k]) + D[k]);
@@ -476,9 +544,9 @@ template <typename T> static bn_input<T> input_of(const struct bn_operands *o)
 /* Both batch norms' statistics one after the other in the same scratch (the stream orders
  * them), then the one element-wise pass. */
 template <typename T>
-static cudaError_t launch_bn_add_relu_forward(void *y, const struct bn_operands *bn, const struct bn_operands *proj,
-                                              const void *shortcut, int rows, int C, int training, float momentum,
-                                              float *scratch, cudaStream_t s)
+static cudaError_t launch_bn_add_relu_forward(void *y, uint8_t *mask, const struct bn_operands *bn,
+                                              const struct bn_operands *proj, const void *shortcut, int rows, int C,
+                                              int training, float momentum, float *scratch, cudaStream_t s)
 {
     if (C <= 0) return cudaSuccess;
     const bn_input<T> in = input_of<T>(bn);
@@ -489,26 +557,41 @@ static cudaError_t launch_bn_add_relu_forward(void *y, const struct bn_operands 
         launch_bn_statistics<T>(proj->mean, proj->rstd, proj->run_mean, proj->run_var, sc.x, rows, C, training, momentum,
                                 scratch, s);
     if (rows <= 0) return cudaGetLastError();
+    if (mask != nullptr && mask_vectors_fit<T>(C, y, in.x, sc.x)) { /* the bits in the same pass */
+        constexpr int V = RELU_MASK_ELEMS;
+        const column_grid g(rows, C / V);
+        if (proj != nullptr)
+            bn_add_relu_apply<T, V, true, true><<<g.grid, BN_THREADS, 0, s>>>((T *)y, mask, in, sc, rows, C, g.TW);
+        else bn_add_relu_apply<T, V, false, true><<<g.grid, BN_THREADS, 0, s>>>((T *)y, mask, in, sc, rows, C, g.TW);
+        return cudaGetLastError();
+    }
     with_vector_width<T>(vectors_fit<T>(C, y, in.x, sc.x), [&](auto v) {
         constexpr int V = decltype(v)::value;
         const column_grid g(rows, C / V);
-        if (proj != nullptr) bn_add_relu_apply<T, V, true><<<g.grid, BN_THREADS, 0, s>>>((T *)y, in, sc, rows, C, g.TW);
-        else bn_add_relu_apply<T, V, false><<<g.grid, BN_THREADS, 0, s>>>((T *)y, in, sc, rows, C, g.TW);
+        if (proj != nullptr)
+            bn_add_relu_apply<T, V, true, false><<<g.grid, BN_THREADS, 0, s>>>((T *)y, nullptr, in, sc, rows, C, g.TW);
+        else bn_add_relu_apply<T, V, false, false><<<g.grid, BN_THREADS, 0, s>>>((T *)y, nullptr, in, sc, rows, C, g.TW);
     });
+    if (mask != nullptr) {
+        const size_t n = (size_t)rows * C;
+        relu_mask_bits<T><<<mask_pass_blocks(relu_mask_bytes(n)), BN_THREADS, 0, s>>>(mask, (const T *)y, n);
+    }
     return cudaGetLastError();
 }
 
 /* the partial pass of g and g xhat, the finish (dgamma, dbeta, the dx coefficients), the
  * dx pass; RELU: dy masked by the forward's ReLU, recomputed */
-template <typename T, int V, bool RELU>
+template <typename T, int V, bool RELU, bool BITS = false>
 static void launch_bn_backward_passes(T *dx, void *dgamma, void *dbeta, int grads_in_t, const T *dy, const T *x,
                                       const float *mean, const float *rstd, const T *gamma, const T *beta, int rows,
-                                      int C, int training, float *scratch, cudaStream_t s)
+                                      int C, int training, float *scratch, cudaStream_t s, const uint8_t *bits = nullptr,
+                                      T *gout = nullptr)
 {
     const int chunks = bn_chunks(rows, C);
     float *coef = scratch + (size_t)chunks * 2 * C;
     const float inv_rows = training ? 1.0f / (float)rows : 0.0f;
-    launch_partials<V>(scratch, grad_terms<T, V, RELU>{dy, x, gamma, beta, mean, rstd, C, {}, {}}, rows, C, s);
+    launch_partials<V>(scratch, grad_terms<T, V, RELU, BITS>{dy, x, gamma, beta, mean, rstd, bits, C, {}, {}}, rows, C,
+                       s);
     const int blocks = (C + 31) / 32;
     if (grads_in_t)
         bn_grads_finish<T, T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, coef, scratch, rstd, gamma,
@@ -518,17 +601,29 @@ static void launch_bn_backward_passes(T *dx, void *dgamma, void *dbeta, int grad
                                                                       rstd, gamma, chunks, C, inv_rows);
     const column_grid cg(rows, C / V);
     if (rows > 0)
-        bn_apply_backward<T, V, RELU><<<cg.grid, BN_THREADS, 0, s>>>(dx, dy, x, mean, rstd, gamma, beta, coef, rows, C,
-                                                                    cg.TW);
+        bn_apply_backward<T, V, RELU, BITS><<<cg.grid, BN_THREADS, 0, s>>>(dx, gout, dy, x, bits, mean, rstd, gamma,
+                                                                          beta, coef, rows, C, cg.TW);
 }
 
 template <typename T>
 static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int grads_in_t, const void *dy,
                                       const void *x, const float *mean, const float *rstd, const void *gamma,
-                                      const void *beta, int rows, int C, int training, int relu, float *scratch,
-                                      cudaStream_t s)
+                                      const void *beta, int rows, int C, int training, int relu, const uint8_t *mask,
+                                      void *dy_masked, float *scratch, cudaStream_t s)
 {
     if (C <= 0) return cudaSuccess;
+    if (mask != nullptr && mask_vectors_fit<T>(C, dx, dy, x, dy_masked)) { /* the bits read by both passes */
+        launch_bn_backward_passes<T, RELU_MASK_ELEMS, false, true>((T *)dx, dgamma, dbeta, grads_in_t, (const T *)dy,
+                                                                   (const T *)x, mean, rstd, (const T *)gamma, nullptr,
+                                                                   rows, C, training, scratch, s, mask, (T *)dy_masked);
+        return cudaGetLastError();
+    }
+    if (mask != nullptr) { /* a pass of its own: dy masked into dy_masked, else into dx, read from there */
+        const size_t n = (size_t)rows * C;
+        void *g = dy_masked != nullptr ? dy_masked : dx;
+        if (n > 0) relu_mask_apply<T><<<mask_pass_blocks(n), BN_THREADS, 0, s>>>((T *)g, (const T *)dy, mask, n);
+        dy = g;
+    }
     with_vector_width<T>(vectors_fit<T>(C, dx, dy, x), [&](auto v) {
         constexpr int V = decltype(v)::value;
         if (relu)
@@ -550,20 +645,21 @@ extern "C" cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd,
                           momentum, relu, scratch, s);
 }
 
-extern "C" cudaError_t cuda_batchnorm_add_relu_forward(void *y, const struct bn_operands *bn,
+extern "C" cudaError_t cuda_batchnorm_add_relu_forward(void *y, uint8_t *mask, const struct bn_operands *bn,
                                                        const struct bn_operands *proj, const void *shortcut, int rows,
                                                        int C, int training, float momentum, float *scratch, int dtype,
                                                        cudaStream_t s)
 {
-    return DISPATCH_DTYPE(dtype, launch_bn_add_relu_forward, y, bn, proj, shortcut, rows, C, training, momentum, scratch,
-                          s);
+    return DISPATCH_DTYPE(dtype, launch_bn_add_relu_forward, y, mask, bn, proj, shortcut, rows, C, training, momentum,
+                          scratch, s);
 }
 
 extern "C" cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
                                                const void *x, const float *mean, const float *rstd, const void *gamma,
                                                const void *beta, int rows, int C, int training, int relu,
-                                               float *scratch, int dtype, cudaStream_t s)
+                                               const uint8_t *mask, void *dy_masked, float *scratch, int dtype,
+                                               cudaStream_t s)
 {
     return DISPATCH_DTYPE(dtype, launch_bn_backward, dx, dgamma, dbeta, grad_dtype != DT_F32, dy, x, mean, rstd, gamma,
-                          beta, rows, C, training, relu, scratch, s);
+                          beta, rows, C, training, relu, mask, dy_masked, scratch, s);
 }

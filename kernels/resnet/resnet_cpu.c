@@ -10,6 +10,7 @@
 
 #include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/conv_shape.h"
+#include "kernels/resnet/relu_mask.h"
 #include "kernels/resnet/resnet_cpu.h"
 #include "kernels/resnet/synthetic_images.h"
 
@@ -229,6 +230,24 @@ void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float 
             dxi[c] = gamma[c] * rstd[c] * (g - (dbeta[c] + xhat * dgamma[c]) * inv_rows);
         }
     }
+}
+
+void cpu_relu_mask(uint8_t *mask, const float *y, size_t n)
+{
+    const size_t bytes = relu_mask_bytes(n);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < bytes; i++) {
+        unsigned m = 0;
+        for (size_t k = 0; k < RELU_MASK_ELEMS && i * RELU_MASK_ELEMS + k < n; k++)
+            m |= (y[i * RELU_MASK_ELEMS + k] > 0.0f ? 1u : 0u) << k;
+        mask[i] = (uint8_t)m;
+    }
+}
+
+void cpu_relu_mask_apply(float *g, const float *dy, const uint8_t *mask, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) g[i] = relu_mask_bit(mask, i) ? dy[i] : 0.0f;
 }
 
 void cpu_add_relu(float *y, const float *x, size_t n)

@@ -64,6 +64,11 @@ void cpu_batchnorm_backward(float *dx, float *dgamma, float *dbeta, const float 
                             const float *rstd, const float *gamma, const float *beta, int rows, int C, int training,
                             int relu);
 
+/* A ReLU's mask as bits (relu_mask.h): of y[i] > 0 over n elements; and g[i] = dy[i] where
+ * element i's bit is set, else 0 (g may be dy). */
+void cpu_relu_mask(uint8_t *mask, const float *y, size_t n);
+void cpu_relu_mask_apply(float *g, const float *dy, const uint8_t *mask, size_t n);
+
 /* y[i] = max(y[i] + x[i], 0) (a NaN sum gives 0): batchnorm_add_relu_forward's add, alone. */
 void cpu_add_relu(float *y, const float *x, size_t n);
 

@@ -24,12 +24,16 @@ size_t cuda_batchnorm_scratch_floats(int rows, int C);
 cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var, const void *x,
                                    const void *gamma, const void *beta, int rows, int C, int training, float momentum,
                                    int relu, float *scratch, int dtype, cudaStream_t s);
-cudaError_t cuda_batchnorm_add_relu_forward(void *y, const struct bn_operands *bn, const struct bn_operands *proj,
-                                            const void *shortcut, int rows, int C, int training, float momentum,
-                                            float *scratch, int dtype, cudaStream_t s);
+/* mask (NULL: none): the bits of y > 0 (relu_mask.h) */
+cudaError_t cuda_batchnorm_add_relu_forward(void *y, uint8_t *mask, const struct bn_operands *bn,
+                                            const struct bn_operands *proj, const void *shortcut, int rows, int C,
+                                            int training, float momentum, float *scratch, int dtype, cudaStream_t s);
+/* mask (NULL: none; relu 0 then): dy zeroed where its bit is not set, and that gradient
+ * written into dy_masked too unless it is NULL (it may be dy; not dx) */
 cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy, const void *x,
                                     const float *mean, const float *rstd, const void *gamma, const void *beta, int rows,
-                                    int C, int training, int relu, float *scratch, int dtype, cudaStream_t s);
+                                    int C, int training, int relu, const uint8_t *mask, void *dy_masked, float *scratch,
+                                    int dtype, cudaStream_t s);
 cudaError_t cuda_maxpool_forward(void *y, int *argmax, const void *x, const struct conv_shape *s, int dtype,
                                  cudaStream_t st);
 cudaError_t cuda_maxpool_backward(void *dx, const void *dy, const int *argmax, const struct conv_shape *s, int dtype,

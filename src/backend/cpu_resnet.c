@@ -41,20 +41,28 @@ static void be_batchnorm_forward(struct backend *b, void *y, float *mean, float 
     cpu_batchnorm_forward(y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training, momentum, relu);
 }
 
-static void be_batchnorm_add_relu_forward(struct backend *b, void *y, const struct bn_operands *bn,
+static void be_batchnorm_add_relu_forward(struct backend *b, void *y, uint8_t *mask, const struct bn_operands *bn,
                                           const struct bn_operands *proj, const void *shortcut, int rows, int C,
                                           int training, float momentum)
 {
     (void)b;
     cpu_batchnorm_add_relu_forward(y, bn, proj, shortcut, rows, C, training, momentum);
+    if (mask != NULL) cpu_relu_mask(mask, y, (size_t)rows * C);
 }
 
+/* with a mask: dy masked into dy_masked (else into dx), the batch norm's backward from there */
 static void be_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
                                   const void *x, const float *mean, const float *rstd, const void *gamma,
-                                  const void *beta, int rows, int C, int training, int relu)
+                                  const void *beta, int rows, int C, int training, int relu, const uint8_t *mask,
+                                  void *dy_masked)
 {
     (void)b;
     need_f32(grad_dtype);
+    if (mask != NULL) {
+        float *g = dy_masked != NULL ? dy_masked : dx;
+        cpu_relu_mask_apply(g, dy, mask, (size_t)rows * C);
+        dy = g;
+    }
     cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, beta, rows, C, training, relu);
 }
 

@@ -233,18 +233,19 @@ static void w_bn_fwd(struct backend *b, void *y, float *mean, float *rstd, float
     TIMED(OPK_BATCHNORM_FORWARD, orig_rn, batchnorm_forward, b, y, mean, rstd, rm, rv, x, gamma, beta, rows, C,
           training, momentum, relu);
 }
-static void w_bn_add_relu(struct backend *b, void *y, const struct bn_operands *bn, const struct bn_operands *proj,
-                          const void *shortcut, int rows, int C, int training, float momentum)
+static void w_bn_add_relu(struct backend *b, void *y, uint8_t *mask, const struct bn_operands *bn,
+                          const struct bn_operands *proj, const void *shortcut, int rows, int C, int training,
+                          float momentum)
 {
-    TIMED(OPK_BATCHNORM_ADD_RELU, orig_rn, batchnorm_add_relu_forward, b, y, bn, proj, shortcut, rows, C, training,
+    TIMED(OPK_BATCHNORM_ADD_RELU, orig_rn, batchnorm_add_relu_forward, b, y, mask, bn, proj, shortcut, rows, C, training,
           momentum);
 }
 static void w_bn_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, const void *dy, const void *x,
                      const float *mean, const float *rstd, const void *gamma, const void *beta, int rows, int C,
-                     int training, int relu)
+                     int training, int relu, const uint8_t *mask, void *dy_masked)
 {
     TIMED(OPK_BATCHNORM_BACKWARD, orig_rn, batchnorm_backward, b, dx, dg, db, gd, dy, x, mean, rstd, gamma, beta, rows,
-          C, training, relu);
+          C, training, relu, mask, dy_masked);
 }
 static void w_maxpool_fwd(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
 {

@@ -36,17 +36,22 @@ struct rn_ops {
      * proj's batch norm of its own input where proj is not NULL (a projection shortcut;
      * its output is never stored), else the tensor `shortcut` (the identity). Each batch
      * norm's statistics as batchnorm_forward's; both summands rounded to the compute dtype
-     * before the add, as batchnorm_forward and an add with ReLU stored them: their bits. */
-    void (*batchnorm_add_relu_forward)(struct backend *b, void *y, const struct bn_operands *bn,
+     * before the add, as batchnorm_forward and an add with ReLU stored them: their bits.
+     * mask (NULL: none): also the bits of y > 0 (kernels/resnet/relu_mask.h), for backward. */
+    void (*batchnorm_add_relu_forward)(struct backend *b, void *y, uint8_t *mask, const struct bn_operands *bn,
                                        const struct bn_operands *proj, const void *shortcut, int rows, int C,
                                        int training, float momentum);
     /* dx (may be dy itself), dgamma and dbeta (overwritten) from dy; relu: the forward had
      * its ReLU, whose mask (where its output was not > 0) zeroes dy: recomputed from x,
      * mean, rstd, gamma and beta as the forward computed and stored that output, so the
-     * output itself is not read. beta may be NULL when relu = 0. */
+     * output itself is not read. beta may be NULL when relu = 0. mask (NULL: none; relu = 0
+     * then): the bits of a ReLU after this batch norm and an add (batchnorm_add_relu_forward's)
+     * zero dy, and dy_masked (NULL: not wanted; it may be dy, not dx) gets that gradient:
+     * the ReLU's backward done in this operation's passes. */
     void (*batchnorm_backward)(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype, const void *dy,
                                const void *x, const float *mean, const float *rstd, const void *gamma,
-                               const void *beta, int rows, int C, int training, int relu);
+                               const void *beta, int rows, int C, int training, int relu, const uint8_t *mask,
+                               void *dy_masked);
     /* y = the windows' maxima, argmax their positions (h W + w in the image); backward
      * routes dy to them (dx overwritten). */
     void (*maxpool_forward)(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernels/resnet/bn_operands.h"
+#include "kernels/resnet/relu_mask.h"
 #include "kernels/resnet/resnet_cpu.h"
 #include "backend/backend.h"
 #include "config/config.h"
@@ -298,7 +299,7 @@ static void bn_backward_case(const struct bn_shape *b, int training, int masked,
     float *dx = malloc(n * 4), *dgamma = malloc(C * 4), *dbeta = malloc(C * 4);
     cpu_batchnorm_backward(dx, dgamma, dbeta, dy_masked, x, mean, rstd, gamma, beta, b->rows, b->C, training, 0);
     g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, mean_d, rstd_d, g_d, b_d, b->rows, b->C,
-                                training, masked);
+                                training, masked, NULL, NULL);
     static float gg[BN_MAX_C], gb[BN_MAX_C];
     float *gdx = host_from(dx_d, n, g_be.act_dtype);
     if (grad_dtype == DT_F32) {
@@ -393,7 +394,7 @@ static void bn_mask_case(int rows, int C, int training, int grad_dtype, int in_p
         void *dx_d = in_place ? dy_d : dev_raw(NULL, n, elem(), off);
         void *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
         g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, mean_d, rstd_d, g_d, b_d, rows, C,
-                                    training, j == 0);
+                                    training, j == 0, NULL, NULL);
         raw[j] = malloc(bytes);
         g_be.ops->download(&g_be, raw[j], dx_d, n * elem());
         g_be.ops->download(&g_be, raw[j] + n * elem(), dg_d, C * ge);
@@ -471,7 +472,9 @@ static void dev_bn_stats(const struct dev_bn *d, float *st, size_t C)
  * norm's batchnorm_forward (no ReLU), then the add with ReLU of what they stored, as the
  * cuda backend's add computed it (in fp32, rounded once: the CPU's bits), bit for bit, and
  * the statistics too; (2) the CPU's batchnorm_add_relu_forward, the statistics at fp32's
- * resolution, y at the compute dtype's; (3) itself, run again: the same bits. off: the
+ * resolution, y at the compute dtype's; (3) itself, run again with the mask's bits asked
+ * for: the same bits, and the mask that of y > 0 as stored (the CPU's cpu_relu_mask of
+ * it; shapes of odd C take the mask's pass of its own). off: the
  * last batch norm's x and y that many elements off alignment; sc_off: the shortcut's
  * tensor (the projection's x, or the identity's). */
 static void bn_add_relu_case(const struct bn_shape *b, int training, int proj, int off, int sc_off)
@@ -485,13 +488,16 @@ static void bn_add_relu_case(const struct bn_shape *b, int training, int proj, i
     void *sc_d = dev_from(sc, n, g_be.act_dtype, sc_off), *y_d = dev_raw(NULL, n, elem(), off);
     void *again_d = dev_raw(NULL, n, elem(), off), *t3_d = dev_raw(NULL, n, elem(), off);
     void *tp_d = dev_raw(NULL, n, elem(), 0); /* the unfused model's scratch: aligned */
+    uint8_t *mask_d = dev_raw(NULL, relu_mask_bytes(n), 1, 0), *mask = malloc(relu_mask_bytes(n));
+    uint8_t *mask_want = malloc(relu_mask_bytes(n));
     const struct bn_operands o3 = dev_bn_operands(&f3), op = dev_bn_operands(&fp);
     float *st_f = malloc(8 * C * 4), *st_u = malloc(8 * C * 4), *st_c = malloc(8 * C * 4);
-    g_be.rn->batchnorm_add_relu_forward(&g_be, y_d, &o3, proj ? &op : NULL, proj ? NULL : sc_d, b->rows, b->C, training,
-                                        0.1f);
-    dev_bn_stats(&f3, st_f, C), dev_bn_stats(&fp, st_f + 4 * C, C); /* before the second run updates them again */
-    g_be.rn->batchnorm_add_relu_forward(&g_be, again_d, &o3, proj ? &op : NULL, proj ? NULL : sc_d, b->rows, b->C,
+    g_be.rn->batchnorm_add_relu_forward(&g_be, y_d, NULL, &o3, proj ? &op : NULL, proj ? NULL : sc_d, b->rows, b->C,
                                         training, 0.1f);
+    dev_bn_stats(&f3, st_f, C), dev_bn_stats(&fp, st_f + 4 * C, C); /* before the second run updates them again */
+    g_be.rn->batchnorm_add_relu_forward(&g_be, again_d, mask_d, &o3, proj ? &op : NULL, proj ? NULL : sc_d, b->rows,
+                                        b->C, training, 0.1f);
+    g_be.ops->download(&g_be, mask, mask_d, relu_mask_bytes(n));
     g_be.rn->batchnorm_forward(&g_be, t3_d, u3.mean, u3.rstd, u3.rm, u3.rv, u3.x, u3.gamma, u3.beta, b->rows, b->C,
                                training, 0.1f, 0);
     if (proj)
@@ -524,12 +530,16 @@ static void bn_add_relu_case(const struct bn_shape *b, int training, int proj, i
     /* (3) deterministic */
     if (memcmp(got, again, n * 4) != 0) printf("    batch norm + add + relu: a second run differs\n");
     ok &= memcmp(got, again, n * 4) == 0;
+    cpu_relu_mask(mask_want, again, n);
+    if (memcmp(mask, mask_want, relu_mask_bytes(n)) != 0) printf("    batch norm + add + relu: the mask's bits differ\n");
+    ok &= memcmp(mask, mask_want, relu_mask_bytes(n)) == 0;
     if (!ok) printf("    rows %d, C %d, offset %g, training %d, projection %d, pointer offsets %d and %d\n", b->rows,
                     b->C, (double)b->offset, training, proj, off, sc_off);
     CHECK(ok);
     dev_bn_free(&f3), dev_bn_free(&fp), dev_bn_free(&u3), dev_bn_free(&up);
     dev_free(sc_d, elem(), sc_off), dev_free(y_d, elem(), off), dev_free(again_d, elem(), off);
-    dev_free(t3_d, elem(), off), dev_free(tp_d, elem(), 0);
+    dev_free(t3_d, elem(), off), dev_free(tp_d, elem(), 0), dev_free(mask_d, 1, 0);
+    free(mask), free(mask_want);
     if (proj) free(r);
     free(x), free(xp), free(sc), free(g3), free(b3), free(gp), free(bp), free(rm), free(rv);
     free(got), free(again), free(want), free(st_f), free(st_u), free(st_c), free(ycpu);
@@ -541,6 +551,81 @@ TEST(batchnorm_add_relu_gives_the_unfused_bits_and_matches_the_cpu)
     for (size_t k = 0; k < sizeof bn_shapes / sizeof bn_shapes[0]; k++)
         for (int mode = 0; mode < 4; mode++) /* pointers: both aligned, either off, both off */
             bn_add_relu_case(&bn_shapes[k], mode & 1, mode >> 1, (int)(k % 2), (int)((k / 2) % 2));
+}
+
+/* ---- a block's output ReLU, its backward in batch norm's ---- */
+
+/* batch norm backward with a block's output mask (the bits of out > 0) against what it
+ * replaces, on the GPU: act_backward (ReLU) of dy on out, then batch norm backward on that.
+ * dy_masked (none, dy itself, a buffer of its own) gets act_backward's bits; dx, dgamma and
+ * dbeta get its bits in 16-bit dtypes (the same 8-channel vectors either way) and agree
+ * to 1e-5 in fp32 (the masked kernels add 8 channels a thread, the others 4: another
+ * order of the sums). Shapes of odd C take the mask's pass of its own. */
+static void bn_output_mask_case(const struct bn_shape *b, int training, int grad_dtype, int where, int off)
+{
+    const size_t n = (size_t)b->rows * b->C, C = (size_t)b->C, ge = dtype_size(grad_dtype), nm = relu_mask_bytes(n);
+    float *x = rand_array(n, 113, b->offset), *dy = rand_array(n, 127, 0.0f), *out = rand_array(n, 131, 0.0f);
+    float *gamma = rand_array(C, 137, 1.0f), *beta = rand_array(C, 139, 0.0f), *mean = rand_array(C, 149, 0.0f);
+    float *rstd = rand_array(C, 151, 2.0f);
+    for (size_t i = 0; i < n; i++) out[i] = out[i] > 0.0f ? out[i] : (i % 3 ? 0.0f : -0.0f); /* a ReLU's output */
+    void *out_d = dev_from(out, n, g_be.act_dtype, off), *x_d = dev_from(x, n, g_be.act_dtype, off);
+    float *out_t = host_from(out_d, n, g_be.act_dtype); /* as stored */
+    uint8_t *mask = malloc(nm);
+    cpu_relu_mask(mask, out_t, n);
+    uint8_t *mask_d = dev_raw(mask, nm, 1, 0);
+    void *g_d = dev_from(gamma, C, g_be.act_dtype, 0), *b_d = dev_from(beta, C, g_be.act_dtype, 0);
+    float *mean_d = dev_raw(mean, C, 4, 0), *rstd_d = dev_raw(rstd, C, 4, 0);
+    unsigned char *raw[2];
+    const size_t bytes = n * elem() + 2 * C * ge;
+    float *masked[2] = {NULL, NULL};
+    for (int j = 0; j < 2; j++) { /* j = 0: act_backward, then batch norm; 1: the mask in batch norm's passes */
+        void *dy_d = dev_from(dy, n, g_be.act_dtype, off), *dx_d = dev_raw(NULL, n, elem(), off);
+        void *own_d = dev_raw(NULL, n, elem(), off), *dg_d = dev_raw(NULL, C, ge, 0), *db_d = dev_raw(NULL, C, ge, 0);
+        void *dm = j == 0 ? dy_d : where == 0 ? NULL : where == 1 ? dy_d : own_d;
+        if (j == 0) {
+            g_be.ops->act_backward(&g_be, dy_d, out_d, b->rows, b->C, ACT_RELU);
+            g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, mean_d, rstd_d, g_d, b_d,
+                                        b->rows, b->C, training, 0, NULL, NULL);
+        } else {
+            g_be.rn->batchnorm_backward(&g_be, dx_d, dg_d, db_d, grad_dtype, dy_d, x_d, mean_d, rstd_d, g_d, b_d,
+                                        b->rows, b->C, training, 0, mask_d, dm);
+        }
+        raw[j] = malloc(bytes);
+        g_be.ops->download(&g_be, raw[j], dx_d, n * elem());
+        g_be.ops->download(&g_be, raw[j] + n * elem(), dg_d, C * ge);
+        g_be.ops->download(&g_be, raw[j] + n * elem() + C * ge, db_d, C * ge);
+        if (dm != NULL) masked[j] = host_from(dm, n, g_be.act_dtype);
+        dev_free(dy_d, elem(), off), dev_free(dx_d, elem(), off), dev_free(own_d, elem(), off);
+        dev_free(dg_d, ge, 0), dev_free(db_d, ge, 0);
+    }
+    int ok = masked[1] == NULL || memcmp(masked[0], masked[1], n * 4) == 0;
+    if (!ok) printf("    the masked gradient differs from act_backward's\n");
+    if (g_be.act_dtype != DT_F32) {
+        const int same = memcmp(raw[0], raw[1], bytes) == 0;
+        if (!same) printf("    dx, dgamma or dbeta differ from act_backward + batch norm backward's bits\n");
+        ok &= same;
+    } else {
+        const float *a = (const float *)raw[0], *m = (const float *)raw[1];
+        ok &= close_to("masked dx", m, a, n, 1e-5) & close_to("masked dgamma and dbeta", m + n, a + n, 2 * C, 1e-5);
+    }
+    if (!ok) printf("    rows %d, C %d, training %d, gradients %s, dy_masked %s, pointer offset %d\n", b->rows, b->C,
+                    training, dtype_name(grad_dtype), where == 0 ? "none" : where == 1 ? "dy" : "its own", off);
+    CHECK(ok);
+    dev_free(out_d, elem(), off), dev_free(x_d, elem(), off), dev_free(mask_d, 1, 0), dev_free(g_d, elem(), 0);
+    dev_free(b_d, elem(), 0), dev_free(mean_d, 4, 0), dev_free(rstd_d, 4, 0);
+    free(x), free(dy), free(out), free(gamma), free(beta), free(mean), free(rstd), free(out_t), free(mask);
+    free(raw[0]), free(raw[1]), free(masked[0]), free(masked[1]);
+}
+
+TEST(batchnorm_backward_with_the_output_mask_gives_act_backward_and_batchnorms_bits)
+{
+    EACH_PRECISION
+    for (size_t k = 0; k < sizeof bn_shapes / sizeof bn_shapes[0]; k++)
+        for (int mode = 0; mode < 12; mode++) {
+            const int grad_dtype = (mode & 1) ? g_be.act_dtype : DT_F32;
+            if ((mode & 1) && grad_dtype == DT_F32) continue; /* fp32: one gradient dtype */
+            bn_output_mask_case(&bn_shapes[k], (mode >> 1) & 1, grad_dtype, mode / 4, (int)(k % 2));
+        }
 }
 
 int main(void)

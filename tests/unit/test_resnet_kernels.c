@@ -8,12 +8,14 @@
  * definitions; the synthetic images as a pure function of the sample; and
  * bit-identical results with 1 and 4 threads. */
 #include <cblas.h>
+#include <math.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/resnet/bn_operands.h"
+#include "kernels/resnet/relu_mask.h"
 #include "kernels/resnet/resnet_cpu.h"
 #include "kernels/synthetic.h"
 #include "backend/backend.h"
@@ -145,6 +147,24 @@ TEST(im2col_zero_pads_and_copies_each_window)
     }
     /* the centre output sees the whole image in order */
     for (int i = 0; i < 18; i++) CHECK(col[4 * 18 + i] == x[i]);
+}
+
+TEST(relu_mask_bits_are_the_outputs_above_zero_and_zero_the_gradient)
+{
+    /* 11 elements: a partial last byte; zeros of both signs, a NaN, a subnormal, infinities */
+    const float y[11] = {1.0f, 0.0f, -0.0f, -1.0f, NAN, 1e-40f, INFINITY, -INFINITY, 2.0f, 0.0f, 3.0f};
+    const float dy[11] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    uint8_t mask[2] = {0xff, 0xff};
+    CHECK(relu_mask_bytes(11) == 2 && relu_mask_bytes(16) == 2 && relu_mask_bytes(0) == 0);
+    cpu_relu_mask(mask, y, 11);
+    CHECK(mask[0] == (1u << 0 | 1u << 5 | 1u << 6));
+    CHECK(mask[1] == (1u << 0 | 1u << 2)); /* the unused bits of the last byte 0 */
+    float g[11];
+    cpu_relu_mask_apply(g, dy, mask, 11);
+    for (int i = 0; i < 11; i++) CHECK(g[i] == (y[i] > 0.0f ? dy[i] : 0.0f));
+    memcpy(g, dy, sizeof g);
+    cpu_relu_mask_apply(g, g, mask, 11); /* in place */
+    for (int i = 0; i < 11; i++) CHECK(g[i] == (y[i] > 0.0f ? dy[i] : 0.0f));
 }
 
 /* ---- batch norm ---- */

@@ -78,22 +78,23 @@ static void cuda_rn_batchnorm_forward(struct backend *b, void *y, float *mean, f
                                       scratch, b->act_dtype, stream(b)));
 }
 
-static void cuda_rn_batchnorm_add_relu_forward(struct backend *b, void *y, const struct bn_operands *bn,
+static void cuda_rn_batchnorm_add_relu_forward(struct backend *b, void *y, uint8_t *mask, const struct bn_operands *bn,
                                                const struct bn_operands *proj, const void *shortcut, int rows, int C,
                                                int training, float momentum)
 {
     float *scratch = bn_scratch(b, rows, C); /* both batch norms' partial sums, one after the other */
-    CHECK_CUDA(cuda_batchnorm_add_relu_forward(y, bn, proj, shortcut, rows, C, training, momentum, scratch,
+    CHECK_CUDA(cuda_batchnorm_add_relu_forward(y, mask, bn, proj, shortcut, rows, C, training, momentum, scratch,
                                                b->act_dtype, stream(b)));
 }
 
 static void cuda_rn_batchnorm_backward(struct backend *b, void *dx, void *dgamma, void *dbeta, int grad_dtype,
                                        const void *dy, const void *x, const float *mean, const float *rstd,
-                                       const void *gamma, const void *beta, int rows, int C, int training, int relu)
+                                       const void *gamma, const void *beta, int rows, int C, int training, int relu,
+                                       const uint8_t *mask, void *dy_masked)
 {
     float *scratch = bn_scratch(b, rows, C);
     CHECK_CUDA(cuda_batchnorm_backward(dx, dgamma, dbeta, grad_dtype, dy, x, mean, rstd, gamma, beta, rows, C, training,
-                                       relu, scratch, b->act_dtype, stream(b)));
+                                       relu, mask, dy_masked, scratch, b->act_dtype, stream(b)));
 }
 
 static void cuda_rn_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)

@@ -229,6 +229,7 @@ static int rn_plan_activations(const struct model *m, size_t E, int batch, size_
         bad |= model_add_bytes(act, B, 2 * square(k->H) * (size_t)k->mid, E);  /* y1, a1 */
         bad |= model_add_bytes(act, B, 2 * square(k->P) * (size_t)k->mid, E);  /* y2, a2 */
         bad |= model_add_bytes(act, B, (k->proj ? 3 : 2) * square(k->P) * (size_t)k->cout, E); /* y3, out (, yp) */
+        bad |= model_add_bytes(act, 1, relu_mask_bytes(B * square(k->P) * (size_t)k->cout), 1); /* mask */
     }
     bad |= model_add_bytes(act, B, 2 * (size_t)p->feat, E);    /* feat, dfeat */
     bad |= model_add_bytes(act, B, 2 * (size_t)p->classes, E); /* logits, dlogits */
@@ -333,6 +334,7 @@ static void rn_alloc_acts(struct backend *be, const struct model *m, int B, stru
         s->y3 = step_alloc(be, out * (size_t)k->cout, e);
         s->out = step_alloc(be, out * (size_t)k->cout, e);
         if (k->proj) s->yp = step_alloc(be, out * (size_t)k->cout, e);
+        s->mask = step_alloc(be, relu_mask_bytes(out * (size_t)k->cout), 1);
     }
     a->feat = step_alloc(be, b * (size_t)p->feat, e);
     a->dfeat = step_alloc(be, b * (size_t)p->feat, e);
@@ -364,7 +366,7 @@ static void rn_free_acts(struct backend *be, const struct model *m, struct step_
     if (a == NULL) return;
     for (int i = 0; i < p->nblocks; i++) {
         struct rn_block_acts *s = &a->blk[i];
-        void *bufs[] = {s->y1, s->a1, s->y2, s->a2, s->y3, s->out, s->yp};
+        void *bufs[] = {s->y1, s->a1, s->y2, s->a2, s->y3, s->out, s->yp, s->mask};
         for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
             if (bufs[j] != NULL) f(be, bufs[j]);
     }

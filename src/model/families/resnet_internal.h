@@ -4,6 +4,9 @@
 #ifndef DPSCALE_MODELS_RESNET_INTERNAL_H
 #define DPSCALE_MODELS_RESNET_INTERNAL_H
 
+#include <stdint.h>
+
+#include "kernels/resnet/relu_mask.h"
 #include "model/step.h"
 #include "model/families/resnet.h"
 
@@ -17,6 +20,7 @@ struct rn_block_acts {
     void *y3;        /* conv3's [B*P*P x cout] */
     void *yp;        /* the shortcut convolution's (NULL: none) */
     void *out;       /* the block's output, after the add and ReLU */
+    uint8_t *mask;   /* the bits of out > 0 (kernels/resnet/relu_mask.h) */
 };
 
 /* Everything of B images (rb->acts). */

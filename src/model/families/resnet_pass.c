@@ -115,24 +115,33 @@ static struct bn_operands bn_operands_of(const struct step_buffers *rb, struct r
 
 /* A bottleneck's output, out = max(bn3(y3) + the shortcut, 0), in one element-wise pass:
  * the shortcut is the projection's batch norm of yp, computed in that pass (never
- * stored), or the block's input x itself. */
+ * stored), or the block's input x itself; and the bits of out > 0, for backward. */
 static void bn_add_relu_forward(struct backend *be, const struct step_buffers *rb, const struct resnet *p,
                                 struct rn_acts *a, const struct rn_block *k, struct rn_block_acts *s, const void *x,
                                 int rows)
 {
     const struct bn_operands b3 = bn_operands_of(rb, a, &k->b3, s->y3);
     const struct bn_operands bp = k->proj ? bn_operands_of(rb, a, &k->bp, s->yp) : (struct bn_operands){0};
-    be->rn->batchnorm_add_relu_forward(be, s->out, &b3, k->proj ? &bp : NULL, k->proj ? NULL : x, rows, k->b3.C,
+    be->rn->batchnorm_add_relu_forward(be, s->out, s->mask, &b3, k->proj ? &bp : NULL, k->proj ? NULL : x, rows, k->b3.C,
                                        !p->frozen, RN_BN_MOMENTUM);
 }
 
-/* relu: the forward's batch norm had its ReLU (backward recomputes the mask from x) */
-static void bn_backward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
-                        const struct rn_bn *n, void *dx, const void *dy, const void *x, int rows, int relu)
+/* relu: the forward's batch norm had its ReLU (backward recomputes the mask from x);
+ * mask: a block's output ReLU after it (its bits zero dy; dy_masked, if not NULL, gets
+ * that gradient: the identity shortcut's) */
+static void bn_backward_masked(struct backend *be, const struct step_buffers *rb, const struct resnet *p,
+                               struct rn_acts *a, const struct rn_bn *n, void *dx, const void *dy, const void *x,
+                               int rows, int relu, const uint8_t *mask, void *dy_masked)
 {
     be->rn->batchnorm_backward(be, dx, step_grad_at(rb, n->gamma), step_grad_at(rb, n->beta), rb->grad_dtype, dy, x,
                                a->mean + n->at, a->rstd + n->at, step_weight_at(rb, n->gamma),
-                               step_weight_at(rb, n->beta), rows, n->C, !p->frozen, relu);
+                               step_weight_at(rb, n->beta), rows, n->C, !p->frozen, relu, mask, dy_masked);
+}
+
+static void bn_backward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
+                        const struct rn_bn *n, void *dx, const void *dy, const void *x, int rows, int relu)
+{
+    bn_backward_masked(be, rb, p, a, n, dx, dy, x, rows, relu, NULL, NULL);
 }
 
 static struct conv_shape pool_shape(const struct resnet *p, int N)
@@ -180,7 +189,9 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
 
 /* From the logits' gradient; with_elementwise as above. The stream's gradient is in
  * g[gi]: an identity shortcut passes it on in place (conv1's input gradient adds to
- * it), a convolution shortcut writes the other one. */
+ * it), a convolution shortcut writes the other one. A block's output ReLU's backward is
+ * in its last batch norms' backward: the mask's bits zero g as they read it, and bn3's
+ * writes the masked g back where the identity passes it on. */
 static void backward_pass(struct backend *be, const struct model *m, struct step_buffers *rb, int wel,
                           const struct step_hook *hook)
 {
@@ -202,14 +213,13 @@ static void backward_pass(struct backend *be, const struct model *m, struct step
         const void *x = i > 0 ? a->blk[i - 1].out : a->pool;
         const int rin = B * k->H * k->H, rout = B * k->P * k->P;
         void *g = a->g[gi], *dx = g;
-        if (wel) be->ops->act_backward(be, g, s->out, rout, k->cout, ACT_RELU); /* the block's ReLU */
         if (k->proj) {
-            if (wel) bn_backward(be, rb, p, a, &k->bp, t0, g, s->yp, rout, 0);
+            if (wel) bn_backward_masked(be, rb, p, a, &k->bp, t0, g, s->yp, rout, 0, s->mask, NULL);
             gi ^= 1;
             dx = a->g[gi];
             conv_backward(be, rb, a, &k->cp, x, t0, dx, 0, wel);
         }
-        if (wel) bn_backward(be, rb, p, a, &k->b3, t0, g, s->y3, rout, 0);
+        if (wel) bn_backward_masked(be, rb, p, a, &k->b3, t0, g, s->y3, rout, 0, s->mask, k->proj ? NULL : g);
         conv_backward(be, rb, a, &k->c3, s->a2, t0, t1, 0, wel);
         if (wel) bn_backward(be, rb, p, a, &k->b2, t1, t1, s->y2, rout, 1);
         conv_backward(be, rb, a, &k->c2, s->a1, t1, t0, 0, wel);
