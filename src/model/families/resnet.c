@@ -67,7 +67,8 @@ static void layout(struct resnet *p, const struct config *cfg)
     conv_set(&p->stem, RN_CHANNELS, p->width, 7, 2, p->image);
     p->pool = (p->stem.P + 2 - 3) / 2 + 1;
     p->max_act = square(p->stem.P) * (size_t)p->width;
-    p->max_col = square(p->stem.P) * (size_t)p->stem.ld;
+    p->stem_col = square(p->stem.P) * (size_t)p->stem.ld;
+    p->stem.keep_col = 1;
     pad_weight(p, &p->stem);
     int H = p->pool, cin = p->width, i = 0;
     for (int s = 0; s < p->nstage; s++)
@@ -235,6 +236,7 @@ static int rn_plan_activations(const struct model *m, size_t E, int batch, size_
     bad |= model_add_bytes(act, B, 2 * (size_t)p->classes, E); /* logits, dlogits */
     bad |= model_add_bytes(act, B, 4 * p->max_act, E);         /* g[2], t[2] */
     bad |= model_add_bytes(act, B, p->max_col, E);             /* col */
+    bad |= model_add_bytes(act, B, p->stem_col, E);            /* stem_col */
     bad |= model_add_bytes(act, 1, p->wpad, E);                /* wpad */
     bad |= model_add_bytes(act, 1, p->max_wpad, F);            /* dwpad */
     bad |= model_add_bytes(act, p->bn_channels, 4, F);         /* mean, rstd, run_mean, run_var */
@@ -345,6 +347,7 @@ static void rn_alloc_acts(struct backend *be, const struct model *m, int B, stru
         a->t[j] = step_alloc(be, b * p->max_act, e);
     }
     a->col = step_alloc(be, b * p->max_col, e);
+    a->stem_col = step_alloc(be, b * p->stem_col, e);
     a->wpad = step_alloc(be, p->wpad, e); /* zero-filled: the padding stays 0 */
     a->dwpad = step_alloc(be, p->max_wpad, F);
     a->mean = step_alloc(be, p->bn_channels, F);
@@ -371,7 +374,7 @@ static void rn_free_acts(struct backend *be, const struct model *m, struct step_
             if (bufs[j] != NULL) f(be, bufs[j]);
     }
     void *bufs[] = {a->x, a->labels, a->y0, a->a0, a->pool, a->argmax, a->feat, a->dfeat, a->logits, a->dlogits,
-                    a->g[0], a->g[1], a->t[0], a->t[1], a->col, a->wpad, a->dwpad, a->mean, a->rstd, a->run_mean, a->run_var};
+                    a->g[0], a->g[1], a->t[0], a->t[1], a->col, a->stem_col, a->wpad, a->dwpad, a->mean, a->rstd, a->run_mean, a->run_var};
     for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++) f(be, bufs[j]);
     free(a->blk);
     free(a);

@@ -27,6 +27,8 @@ struct rn_conv {
     int cin, cout, k, stride, pad;
     int H, P;
     int ld;
+    int keep_col; /* its col kept from forward for the weight gradient (the stem's: no other
+                   * convolution runs between, none overwrites it) */
     size_t w;
     size_t wpad_at;
 };
@@ -60,7 +62,8 @@ struct resnet {
     int feat, feat_hw;    /* channels and positions entering the average pool */
     size_t fc_w, fc_b;
     size_t max_act;       /* elements of one image's largest activation (the gradient scratch) */
-    size_t max_col;       /* elements of one image's largest im2col (rows of ld) */
+    size_t max_col;       /* elements of one image's largest im2col (rows of ld) but the stem's */
+    size_t stem_col;      /* and of the stem's, kept from forward to backward */
     size_t wpad;          /* elements of the padded weights (ld > K) together */
     size_t max_wpad;      /* and of the largest one (its gradient's scratch) */
     size_t bn_channels;   /* channels of every batch norm together */

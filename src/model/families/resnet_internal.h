@@ -36,6 +36,7 @@ struct rn_acts {
     void *logits, *dlogits;           /* [B x classes] */
     void *g[2], *t[2];                /* gradient scratch [B x max_act]: the stream's, the branch's */
     void *col;                        /* im2col scratch [B x max_col] */
+    void *stem_col;                   /* the stem's im2col [B x stem_col], forward to backward */
     void *wpad;                       /* the padded weights [wpad] (rn_conv.ld), padding zero */
     void *dwpad;                      /* a padded weight's gradient [max_wpad] (fp32 or 16-bit) */
     float *mean, *rstd;               /* every BN's batch statistics [bn_channels] */

@@ -28,6 +28,9 @@ static const void *gemm_weight(struct backend *be, const struct step_buffers *rb
     return w;
 }
 
+/* the col buffer of c: its own where forward keeps it for backward */
+static void *col_of(struct rn_acts *a, const struct rn_conv *c) { return c->keep_col ? a->stem_col : a->col; }
+
 /* 1x1 stride 1: the input is its own im2col */
 static int plain_gemm(const struct rn_conv *c) { return c->k == 1 && c->stride == 1; }
 
@@ -49,16 +52,17 @@ static void conv_forward(struct backend *be, const struct step_buffers *rb, stru
     const void *col = x;
     if (conv_implicit(be, c, &s, 0, y, x, step_weight_at(rb, c->w))) return;
     if (!plain_gemm(c)) {
-        if (wel) be->rn->im2col(be, a->col, x, &s);
-        col = a->col;
+        if (wel) be->rn->im2col(be, col_of(a, c), x, &s);
+        col = col_of(a, c);
     }
     be->ops->gemm(be, 0, 1, M, c->cout, c->ld, 1.0f, col, c->ld, gemm_weight(be, rb, a, c, wel), c->ld, 0.0f, y, 0,
                   c->cout);
 }
 
 /* The weight's gradient dyᵀ · col into the arena: the backend's implicit GEMM where it
- * takes the shape, else through im2col (a 1x1 stride-1's col is x itself); a padded
- * col's (ld > K) into rows of ld in dwpad, then its K columns into the arena. */
+ * takes the shape, else through im2col (a 1x1 stride-1's col is x itself; a kept col is
+ * forward's); a padded col's (ld > K) into rows of ld in dwpad, then its K columns into
+ * the arena. */
 static void weight_gradient(struct backend *be, const struct step_buffers *rb, struct rn_acts *a,
                             const struct rn_conv *c, const struct conv_shape *s, const void *x, const void *dy, int wel)
 {
@@ -69,8 +73,8 @@ static void weight_gradient(struct backend *be, const struct step_buffers *rb, s
         return;
     const void *col = x;
     if (!plain_gemm(c)) {
-        if (wel) be->rn->im2col(be, a->col, x, s);
-        col = a->col;
+        if (wel && !c->keep_col) be->rn->im2col(be, a->col, x, s);
+        col = col_of(a, c);
     }
     const int f32 = rb->grad_dtype == DT_F32;
     if (c->ld == K) {
@@ -91,6 +95,7 @@ static void conv_backward(struct backend *be, const struct step_buffers *rb, str
     weight_gradient(be, rb, a, c, &s, x, dy, wel);
     if (dx == NULL) return;
     if (!plain && accumulate) DP_FATAL(NULL, "resnet: a strided or k x k convolution cannot add into its input's gradient");
+    if (c->keep_col) DP_FATAL(NULL, "resnet: a convolution whose col is kept has no input gradient here");
     if (conv_implicit(be, c, &s, 1, dx, dy, step_weight_at(rb, c->w))) return;
     be->ops->gemm(be, 0, 0, M, c->ld, c->cout, 1.0f, dy, c->cout, gemm_weight(be, rb, a, c, 0), c->ld,
                   accumulate && wel ? 1.0f : 0.0f, plain ? dx : a->col, 0, c->ld);
