@@ -117,6 +117,14 @@ $(SM90A_OBJ): build/%.o: %.cu
 	$(CUTLASS_FOUND)
 	$(NVCC) -O3 -DNDEBUG -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -isystem $(CUTLASS_INCLUDE)/../tools/util/include -MMD -MP $(SM90A_ARCH) -Xcompiler -fPIC -c -o $@ $<
 
+# CUTLASS 2's mma.sync weight gradient: against CUTLASS as above, for sm_90 and sm_80 (no sm_90a, no PTX)
+SM80_CUTLASS_OBJ := build/kernels/resnet/conv_wgrad_sm80.o
+SM80_CUTLASS_ARCH := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+$(SM80_CUTLASS_OBJ): build/%.o: %.cu
+	@mkdir -p $(@D)
+	$(CUTLASS_FOUND)
+	$(NVCC) -O3 -DNDEBUG -std=c++17 $(CPPFLAGS_TREE) -isystem $(CUTLASS_INCLUDE) -isystem $(CUTLASS_INCLUDE)/../tools/util/include -MMD -MP $(SM80_CUTLASS_ARCH) -Xcompiler -fPIC -c -o $@ $<
+
 bin/tests/test_flash_sm90_layouts: tests/unit/test_flash_sm90_layouts.cu
 	@mkdir -p $(@D)
 	$(CUTLASS_FOUND)

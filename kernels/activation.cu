@@ -1,6 +1,9 @@
 /* activation.cu — bias + activation forward and the activation backward, fused
  * element-wise passes over [rows x cols], 16 bytes per thread per iteration when
- * the row length allows (it does for every width that is a multiple of 8). */
+ * the row length and the pointers allow (every width that is a multiple of 8, on
+ * 16-byte-aligned buffers). */
+#include <stdint.h>
+
 #include "kernels/activation.h"
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/kernel_types.h"
@@ -96,7 +99,7 @@ static cudaError_t launch_backward(void *d, const void *pre, int rows, int cols,
     if (act == ACT_NONE) return cudaSuccess;
     const size_t n = (size_t)rows * cols;
     const int N = pack16<T>::N;
-    if (n % N == 0)
+    if (n % N == 0 && ((uintptr_t)d & 15) == 0 && ((uintptr_t)pre & 15) == 0)
         act_backward_vec<T><<<blocks_for(n / N, 256, 65535), 256, 0, s>>>((T *)d, (const T *)pre, n / N, act);
     else
         act_backward_scalar<T><<<blocks_for(n, 256, 65535), 256, 0, s>>>((T *)d, (const T *)pre, n, act);

@@ -139,8 +139,7 @@ __device__ __forceinline__ void masked_grad(float (&g)[V], float (&xv)[V], const
         static_assert(V == RELU_MASK_ELEMS, "a byte of bits a thread");
         const unsigned m = bits[o / RELU_MASK_ELEMS];
 #pragma unroll
-        for (int k = 0; k < V; k++)
-            if (!((m >> k) & 1u)) g[k] = 0.0f;
+        for (int k = 0; k < V; k++) g[k] *= (m >> k) & 1u ? 1.0f : 0.0f; /* act_backward's product: its -0s */
     }
 }
 
@@ -439,7 +438,7 @@ template <typename T> __global__ void relu_mask_bits(uint8_t *mask, const T *y, 
 template <typename T> __global__ void relu_mask_apply(T *g, const T *dy, const uint8_t *mask, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        g[i] = relu_mask_bit(mask, i) ? dy[i] : from_f32<T>(0.0f);
+        g[i] = from_f32<T>(to_f32(dy[i]) * (relu_mask_bit(mask, i) ? 1.0f : 0.0f)); /* as act_backward */
 }
 
 static unsigned mask_pass_blocks(size_t n)

@@ -14,6 +14,7 @@
 #include "base/cuda_check.h"
 #include "base/error.h"
 #include "kernels/resnet/conv_sm90.h"
+#include "kernels/resnet/conv_wgrad_sm80.h"
 #include "kernels/resnet/resnet_kernels.h"
 
 struct rn_cuda {
@@ -134,14 +135,32 @@ static int cuda_rn_conv_implicit(struct backend *b, int dgrad, void *out, const 
     return 1;
 }
 
+/* CUTLASS 2's split-K weight gradient where it beat im2col + cuBLASLt on an H200
+ * (results/h200x1-relu-bits: test_conv_wgrad_cuda's timings at ResNet-50's shapes): the long
+ * reductions of the first two stages (802,816 output pixels: 289 against 543 µs; 200,704:
+ * 218-220 against 268-310), not the later ones (50,176 and 12,544: 224-310 against 122-191 µs,
+ * where the col is small and cuBLASLt on it runs at 600-700 TFLOP/s) */
+#define WGRAD_SPLITK_MIN_ROWS 131072
+
+/* The weight's gradient as an implicit GEMM: Hopper's (only where DPSCALE_CONV_WGRAD=implicit
+ * asks for it, conv_sm90.h), else CUTLASS 2's with its reduction split (conv_wgrad_sm80.h) on
+ * reductions of WGRAD_SPLITK_MIN_ROWS and more */
 static int cuda_rn_conv_wgrad_implicit(struct backend *b, void *dw, int grad_dtype, const void *dy, const void *x,
                                        const struct conv_shape *s, int K)
 {
-    if (!cuda_conv_sm90_wgrad_takes(s, K, b->act_dtype, grad_dtype, dy, x, dw)) return 0;
     struct rn_cuda *r = rn(b);
+    if (cuda_conv_sm90_wgrad_takes(s, K, b->act_dtype, grad_dtype, dy, x, dw)) {
+        float *ws = cuda_state_grow(b, (void **)&r->wgrad_scratch, &r->wgrad_bytes,
+                                    cuda_conv_sm90_wgrad_workspace_floats(s, K) * sizeof(float));
+        CHECK_CUDA(cuda_conv_sm90_wgrad(dw, grad_dtype, dy, x, s, K, b->act_dtype, ws, stream(b)));
+        return 1;
+    }
+    if ((long long)s->N * s->P * s->Q < WGRAD_SPLITK_MIN_ROWS ||
+        !cuda_conv_wgrad_sm80_takes(s, K, b->act_dtype, grad_dtype, dy, x, dw))
+        return 0;
     float *ws = cuda_state_grow(b, (void **)&r->wgrad_scratch, &r->wgrad_bytes,
-                                cuda_conv_sm90_wgrad_workspace_floats(s, K) * sizeof(float));
-    CHECK_CUDA(cuda_conv_sm90_wgrad(dw, grad_dtype, dy, x, s, K, b->act_dtype, ws, stream(b)));
+                                cuda_conv_wgrad_sm80_workspace_floats(s, K) * sizeof(float));
+    CHECK_CUDA(cuda_conv_wgrad_sm80(dw, grad_dtype, dy, x, s, K, b->act_dtype, ws, stream(b)));
     return 1;
 }
 
