@@ -17,7 +17,9 @@
  * that reduction: here the batch is cut into slices of whole images, each slice's
  * gradient goes to its own fp32 partial in a workspace, and a last pass adds the slices
  * in order (the same bits every run). It is right and slow (2.5 x im2col + cuBLASLt on an
- * H200: results/h200x1-resnet-fusion), so it runs only when DPSCALE_CONV_WGRAD=implicit.
+ * H200: results/h200x1-resnet-fusion), so it runs only when DPSCALE_CONV_WGRAD=implicit;
+ * the ResNet's long weight gradients take CUTLASS 2's split-K kernel instead
+ * (conv_wgrad_sm80.h), the others im2col + cuBLASLt.
  *
  * DPSCALE_CONV=im2col, read once per process, keeps the im2col path everywhere (an A/B of
  * a whole run); "auto" or unset is the rule above. */

@@ -17,18 +17,20 @@
  * the same bits on every run, and in fp32 the same bits as the CPU.
  *
  * Performance, next steps (correctness first here; the GEMMs are cuBLASLt's):
- * - A 1x1 stride-1 convolution already needs no im2col (its input is its col). The
- *   3x3s (and the strided 1x1 shortcuts, and the stem) materialise col: 9x the
- *   activation written, then read by the GEMM. An implicit GEMM (CUTLASS's or cuDNN's
- *   NHWC convolutions, or our own with the window gathered into shared memory by
- *   cp.async / TMA im2col mode) removes that traffic, forward and for dgrad / wgrad.
+ * - A 1x1 stride-1 convolution already needs no im2col (its input is its col). Done: the
+ *   3x3s' forwards and input gradients as CUTLASS implicit GEMMs (conv_sm90.h), their
+ *   weight gradients too where the reduction is long (conv_wgrad_sm80.h: the first two
+ *   stages). What still goes through col: the stem (col rows padded to 152 elements, 16-byte
+ *   aligned for its GEMMs, and kept from forward for its weight gradient), the strided 1x1
+ *   shortcuts, the later stages' weight gradients (cuBLASLt on their small col won) and
+ *   the strided 3x3s' input gradients (CUTLASS's Hopper dgrad has no strided form).
  * - Fuse batch norm's statistics into the convolution GEMM's epilogue (per-column sums
  *   and sums of squares of the output tile, fp32 partials per tile row: batchnorm.cu's
  *   partial pass for free), and its normalisation + ReLU into the next GEMM's prologue
  *   or an epilogue of the same kernel once the statistics are known.
- * - Backward: dgamma / dbeta's sums from the dgrad GEMM's epilogue, and the block's
- *   ReLU backward (act_backward on its output) joined to bn3's and the projection's
- *   backward passes.
+ * - Backward: dgamma / dbeta's sums from the dgrad GEMM's epilogue. Done: the block's
+ *   ReLU backward joined to bn3's and the projection's backward passes (its mask as bits,
+ *   batchnorm.cu).
  * - Done: a bottleneck's last batch norm, its projection shortcut's and the residual add
  *   with ReLU in one element-wise pass (batchnorm.cu: the output written once, not
  *   written and read back by the add; the projection's output never stored), and batch
