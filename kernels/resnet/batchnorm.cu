@@ -52,26 +52,35 @@
 #include "kernels/vector_cuda.cuh"
 
 #define BN_THREADS 256
-#define BN_TARGET_BLOCKS 1024 /* blocks wanted of a partial pass: about 8 an SM of an H200 */
+#define BN_TARGET_BLOCKS 1024 /* blocks wanted of a partial pass, rounded to whole waves */
 #define BN_TILE_CHANNELS 256  /* channels of a partial pass's column tile at 16-bit width (32 lanes x 8) */
 #define BN_MIN_CHUNK_ROWS 64
+/* An SM holds 3 blocks of the dx pass at least: its registers capped at 80 (from 86-101 in
+ * 16-bit dtypes, 2 blocks an SM), at a few spilled bytes with the ReLU's terms; on an H200 batch
+ * norm's backward in ResNet-50's step went 10.82 -> 10.65 ms (results/h200x1-bn-occupancy) */
+#define BN_BACKWARD_MIN_BLOCKS 3
 #define BN_SUM_WARPS 32       /* a block of the chunk sum: warp w adds chunks w, w + 32, ... of 32 channels */
 
-/* Rows of one chunk: enough chunks for about BN_TARGET_BLOCKS blocks of the partial pass,
- * each of at least BN_MIN_CHUNK_ROWS rows. */
-static int bn_chunk_rows(int rows, int C)
+/* Rows of one chunk: enough chunks for the whole waves of partial blocks nearest
+ * BN_TARGET_BLOCKS (`wave`: the blocks the GPU holds at once, its SMs times what one SM
+ * holds of that kernel; 1,024 blocks at 5 an SM were 1.55 waves on an H200, the second one
+ * half empty), each chunk of at least BN_MIN_CHUNK_ROWS rows. So a chunk depends on rows,
+ * C and the GPU, never on the run: the same bits every run on one kind of GPU. */
+static int bn_chunk_rows(int rows, int C, int wave)
 {
     const long long tiles = (C + BN_TILE_CHANNELS - 1) / BN_TILE_CHANNELS;
-    const long long chunk = ((long long)rows * tiles + BN_TARGET_BLOCKS - 1) / BN_TARGET_BLOCKS;
+    const long long waves = (BN_TARGET_BLOCKS + wave / 2) / wave, target = (waves > 0 ? waves : 1) * (long long)wave;
+    const long long chunk = ((long long)rows * tiles + target - 1) / target;
     return chunk < BN_MIN_CHUNK_ROWS ? BN_MIN_CHUNK_ROWS : (int)chunk;
 }
 
-static int bn_chunks(int rows, int C) { return rows <= 0 ? 0 : (rows + bn_chunk_rows(rows, C) - 1) / bn_chunk_rows(rows, C); }
+static int bn_chunks(int rows, int chunk_rows) { return rows <= 0 ? 0 : (rows + chunk_rows - 1) / chunk_rows; }
 
-/* the partial sums [chunks][2][C], then the backward's per-channel coefficients [3][C] */
+/* the backward's per-channel coefficients [3][C], then the partial sums [chunks][2][C] of at
+ * most a chunk of BN_MIN_CHUNK_ROWS rows each */
 extern "C" size_t cuda_batchnorm_scratch_floats(int rows, int C)
 {
-    return ((size_t)bn_chunks(rows, C) * 2 + 3) * (size_t)(C > 0 ? C : 0);
+    return ((size_t)bn_chunks(rows, BN_MIN_CHUNK_ROWS) * 2 + 3) * (size_t)(C > 0 ? C : 0);
 }
 
 /* ---- the forward's value, shared with backward's ReLU mask --------------------------------- */
@@ -213,11 +222,30 @@ static int bn_lanes(int CV)
     return L;
 }
 
-template <int V, typename Terms> static void launch_partials(float *partial, Terms terms, int rows, int C, cudaStream_t s)
+/* The blocks of this partial kernel that the GPU holds at once (asked once a process: one
+ * kind of GPU a process) */
+template <int V, typename Terms> static int partial_wave()
 {
-    const int CV = C / V, L = bn_lanes(CV);
-    const dim3 grid((CV + L - 1) / L, bn_chunks(rows, C));
-    if (grid.y > 0) bn_partials<V, Terms><<<grid, BN_THREADS, 0, s>>>(partial, terms, rows, C, L, bn_chunk_rows(rows, C));
+    static int wave = 0;
+    if (wave == 0) {
+        int dev = 0, sms = 0, per_sm = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bn_partials<V, Terms>, BN_THREADS, 0) != cudaSuccess ||
+            sms * per_sm <= 0)
+            return BN_TARGET_BLOCKS; /* the launch reports what failed */
+        wave = sms * per_sm;
+    }
+    return wave;
+}
+
+/* the partial pass into partial [chunks][2][C]; returns chunks */
+template <int V, typename Terms> static int launch_partials(float *partial, Terms terms, int rows, int C, cudaStream_t s)
+{
+    const int CV = C / V, L = bn_lanes(CV), chunk_rows = bn_chunk_rows(rows, C, partial_wave<V, Terms>());
+    const dim3 grid((CV + L - 1) / L, bn_chunks(rows, chunk_rows));
+    if (grid.y > 0) bn_partials<V, Terms><<<grid, BN_THREADS, 0, s>>>(partial, terms, rows, C, L, chunk_rows);
+    return (int)grid.y;
 }
 
 /* ---- 2. the chunks' sums ---------------------------------------------------------------- */
@@ -457,7 +485,7 @@ template <typename T, typename... P> static inline bool mask_vectors_fit(int C, 
  * ReLU's terms f loaded only when RELU; BITS: the mask's bits, and g itself into gout
  * unless it is null). dx may be dy itself, and so may gout, but not both. */
 template <typename T, int V, bool RELU, bool BITS>
-__global__ void __launch_bounds__(BN_THREADS)
+__global__ void __launch_bounds__(BN_THREADS, BN_BACKWARD_MIN_BLOCKS)
     bn_apply_backward(T *dx, T *gout, const T *dy, const T *x, const uint8_t *bits, const float *mean,
                       const float *rstd, const T *gamma, const T *beta, const float *coef, int rows, int C, int TW)
 {
@@ -509,12 +537,13 @@ static void launch_bn_statistics(float *mean, float *rstd, float *run_mean, floa
         return;
     }
     if (rows <= 0) return;
+    int chunks = 0;
     with_vector_width<T>(vectors_fit<T>(C, x), [&](auto v) {
         constexpr int V = decltype(v)::value;
-        launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, s);
+        chunks = launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, s);
     });
-    bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x,
-                                                                  bn_chunks(rows, C), rows, C, momentum);
+    bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x, chunks,
+                                                                  rows, C, momentum);
 }
 
 template <typename T>
@@ -586,17 +615,17 @@ static void launch_bn_backward_passes(T *dx, void *dgamma, void *dbeta, int grad
                                       int C, int training, float *scratch, cudaStream_t s, const uint8_t *bits = nullptr,
                                       T *gout = nullptr)
 {
-    const int chunks = bn_chunks(rows, C);
-    float *coef = scratch + (size_t)chunks * 2 * C;
+    float *coef = scratch, *partial = scratch + 3 * (size_t)C;
     const float inv_rows = training ? 1.0f / (float)rows : 0.0f;
-    launch_partials<V>(scratch, grad_terms<T, V, RELU, BITS>{dy, x, gamma, beta, mean, rstd, bits, C, {}, {}}, rows, C,
-                       s);
+    const int chunks = launch_partials<V>(partial, grad_terms<T, V, RELU, BITS>{dy, x, gamma, beta, mean, rstd, bits, C,
+                                                                                {}, {}},
+                                          rows, C, s);
     const int blocks = (C + 31) / 32;
     if (grads_in_t)
-        bn_grads_finish<T, T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, coef, scratch, rstd, gamma,
+        bn_grads_finish<T, T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, coef, partial, rstd, gamma,
                                                                   chunks, C, inv_rows);
     else
-        bn_grads_finish<T, float><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((float *)dgamma, (float *)dbeta, coef, scratch,
+        bn_grads_finish<T, float><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((float *)dgamma, (float *)dbeta, coef, partial,
                                                                       rstd, gamma, chunks, C, inv_rows);
     const column_grid cg(rows, C / V);
     if (rows > 0)
