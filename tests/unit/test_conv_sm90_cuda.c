@@ -140,45 +140,16 @@ static void compare(const struct conv_shape *s, int K, int dgrad)
     bufs_free(&b);
 }
 
-/* a convolution of K output channels */
-struct case_ {
-    struct conv_shape s;
-    int K;
-};
 
-/* awkward shapes first: few channels, odd sizes, every padding, windows 1 to 7, both strides */
-static const struct case_ *awkward(int *n)
+/* ResNet-50's windowed convolutions at batch N (test_conv_shapes.h), then its strided 1x1
+ * shortcuts; the stem's (3 channels) is not among them: TMA cannot take it */
+static const struct conv_case *resnet50(int N, int *n)
 {
-    static struct case_ c[10];
-    c[0] = (struct case_){conv(2, 8, 8, 64, 3, 1, 1), 64};
-    c[1] = (struct case_){conv(2, 9, 7, 24, 3, 1, 1), 40};
-    c[2] = (struct case_){conv(3, 11, 10, 8, 3, 2, 1), 16};
-    c[3] = (struct case_){conv(1, 5, 5, 40, 5, 1, 2), 8};
-    c[4] = (struct case_){conv(2, 13, 13, 16, 7, 2, 3), 64};
-    c[5] = (struct case_){conv(2, 8, 8, 256, 3, 2, 1), 512};
-    c[6] = (struct case_){conv(1, 4, 4, 64, 3, 1, 0), 136};
-    c[7] = (struct case_){conv(2, 7, 7, 512, 3, 1, 1), 512};
-    c[8] = (struct case_){conv(1, 3, 3, 8, 3, 1, 1), 8};
-    c[9] = (struct case_){conv(4, 6, 6, 32, 3, 2, 0), 72};
-    *n = 10;
-    return c;
-}
-
-/* ResNet-50's windowed convolutions (torchvision's: the stride on the 3x3) at batch N;
- * the stem's (3 channels) is not among them: TMA cannot take it */
-static const struct case_ *resnet50(int N, int *n)
-{
-    static struct case_ c[10];
-    c[0] = (struct case_){conv(N, 56, 56, 64, 3, 1, 1), 64};
-    c[1] = (struct case_){conv(N, 56, 56, 128, 3, 2, 1), 128};
-    c[2] = (struct case_){conv(N, 28, 28, 128, 3, 1, 1), 128};
-    c[3] = (struct case_){conv(N, 28, 28, 256, 3, 2, 1), 256};
-    c[4] = (struct case_){conv(N, 14, 14, 256, 3, 1, 1), 256};
-    c[5] = (struct case_){conv(N, 14, 14, 512, 3, 2, 1), 512};
-    c[6] = (struct case_){conv(N, 7, 7, 512, 3, 1, 1), 512};
-    c[7] = (struct case_){conv(N, 56, 56, 256, 1, 2, 0), 512};
-    c[8] = (struct case_){conv(N, 28, 28, 512, 1, 2, 0), 1024};
-    c[9] = (struct case_){conv(N, 14, 14, 1024, 1, 2, 0), 2048};
+    static struct conv_case c[RESNET50_WINDOWED + 3];
+    resnet50_windowed(N, c);
+    c[7] = (struct conv_case){conv(N, 56, 56, 256, 1, 2, 0), 512};
+    c[8] = (struct conv_case){conv(N, 28, 28, 512, 1, 2, 0), 1024};
+    c[9] = (struct conv_case){conv(N, 14, 14, 1024, 1, 2, 0), 2048};
     *n = 10;
     return c;
 }
@@ -187,7 +158,7 @@ TEST(the_forward_matches_im2col_and_gemm)
 {
     if (!hopper()) return;
     int n;
-    const struct case_ *c = awkward(&n);
+    const struct conv_case *c = conv_awkward(&n);
     for (int i = 0; i < n; i++) compare(&c[i].s, c[i].K, 0);
     c = resnet50(2, &n);
     for (int i = 0; i < n; i++)
@@ -198,7 +169,7 @@ TEST(the_input_gradient_matches_gemm_and_col2im)
 {
     if (!hopper()) return;
     int n;
-    const struct case_ *c = awkward(&n);
+    const struct conv_case *c = conv_awkward(&n);
     for (int i = 0; i < n; i++)
         if (c[i].s.stride == 1) compare(&c[i].s, c[i].K, 1);
     c = resnet50(2, &n);
@@ -238,7 +209,7 @@ TEST(the_weight_gradient_matches_im2col_and_gemm)
 {
     if (!hopper()) return;
     int n;
-    const struct case_ *c = awkward(&n);
+    const struct conv_case *c = conv_awkward(&n);
     for (int i = 0; i < n; i++) compare_wgrad(&c[i].s, c[i].K, DT_F32);
     c = resnet50(2, &n);
     for (int i = 0; i < n; i++)
@@ -309,7 +280,7 @@ TEST(resnet50_convolutions_timed_at_batch_256)
 {
     if (!hopper()) return;
     int n;
-    const struct case_ *c = resnet50(256, &n);
+    const struct conv_case *c = resnet50(256, &n);
     printf("    ResNet-50's windowed convolutions, batch 256, bf16: ms (TFLOP/s)\n");
     printf("    %-9s %-26s %16s %18s %18s\n", "", "shape", "implicit GEMM", "im2col + cuBLASLt", "cuBLASLt on col");
     double sum[3][3] = {{0}};

@@ -206,58 +206,28 @@ static int compare(const struct conv_shape *s, int K, int grad_dtype)
     return splits_of(s, K);
 }
 
-/* a convolution of K output channels */
-struct case_ {
-    struct conv_shape s;
-    int K;
-};
-
-/* awkward shapes: few channels, odd sizes, every padding, windows 3 to 7, both strides, K
- * on both sides of 64 (the narrow tile) and past a tile's 128 */
-static const struct case_ *awkward(int *n)
-{
-    static struct case_ c[10];
-    c[0] = (struct case_){conv(2, 8, 8, 64, 3, 1, 1), 64};
-    c[1] = (struct case_){conv(2, 9, 7, 24, 3, 1, 1), 40};
-    c[2] = (struct case_){conv(3, 11, 10, 8, 3, 2, 1), 16};
-    c[3] = (struct case_){conv(1, 5, 5, 40, 5, 1, 2), 8};
-    c[4] = (struct case_){conv(2, 13, 13, 16, 7, 2, 3), 64};
-    c[5] = (struct case_){conv(2, 8, 8, 256, 3, 2, 1), 512};
-    c[6] = (struct case_){conv(1, 4, 4, 64, 3, 1, 0), 136};
-    c[7] = (struct case_){conv(2, 7, 7, 512, 3, 1, 1), 512};
-    c[8] = (struct case_){conv(1, 3, 3, 8, 3, 1, 1), 8};
-    c[9] = (struct case_){conv(4, 6, 6, 32, 3, 2, 0), 72};
-    *n = 10;
-    return c;
-}
 
 /* batches whose N P Q reduction (3,500 to 17,000 rows) is cut into slices of unequal length:
  * the rows are no multiple of the slices times the k-block, the last k-block partly masked */
-static const struct case_ *uneven(int *n)
+static const struct conv_case *uneven(int *n)
 {
-    static struct case_ c[6];
-    c[0] = (struct case_){conv(7, 45, 45, 64, 3, 1, 1), 64};   /* 14175 rows */
-    c[1] = (struct case_){conv(37, 23, 21, 24, 3, 2, 1), 40};  /* 37 x 12 x 11 = 4884 */
-    c[2] = (struct case_){conv(9, 57, 55, 16, 3, 2, 1), 136};  /* 9 x 29 x 28 = 7308 */
-    c[3] = (struct case_){conv(5, 61, 59, 32, 3, 1, 0), 96};   /* 5 x 59 x 57 = 16815 */
-    c[4] = (struct case_){conv(13, 31, 33, 8, 5, 2, 2), 24};   /* 13 x 16 x 17 = 3536 */
-    c[5] = (struct case_){conv(11, 40, 40, 64, 3, 2, 1), 128}; /* 11 x 20 x 20 = 4400 */
+    static struct conv_case c[6];
+    c[0] = (struct conv_case){conv(7, 45, 45, 64, 3, 1, 1), 64};   /* 14175 rows */
+    c[1] = (struct conv_case){conv(37, 23, 21, 24, 3, 2, 1), 40};  /* 37 x 12 x 11 = 4884 */
+    c[2] = (struct conv_case){conv(9, 57, 55, 16, 3, 2, 1), 136};  /* 9 x 29 x 28 = 7308 */
+    c[3] = (struct conv_case){conv(5, 61, 59, 32, 3, 1, 0), 96};   /* 5 x 59 x 57 = 16815 */
+    c[4] = (struct conv_case){conv(13, 31, 33, 8, 5, 2, 2), 24};   /* 13 x 16 x 17 = 3536 */
+    c[5] = (struct conv_case){conv(11, 40, 40, 64, 3, 2, 1), 128}; /* 11 x 20 x 20 = 4400 */
     *n = 6;
     return c;
 }
 
-/* ResNet-50's windowed convolutions (torchvision's: the stride on the 3x3) at batch N */
-static const struct case_ *resnet50(int N, int *n)
+/* ResNet-50's windowed convolutions at batch N (test_conv_shapes.h) */
+static const struct conv_case *resnet50(int N, int *n)
 {
-    static struct case_ c[7];
-    c[0] = (struct case_){conv(N, 56, 56, 64, 3, 1, 1), 64};
-    c[1] = (struct case_){conv(N, 56, 56, 128, 3, 2, 1), 128};
-    c[2] = (struct case_){conv(N, 28, 28, 128, 3, 1, 1), 128};
-    c[3] = (struct case_){conv(N, 28, 28, 256, 3, 2, 1), 256};
-    c[4] = (struct case_){conv(N, 14, 14, 256, 3, 1, 1), 256};
-    c[5] = (struct case_){conv(N, 14, 14, 512, 3, 2, 1), 512};
-    c[6] = (struct case_){conv(N, 7, 7, 512, 3, 1, 1), 512};
-    *n = 7;
+    static struct conv_case c[RESNET50_WINDOWED];
+    resnet50_windowed(N, c);
+    *n = RESNET50_WINDOWED;
     return c;
 }
 
@@ -265,7 +235,7 @@ TEST(the_weight_gradient_matches_im2col_and_gemm)
 {
     if (!ampere()) return;
     int n;
-    const struct case_ *c = awkward(&n);
+    const struct conv_case *c = conv_awkward(&n);
     for (int i = 0; i < n; i++) compare(&c[i].s, c[i].K, DT_F32);
     for (int i = 0; i < n; i += 3) compare(&c[i].s, c[i].K, DT_BF16);
     c = resnet50(2, &n);
@@ -276,7 +246,7 @@ TEST(uneven_slices_of_the_reduction_match_too)
 {
     if (!ampere()) return;
     int n, split = 0, shapes = 0;
-    const struct case_ *c = uneven(&n);
+    const struct conv_case *c = uneven(&n);
     for (int i = 0; i < n; i++, shapes++) split += compare(&c[i].s, c[i].K, i == 1 ? DT_BF16 : DT_F32) > 1;
     c = resnet50(8, &n);
     for (int i = 0; i < n; i++, shapes++) split += compare(&c[i].s, c[i].K, DT_F32) > 1;
@@ -348,7 +318,7 @@ TEST(resnet50_weight_gradients_timed_at_batch_256)
 {
     if (!ampere()) return;
     int n;
-    const struct case_ *c = resnet50(256, &n);
+    const struct conv_case *c = resnet50(256, &n);
     printf("    ResNet-50's windowed weight gradients, batch 256, bf16 in, fp32 out: us (TFLOP/s)\n");
     printf("    %-20s %-18s %6s %18s %18s %18s\n", "shape", "K x RSC x NPQ", "splits", "split-K implicit",
            "im2col + cuBLASLt", "cuBLASLt on col");
