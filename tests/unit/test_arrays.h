@@ -16,7 +16,7 @@ static inline float lcg(unsigned *s)
 
 static inline float *rand_array(size_t n, unsigned seed)
 {
-    float *a = malloc(n * sizeof *a);
+    float *a = malloc((n + 1) * sizeof *a); /* never NULL for n = 0 */
     for (size_t i = 0; i < n; i++) a[i] = lcg(&seed);
     return a;
 }

@@ -27,6 +27,7 @@
 
 #include "check.h"
 #include "cuda_backend_test.h"
+#include "test_arrays.h"
 #include "test_conv_shapes.h"
 
 /* the bf16 backend, where its conv_implicit takes a plain 3x3 (a Hopper GPU) */
@@ -47,16 +48,6 @@ static int hopper(void)
     dev_free(x, 2, 0), dev_free(w, 2, 0), dev_free(y, 2, 0);
     if (!asked) printf("    skipped: the implicit GEMM does not run here (not a compute capability 9.0 GPU?)\n");
     return asked;
-}
-
-static float *rand_array(size_t n, unsigned seed)
-{
-    float *a = malloc((n + 1) * sizeof *a);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        a[i] = (float)((seed >> 8) * (1.0 / 8388608.0)) - 1.0f;
-    }
-    return a;
 }
 
 static size_t in_size(const struct conv_shape *s) { return (size_t)s->N * s->H * s->W * s->C; }

@@ -26,6 +26,7 @@
 
 #include "check.h"
 #include "cuda_backend_test.h"
+#include "test_arrays.h"
 #include "test_conv_shapes.h"
 #ifdef DPSCALE_HAVE_CUDA
 #include "backend/cuda/cuda_state.h"
@@ -95,16 +96,6 @@ static int ampere(void)
         printf("    skipped: the split-K weight gradient does not run here (compute capability under 8.0, or no kernel "
                "image for it?)\n");
     return asked;
-}
-
-static float *rand_array(size_t n, unsigned seed)
-{
-    float *a = malloc((n + 1) * sizeof *a);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        a[i] = (float)((seed >> 8) * (1.0 / 8388608.0)) - 1.0f;
-    }
-    return a;
 }
 
 static void *nan_array(size_t n, int dt)
