@@ -14,7 +14,10 @@
  *   2. a small pass adds the chunks of each channel in a fixed order, in double, and
  *      finishes the statistics (or the gradients of gamma and beta);
  *   3. an element-wise pass applies them (y, or dx).
- * No atomics: the same bits on every run. The chunk size depends on rows and C only.
+ * No atomics: the same bits on every run. The chunk size depends on rows, C and the GPU
+ * (its SMs; the statistics' pass: what an SM holds of it), never on the run; every
+ * backward variant (ReLU recomputed, the mask's bits, neither) cuts the same chunks, so
+ * that they add in the same order and their bit-for-bit claims hold at every size.
  *
  * The forward's sums are one pass over x: the sums of d = x - x[0][c] and of d^2 (x[0][c],
  * the first row's value, is a shift close to the mean, so the variance
@@ -222,27 +225,38 @@ static int bn_lanes(int CV)
     return L;
 }
 
-/* The blocks of this partial kernel that the GPU holds at once (asked once a process: one
- * kind of GPU a process) */
-template <int V, typename Terms> static int partial_wave()
+/* Blocks of a backward partial pass taken as one SM's share of a wave, whatever the variant:
+ * they hold 3 (the ReLU's terms) or 4 blocks an SM on an H200 in 16-bit dtypes */
+#define BN_GRAD_BLOCKS_PER_SM 4
+
+/* A wave of this partial kernel's blocks (asked once a process: one kind of GPU a process):
+ * the SMs times what an SM holds of it, or (per_sm_fixed > 0) that many an SM. Where the
+ * runtime cannot say, BN_TARGET_BLOCKS, kept for the process, the error cleared. */
+template <int V, typename Terms> static int partial_wave(int per_sm_fixed)
 {
     static int wave = 0;
     if (wave == 0) {
-        int dev = 0, sms = 0, per_sm = 0;
+        int dev = 0, sms = 0, per_sm = per_sm_fixed;
         if (cudaGetDevice(&dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bn_partials<V, Terms>, BN_THREADS, 0) != cudaSuccess ||
-            sms * per_sm <= 0)
-            return BN_TARGET_BLOCKS; /* the launch reports what failed */
-        wave = sms * per_sm;
+            (per_sm_fixed <= 0 &&
+             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bn_partials<V, Terms>, BN_THREADS, 0) != cudaSuccess) ||
+            sms * per_sm <= 0) {
+            (void)cudaGetLastError();
+            wave = BN_TARGET_BLOCKS;
+        } else {
+            wave = sms * per_sm;
+        }
     }
     return wave;
 }
 
-/* the partial pass into partial [chunks][2][C]; returns chunks */
-template <int V, typename Terms> static int launch_partials(float *partial, Terms terms, int rows, int C, cudaStream_t s)
+/* the partial pass into partial [chunks][2][C]; returns chunks. The wave: what an SM holds of
+ * this kernel (per_sm_fixed = 0), or per_sm_fixed blocks an SM. */
+template <int V, typename Terms>
+static int launch_partials(float *partial, Terms terms, int rows, int C, int per_sm_fixed, cudaStream_t s)
 {
-    const int CV = C / V, L = bn_lanes(CV), chunk_rows = bn_chunk_rows(rows, C, partial_wave<V, Terms>());
+    const int CV = C / V, L = bn_lanes(CV), chunk_rows = bn_chunk_rows(rows, C, partial_wave<V, Terms>(per_sm_fixed));
     const dim3 grid((CV + L - 1) / L, bn_chunks(rows, chunk_rows));
     if (grid.y > 0) bn_partials<V, Terms><<<grid, BN_THREADS, 0, s>>>(partial, terms, rows, C, L, chunk_rows);
     return (int)grid.y;
@@ -540,7 +554,7 @@ static void launch_bn_statistics(float *mean, float *rstd, float *run_mean, floa
     int chunks = 0;
     with_vector_width<T>(vectors_fit<T>(C, x), [&](auto v) {
         constexpr int V = decltype(v)::value;
-        chunks = launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, s);
+        chunks = launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, 0, s);
     });
     bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x, chunks,
                                                                   rows, C, momentum);
@@ -619,7 +633,7 @@ static void launch_bn_backward_passes(T *dx, void *dgamma, void *dbeta, int grad
     const float inv_rows = training ? 1.0f / (float)rows : 0.0f;
     const int chunks = launch_partials<V>(partial, grad_terms<T, V, RELU, BITS>{dy, x, gamma, beta, mean, rstd, bits, C,
                                                                                 {}, {}},
-                                          rows, C, s);
+                                          rows, C, BN_GRAD_BLOCKS_PER_SM, s);
     const int blocks = (C + 31) / 32;
     if (grads_in_t)
         bn_grads_finish<T, T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, coef, partial, rstd, gamma,
@@ -639,6 +653,7 @@ static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int g
                                       const void *beta, int rows, int C, int training, int relu, const uint8_t *mask,
                                       void *dy_masked, float *scratch, cudaStream_t s)
 {
+    if (mask != nullptr && relu) return cudaErrorInvalidValue; /* one ReLU's mask or the other */
     if (C <= 0) return cudaSuccess;
     if (mask != nullptr && mask_vectors_fit<T>(C, dx, dy, x, dy_masked)) { /* the bits read by both passes */
         launch_bn_backward_passes<T, RELU_MASK_ELEMS, false, true>((T *)dx, dgamma, dbeta, grads_in_t, (const T *)dy,

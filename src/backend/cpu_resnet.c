@@ -58,6 +58,7 @@ static void be_batchnorm_backward(struct backend *b, void *dx, void *dgamma, voi
 {
     (void)b;
     need_f32(grad_dtype);
+    if (mask != NULL && relu) DP_FATAL(NULL, "batch norm backward: a ReLU's mask given with relu = 1 (one or the other)");
     if (mask != NULL) {
         float *g = dy_masked != NULL ? dy_masked : dx;
         cpu_relu_mask_apply(g, dy, mask, (size_t)rows * C);

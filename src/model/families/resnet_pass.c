@@ -40,6 +40,8 @@ static int plain_gemm(const struct rn_conv *c) { return c->k == 1 && c->stride =
 static int conv_implicit(struct backend *be, const struct rn_conv *c, const struct conv_shape *s, int dgrad, void *out,
                          const void *in, const void *w)
 {
+    /* a padded or kept col is written by this file's im2col path, which backward reads */
+    if (c->ld != c->k * c->k * c->cin || c->keep_col) return 0;
     return !plain_gemm(c) && be->rn->conv_implicit != NULL && be->rn->conv_implicit(be, dgrad, out, in, w, s, c->cout);
 }
 
@@ -68,7 +70,7 @@ static void weight_gradient(struct backend *be, const struct step_buffers *rb, s
 {
     void *dw = step_grad_at(rb, c->w);
     const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin;
-    if (!plain_gemm(c) && be->rn->conv_wgrad_implicit != NULL &&
+    if (!plain_gemm(c) && c->ld == K && !c->keep_col && be->rn->conv_wgrad_implicit != NULL &&
         be->rn->conv_wgrad_implicit(be, dw, rb->grad_dtype, dy, x, s, c->cout))
         return;
     const void *col = x;
