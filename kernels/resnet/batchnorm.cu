@@ -483,16 +483,12 @@ template <typename T> __global__ void relu_mask_apply(T *g, const T *dy, const u
         g[i] = from_f32<T>(to_f32(dy[i]) * (relu_mask_bit(mask, i) ? 1.0f : 0.0f)); /* as act_backward */
 }
 
-static unsigned mask_pass_blocks(size_t n)
-{
-    const size_t b = (n + BN_THREADS - 1) / BN_THREADS;
-    return (unsigned)(b < 4096 ? (b > 0 ? b : 1) : 4096);
-}
+#define MASK_PASS_BLOCKS 4096 /* blocks at most of those passes (grid-striding) */
 
 /* The 8-channel kernels take rows of whole bytes of bits and 16-byte vectors of T */
 template <typename T, typename... P> static inline bool mask_vectors_fit(int C, P... ptrs)
 {
-    return C % RELU_MASK_ELEMS == 0 && C % pack16<T>::N == 0 && (... && (ptrs == nullptr || aligned16(ptrs)));
+    return C % RELU_MASK_ELEMS == 0 && vectors_fit<T>(C, ptrs...);
 }
 
 /* dx = A g + B (x - mean) + D (bn_grads_finish's coef), g masked as in masked_grad (the
@@ -616,7 +612,8 @@ static cudaError_t launch_bn_add_relu_forward(void *y, uint8_t *mask, const stru
     });
     if (mask != nullptr) {
         const size_t n = (size_t)rows * C;
-        relu_mask_bits<T><<<mask_pass_blocks(relu_mask_bytes(n)), BN_THREADS, 0, s>>>(mask, (const T *)y, n);
+        const int blocks = blocks_for(relu_mask_bytes(n), BN_THREADS, MASK_PASS_BLOCKS);
+        relu_mask_bits<T><<<blocks, BN_THREADS, 0, s>>>(mask, (const T *)y, n);
     }
     return cudaGetLastError();
 }
@@ -664,7 +661,9 @@ static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int g
     if (mask != nullptr) { /* a pass of its own: dy masked into dy_masked, else into dx, read from there */
         const size_t n = (size_t)rows * C;
         void *g = dy_masked != nullptr ? dy_masked : dx;
-        if (n > 0) relu_mask_apply<T><<<mask_pass_blocks(n), BN_THREADS, 0, s>>>((T *)g, (const T *)dy, mask, n);
+        if (n > 0)
+            relu_mask_apply<T><<<blocks_for(n, BN_THREADS, MASK_PASS_BLOCKS), BN_THREADS, 0, s>>>((T *)g, (const T *)dy,
+                                                                                               mask, n);
         dy = g;
     }
     with_vector_width<T>(vectors_fit<T>(C, dx, dy, x), [&](auto v) {

@@ -113,11 +113,12 @@ static fast_div make_fast_div(int d)
 
 /* col[(n P + p) Q + q][(r S + s) C + c] = x[n][p stride - pad + r][q stride - pad + s][c], or
  * zero bits (0.0 in every dtype) in the padding; U: the unit of bytes a thread copies, a
- * pixel CU units, a col row LU units apart (zeros past its R S CU). A block holds `rows` output rows (256 / CU of them, or one when CU >
- * 256): thread t copies unit t % CU of row t / CU (and every 256th unit after it) for
- * every tap, so a warp's stores are whole runs of CU units of a col row per tap, its
- * loads whole runs of a pixel. The window's position is found once per thread; the taps
- * advance by additions, IM2COL_TAPS loads in flight before their stores. */
+ * pixel CU units, a col row LU units apart (zeros past its R S CU). A block holds `rows`
+ * output rows (256 / CU of them, or one when CU > 256): thread t copies unit t % CU of
+ * row t / CU (and every 256th unit after it) for every tap, so a warp's stores are whole
+ * runs of CU units of a col row per tap, its loads whole runs of a pixel. The window's
+ * position is found once per thread; the taps advance by additions, IM2COL_TAPS loads in
+ * flight before their stores. */
 #define IM2COL_TAPS 3
 
 template <typename U>

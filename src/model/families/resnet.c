@@ -53,7 +53,7 @@ static void conv_set(struct rn_conv *c, int cin, int cout, int k, int stride, in
 static void pad_weight(struct resnet *p, struct rn_conv *c)
 {
     const size_t n = (size_t)c->cout * c->ld;
-    if (c->ld == c->k * c->k * c->cin) return;
+    if (c->ld == rn_conv_k(c)) return;
     c->wpad_at = p->wpad;
     p->wpad += n;
     if (n > p->max_wpad) p->max_wpad = n;

@@ -33,6 +33,9 @@ struct rn_conv {
     size_t wpad_at;
 };
 
+/* the columns of c's weight, k k cin */
+static inline int rn_conv_k(const struct rn_conv *c) { return c->k * c->k * c->cin; }
+
 /* A batch norm of C channels: its gain and shift, and where its channels' statistics
  * (batch mean, rstd, running mean and variance) start in the model's arrays of them. */
 struct rn_bn {

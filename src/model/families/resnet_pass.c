@@ -21,7 +21,7 @@ static struct conv_shape shape_of(const struct rn_conv *c, int N)
 static const void *gemm_weight(struct backend *be, const struct step_buffers *rb, struct rn_acts *a,
                                const struct rn_conv *c, int refresh)
 {
-    const int K = c->k * c->k * c->cin;
+    const int K = rn_conv_k(c);
     if (c->ld == K) return step_weight_at(rb, c->w);
     void *w = step_elem(a->wpad, c->wpad_at, rb->elem);
     if (refresh) be->rn->copy_rows(be, w, c->ld, step_weight_at(rb, c->w), K, c->cout, K, (int)rb->elem);
@@ -34,15 +34,17 @@ static void *col_of(struct rn_acts *a, const struct rn_conv *c) { return c->keep
 /* 1x1 stride 1: the input is its own im2col */
 static int plain_gemm(const struct rn_conv *c) { return c->k == 1 && c->stride == 1; }
 
+/* c's col padded or kept: written by this file's im2col path, which backward reads, so
+ * never an implicit GEMM */
+static int own_col(const struct rn_conv *c) { return c->ld != rn_conv_k(c) || c->keep_col; }
+
 /* The backend's implicit GEMM of a windowed convolution (rn_ops.h), where it has one
  * that takes the shape: 1 when done. An implicit GEMM is a GEMM: it runs with or
  * without the element-wise work. */
 static int conv_implicit(struct backend *be, const struct rn_conv *c, const struct conv_shape *s, int dgrad, void *out,
                          const void *in, const void *w)
 {
-    /* a padded or kept col is written by this file's im2col path, which backward reads */
-    if (c->ld != c->k * c->k * c->cin || c->keep_col) return 0;
-    return !plain_gemm(c) && be->rn->conv_implicit != NULL && be->rn->conv_implicit(be, dgrad, out, in, w, s, c->cout);
+    return !plain_gemm(c) && !own_col(c) && be->rn->conv_implicit != NULL && be->rn->conv_implicit(be, dgrad, out, in, w, s, c->cout);
 }
 
 /* y [B*P*P x cout] = conv(x); with_elementwise = 0: the GEMM alone (no im2col). */
@@ -69,8 +71,8 @@ static void weight_gradient(struct backend *be, const struct step_buffers *rb, s
                             const struct rn_conv *c, const struct conv_shape *s, const void *x, const void *dy, int wel)
 {
     void *dw = step_grad_at(rb, c->w);
-    const int M = a->B * c->P * c->P, K = c->k * c->k * c->cin;
-    if (!plain_gemm(c) && c->ld == K && !c->keep_col && be->rn->conv_wgrad_implicit != NULL &&
+    const int M = a->B * c->P * c->P, K = rn_conv_k(c);
+    if (!plain_gemm(c) && !own_col(c) && be->rn->conv_wgrad_implicit != NULL &&
         be->rn->conv_wgrad_implicit(be, dw, rb->grad_dtype, dy, x, s, c->cout))
         return;
     const void *col = x;
