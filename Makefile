@@ -16,7 +16,8 @@ NVCC ?= nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_120,code=[sm_120,compute_120]
 PYTHON ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3)
-# The Hopper kernels (kernels/transformer/flash_attention_sm90.cu, kernels/resnet/conv_sm90.cu: wgmma, TMA)
+# The Hopper kernels (kernels/transformer/flash_attention_sm90.cu, kernels/resnet/conv_sm90.cu and
+# gemm_bn_stats_sm90.cu: wgmma, TMA)
 # exist only for sm_90a, the one target with those instructions; a binary with them still runs elsewhere,
 # where the launchers never call them. They need CUTLASS's headers (header-only; PyPI's nvidia-cutlass, which tools/deps.sh
 # installs), found through $(PYTHON) once; CUTLASS_INCLUDE=DIR names another copy.
@@ -111,7 +112,8 @@ build/%.o: %.cu
 CUTLASS_FOUND = @[ -f "$(CUTLASS_INCLUDE)/cute/tensor.hpp" ] || { \
 	echo "dpscale: error: CUTLASS's CuTe headers not found (CUTLASS_INCLUDE='$(CUTLASS_INCLUDE)')" >&2; \
 	echo "hint: tools/deps.sh install   (or: $(PYTHON) -m pip install --no-deps nvidia-cutlass==4.2.0.0)" >&2; exit 1; }
-SM90A_OBJ := build/kernels/transformer/flash_attention_sm90.o build/kernels/resnet/conv_sm90.o
+SM90A_OBJ := build/kernels/transformer/flash_attention_sm90.o build/kernels/resnet/conv_sm90.o \
+             build/kernels/resnet/gemm_bn_stats_sm90.o
 $(SM90A_OBJ): build/%.o: %.cu
 	@mkdir -p $(@D)
 	$(CUTLASS_FOUND)

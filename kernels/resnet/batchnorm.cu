@@ -46,6 +46,8 @@
  *   of their own (the same values).
  * Performance notes (next steps): resnet.cu's header. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/dtype_cuda.cuh"
 #include "kernels/resnet/bn_operands.h"
@@ -187,14 +189,19 @@ template <typename T, int V, bool RELU, bool BITS> struct grad_terms {
 
 /* partial[chunk][0][c] = the sum of a, partial[chunk][1][c] of b, over the chunk's rows.
  * Thread t = g L + l: vector column tile L + l, rows r0 + g, r0 + g + G, ...; its sums
- * land in red[.][t V ..], which is red[.][g][l V + k], and are added in g order. */
+ * land in red[.][t V ..], which is red[.][g][l V + k], and are added in g order.
+ * descending: the blocks take the chunks from the last one down (the GPU starts blocks in
+ * blockIdx order), so that the pass begins on the rows the GEMM before it wrote last, still
+ * in the L2, and ends on the first rows, where the element-wise pass after it begins. The
+ * sums are the same bits either way: a chunk's rows and their order do not change. */
 template <int V, typename Terms>
 __global__ void __launch_bounds__(BN_THREADS) bn_partials(float *partial, Terms terms, int rows, int C, int L,
-                                                          int chunk_rows)
+                                                          int chunk_rows, int descending)
 {
     __shared__ float red[2][BN_THREADS * V];
     const int G = BN_THREADS / L, l = threadIdx.x % L, g = threadIdx.x / L, j = blockIdx.x * L + l;
-    const int r0 = blockIdx.y * chunk_rows, r1 = min(rows, r0 + chunk_rows);
+    const int chunk = descending ? (int)gridDim.y - 1 - (int)blockIdx.y : (int)blockIdx.y;
+    const int r0 = chunk * chunk_rows, r1 = min(rows, r0 + chunk_rows);
     float a[V] = {}, b[V] = {};
     if (j < C / V) {
         terms.begin(j);
@@ -213,7 +220,7 @@ __global__ void __launch_bounds__(BN_THREADS) bn_partials(float *partial, Terms 
         if (c >= C) continue;
         float s = 0.0f;
         for (int k = 0; k < G; k++) s += red[which][k * width + lc];
-        partial[((size_t)blockIdx.y * 2 + which) * C + c] = s;
+        partial[((size_t)chunk * 2 + which) * C + c] = s;
     }
 }
 
@@ -251,6 +258,18 @@ template <int V, typename Terms> static int partial_wave(int per_sm_fixed)
     return wave;
 }
 
+/* DPSCALE_BN_ORDER=ascending: the partial passes take their chunks first to last (an A/B of
+ * the descending order; the same bits either way) */
+static int bn_descending(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        const char *e = getenv("DPSCALE_BN_ORDER");
+        cached = !(e != NULL && strcmp(e, "ascending") == 0);
+    }
+    return cached;
+}
+
 /* the partial pass into partial [chunks][2][C]; returns chunks. The wave: what an SM holds of
  * this kernel (per_sm_fixed = 0), or per_sm_fixed blocks an SM. */
 template <int V, typename Terms>
@@ -258,24 +277,38 @@ static int launch_partials(float *partial, Terms terms, int rows, int C, int per
 {
     const int CV = C / V, L = bn_lanes(CV), chunk_rows = bn_chunk_rows(rows, C, partial_wave<V, Terms>(per_sm_fixed));
     const dim3 grid((CV + L - 1) / L, bn_chunks(rows, chunk_rows));
-    if (grid.y > 0) bn_partials<V, Terms><<<grid, BN_THREADS, 0, s>>>(partial, terms, rows, C, L, chunk_rows);
+    if (grid.y > 0)
+        bn_partials<V, Terms><<<grid, BN_THREADS, 0, s>>>(partial, terms, rows, C, L, chunk_rows, bn_descending());
     return (int)grid.y;
 }
 
 /* ---- 2. the chunks' sums ---------------------------------------------------------------- */
 
-/* For channel c = 32 blockIdx.x + lane: the sums over chunks of partial[k][0][c] (*s0)
- * and partial[k][1][c] (*s1) in double, warp w adding chunks w, w + BN_SUM_WARPS, ...,
- * then warp 0 the warps' sums in order: valid in warp 0. */
-__device__ __forceinline__ void chunk_sums(const float *partial, int chunks, int C, double *s0, double *s1)
+/* The two partial sums of every chunk: chunk k's of channel c at a[k ld + c] and
+ * b[k ld + c]; the partial pass's: a = partial, b = partial + C, ld = 2 C. */
+struct chunk_layout {
+    const float *a, *b;
+    size_t ld;
+    int chunks;
+};
+
+__host__ __device__ inline chunk_layout pass_chunks(const float *partial, int chunks, int C)
+{
+    return {partial, partial + C, 2 * (size_t)C, chunks};
+}
+
+/* For channel c = 32 blockIdx.x + lane: the sums over chunks of a (*s0) and b (*s1) in
+ * double, warp w adding chunks w, w + BN_SUM_WARPS, ..., then warp 0 the warps' sums in
+ * order: valid in warp 0. */
+__device__ __forceinline__ void chunk_sums(const chunk_layout p, int C, double *s0, double *s1)
 {
     __shared__ double red[2][BN_SUM_WARPS][32];
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32, c = blockIdx.x * 32 + lane;
     double a = 0.0, b = 0.0;
     if (c < C)
-        for (int k = w; k < chunks; k += BN_SUM_WARPS) {
-            a += partial[(size_t)k * 2 * C + c];
-            b += partial[((size_t)k * 2 + 1) * C + c];
+        for (int k = w; k < p.chunks; k += BN_SUM_WARPS) {
+            a += p.a[(size_t)k * p.ld + c];
+            b += p.b[(size_t)k * p.ld + c];
         }
     red[0][w][lane] = a;
     red[1][w][lane] = b;
@@ -288,18 +321,20 @@ __device__ __forceinline__ void chunk_sums(const float *partial, int chunks, int
         }
 }
 
-/* mean, rstd of the batch; the running statistics updated as the CPU does, rounding for
- * rounding (no fused multiply-add), with the unbiased variance. */
+/* mean, rstd of the batch from the sums of d = x - shift and d^2; the running statistics
+ * updated as the CPU does, rounding for rounding (no fused multiply-add), with the
+ * unbiased variance. The shift: shift[c] where given (the running mean, read before it is
+ * updated), else x's first row (the partial pass's). */
 template <typename T>
 __global__ void __launch_bounds__(BN_SUM_WARPS * 32)
-    bn_stats_finish(float *mean, float *rstd, float *run_mean, float *run_var, const float *partial, const T *x,
-                    int chunks, int rows, int C, float momentum)
+    bn_stats_finish(float *mean, float *rstd, float *run_mean, float *run_var, const chunk_layout partial, const T *x,
+                    const float *shift, int rows, int C, float momentum)
 {
     double sd, sdd;
-    chunk_sums(partial, chunks, C, &sd, &sdd);
+    chunk_sums(partial, C, &sd, &sdd);
     const int c = blockIdx.x * 32 + threadIdx.x;
     if (threadIdx.x >= 32 || c >= C) return;
-    const double d = sd / rows, m = (double)to_f32(x[c]) + d;
+    const double d = sd / rows, m = (double)(shift != nullptr ? shift[c] : to_f32(x[c])) + d;
     const double var = fmax(sdd / rows - d * d, 0.0), unbias = rows > 1 ? (double)rows / (rows - 1) : 1.0;
     mean[c] = (float)m;
     rstd[c] = (float)(1.0 / sqrt(var + (double)BATCHNORM_EPS));
@@ -328,7 +363,7 @@ __global__ void __launch_bounds__(BN_SUM_WARPS * 32)
                     int chunks, int C, float inv_rows)
 {
     double sg, sgx;
-    chunk_sums(partial, chunks, C, &sg, &sgx);
+    chunk_sums(pass_chunks(partial, chunks, C), C, &sg, &sgx);
     const int c = blockIdx.x * 32 + threadIdx.x;
     if (threadIdx.x >= 32 || c >= C) return;
     const float a = to_f32(gamma[c]) * rstd[c];
@@ -540,30 +575,39 @@ __global__ void __launch_bounds__(BN_THREADS, BN_BACKWARD_MIN_BLOCKS)
  * whatever the element-wise pass after them writes to. */
 template <typename T>
 static void launch_bn_statistics(float *mean, float *rstd, float *run_mean, float *run_var, const T *x, int rows, int C,
-                                 int training, float momentum, float *scratch, cudaStream_t s)
+                                 int training, float momentum, float *scratch, const struct bn_partials *pre,
+                                 cudaStream_t s)
 {
     if (!training) {
         bn_frozen_stats<<<(C + 255) / 256, 256, 0, s>>>(mean, rstd, run_mean, run_var, C);
         return;
     }
     if (rows <= 0) return;
+    const int blocks = (C + 31) / 32;
+    if (pre != nullptr) { /* the producer's epilogue left the partial sums */
+        const chunk_layout p{pre->sum, pre->sumsq, (size_t)pre->shape.ld, pre->shape.tiles};
+        bn_stats_finish<T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, p, x, pre->shift, rows, C,
+                                                               momentum);
+        return;
+    }
     int chunks = 0;
     with_vector_width<T>(vectors_fit<T>(C, x), [&](auto v) {
         constexpr int V = decltype(v)::value;
         chunks = launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, 0, s);
     });
-    bn_stats_finish<T><<<(C + 31) / 32, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, scratch, x, chunks,
-                                                                  rows, C, momentum);
+    bn_stats_finish<T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var,
+                                                           pass_chunks(scratch, chunks, C), x, nullptr, rows, C,
+                                                           momentum);
 }
 
 template <typename T>
 static cudaError_t launch_bn_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var, const void *x_,
                                      const void *gamma, const void *beta, int rows, int C, int training, float momentum,
-                                     int relu, float *scratch, cudaStream_t s)
+                                     int relu, const struct bn_partials *pre, float *scratch, cudaStream_t s)
 {
     if (C <= 0) return cudaSuccess;
     const T *x = (const T *)x_;
-    launch_bn_statistics<T>(mean, rstd, run_mean, run_var, x, rows, C, training, momentum, scratch, s);
+    launch_bn_statistics<T>(mean, rstd, run_mean, run_var, x, rows, C, training, momentum, scratch, pre, s);
     if (rows <= 0) return cudaGetLastError();
     with_vector_width<T>(vectors_fit<T>(C, x, y), [&](auto v) {
         constexpr int V = decltype(v)::value;
@@ -590,10 +634,11 @@ static cudaError_t launch_bn_add_relu_forward(void *y, uint8_t *mask, const stru
     const bn_input<T> in = input_of<T>(bn);
     const bn_input<T> sc = proj != nullptr ? input_of<T>(proj) : bn_input<T>{(const T *)shortcut, nullptr, nullptr,
                                                                             nullptr, nullptr};
-    launch_bn_statistics<T>(bn->mean, bn->rstd, bn->run_mean, bn->run_var, in.x, rows, C, training, momentum, scratch, s);
+    launch_bn_statistics<T>(bn->mean, bn->rstd, bn->run_mean, bn->run_var, in.x, rows, C, training, momentum, scratch,
+                            bn->pre, s);
     if (proj != nullptr)
         launch_bn_statistics<T>(proj->mean, proj->rstd, proj->run_mean, proj->run_var, sc.x, rows, C, training, momentum,
-                                scratch, s);
+                                scratch, proj->pre, s);
     if (rows <= 0) return cudaGetLastError();
     if (mask != nullptr && mask_vectors_fit<T>(C, y, in.x, sc.x)) { /* the bits in the same pass */
         constexpr int V = RELU_MASK_ELEMS;
@@ -680,11 +725,11 @@ static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int g
 
 extern "C" cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var,
                                               const void *x, const void *gamma, const void *beta, int rows, int C,
-                                              int training, float momentum, int relu, float *scratch, int dtype,
-                                              cudaStream_t s)
+                                              int training, float momentum, int relu, const struct bn_partials *pre,
+                                              float *scratch, int dtype, cudaStream_t s)
 {
     return DISPATCH_DTYPE(dtype, launch_bn_forward, y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training,
-                          momentum, relu, scratch, s);
+                          momentum, relu, pre, scratch, s);
 }
 
 extern "C" cudaError_t cuda_batchnorm_add_relu_forward(void *y, uint8_t *mask, const struct bn_operands *bn,

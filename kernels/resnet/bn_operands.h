@@ -5,12 +5,15 @@
 #ifndef DPSCALE_BN_OPERANDS_H
 #define DPSCALE_BN_OPERANDS_H
 
+struct bn_partials;
+
 /* x [rows x C] and the gains [C] in the compute dtype (fp32 on the CPU); the statistics
  * [C] fp32: mean and rstd written (for backward), the running ones updated in training
  * and read when frozen. */
 struct bn_operands {
     const void *x, *gamma, *beta;
     float *mean, *rstd, *run_mean, *run_var;
+    const struct bn_partials *pre; /* NULL, or x's partial sums from its producer (bn_partials.h; the GPU's) */
 };
 
 #endif

@@ -36,6 +36,7 @@
 #include <cutlass/util/packed_stride.hpp>
 
 #include "kernels/kernel_types.h"
+#include "kernels/resnet/bn_stats_epilogue_sm90.cuh"
 #include "kernels/resnet/conv_sm90.h"
 
 namespace conv_sm90 {
@@ -44,13 +45,19 @@ using namespace cute;
 using Element = cutlass::bfloat16_t;
 constexpr int kAlign = 8; /* elements of 16 bytes: TMA's alignment */
 
-template <cutlass::conv::Operator Op, int TileN> struct Conv2d {
-    using Tile = Shape<_128, Int<TileN>, Shape<_64>>;
+constexpr int kTileM = 128;
+
+/* Stats: the epilogue also leaves batch norm's partial sums of the output
+ * (bn_stats_epilogue_sm90.cuh), the forward only */
+template <cutlass::conv::Operator Op, int TileN, bool Stats = false> struct Conv2d {
+    using Tile = Shape<Int<kTileM>, Int<TileN>, Shape<_64>>;
     using Cluster = Shape<_1, _1, _1>;
+    using Fusion = cute::conditional_t<Stats, bn_stats_epilogue::Sums<Tile>,
+                                       cutlass::epilogue::fusion::LinearCombination<Element, float, void, float>>;
     using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
         cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::TensorNHWC, kAlign,
-        Element, cutlass::layout::TensorNHWC, kAlign, cutlass::epilogue::TmaWarpSpecialized>::CollectiveOp;
+        Element, cutlass::layout::TensorNHWC, kAlign, cutlass::epilogue::TmaWarpSpecialized, Fusion>::CollectiveOp;
     using Mainloop = typename cutlass::conv::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Op, Element, cutlass::layout::TensorNHWC, kAlign, Element,
         cutlass::layout::TensorNHWC, kAlign, float, Tile, Cluster,
@@ -124,14 +131,21 @@ template <class Device> static cudaError_t launch(typename Device::Arguments &ar
 
 /* The kernel's arguments for out = op(in, w): A = in (x or dy), B = w, D = out, packed
  * NHWC strides (for the forward and dgrad CUTLASS takes D's as the problem's C stride,
- * innermost first). */
-template <class Conv> static typename Conv::Device::Arguments arguments(const typename Conv::Problem &p, void *out,
-                                                                        const void *in, const void *w)
+ * innermost first); the epilogue's own (thread): out = the accumulators, or (Stats) the
+ * batch norm sums' tree's. */
+template <class Conv>
+static typename Conv::Device::Arguments arguments(const typename Conv::Problem &p, void *out, const void *in,
+                                                  const void *w, const float *shift = nullptr, float *sum = nullptr,
+                                                  float *sumsq = nullptr)
 {
     using Kernel = typename Conv::Kernel;
     typename Kernel::EpilogueArguments epi{};
-    epi.thread.alpha = 1.0f;
-    epi.thread.beta = 0.0f;
+    if constexpr (cute::is_same_v<typename Conv::Fusion, bn_stats_epilogue::Sums<typename Conv::Tile>>) {
+        epi.thread = bn_stats_epilogue::arguments<typename Conv::Tile>(shift, sum, sumsq);
+    } else {
+        epi.thread.alpha = 1.0f;
+        epi.thread.beta = 0.0f;
+    }
     epi.ptr_C = nullptr;
     epi.ptr_D = static_cast<Element *>(out);
     cute::for_each(cute::make_seq<cute::rank<0>(typename Kernel::StrideD{})>{}, [&](auto i) {
@@ -149,14 +163,18 @@ template <class Conv> static int takes(const typename Conv::Problem &p, void *ou
 }
 
 template <class Conv>
-static cudaError_t run(const typename Conv::Problem &p, void *out, const void *in, const void *w, cudaStream_t st)
+static cudaError_t run(const typename Conv::Problem &p, void *out, const void *in, const void *w, cudaStream_t st,
+                       const float *shift = nullptr, float *sum = nullptr, float *sumsq = nullptr)
 {
-    auto args = arguments<Conv>(p, out, in, w);
+    auto args = arguments<Conv>(p, out, in, w, shift, sum, sumsq);
     return launch<typename Conv::Device>(args, st);
 }
 
 template <cutlass::conv::Operator Op> using Narrow = Conv2d<Op, 64>;
 template <cutlass::conv::Operator Op> using Wide = Conv2d<Op, 128>;
+using NarrowStats = Conv2d<cutlass::conv::Operator::kFprop, 64, true>;
+using WideStats = Conv2d<cutlass::conv::Operator::kFprop, 128, true>;
+static int tile_n(int K) { return K <= 64 ? 64 : 128; }
 
 /* the GEMM's N: the forward's output channels, dgrad's input channels */
 static int gemm_n(enum conv_sm90_op op, const struct conv_shape *s, int K) { return op == CONV_SM90_FORWARD ? K : s->C; }
@@ -345,4 +363,22 @@ extern "C" cudaError_t cuda_conv_sm90_wgrad(void *dw, int grad_dtype, const void
     if (grad_dtype == DT_F32) sum_slices<float><<<blocks, threads, 0, st>>>(static_cast<float *>(dw), workspace, splits, n);
     else sum_slices<__nv_bfloat16><<<blocks, threads, 0, st>>>(static_cast<__nv_bfloat16 *>(dw), workspace, splits, n);
     return cudaGetLastError();
+}
+
+extern "C" struct bn_partials_shape cuda_conv_sm90_stats_shape(const struct conv_shape *s, int K)
+{
+    using namespace conv_sm90;
+    const long long M = (long long)s->N * s->P * s->Q;
+    const int tn = tile_n(K);
+    return (struct bn_partials_shape){(int)((M + kTileM - 1) / kTileM), (K + tn - 1) / tn * tn};
+}
+
+extern "C" cudaError_t cuda_conv_sm90_stats(void *out, const void *in, const void *w, const struct conv_shape *s, int K,
+                                            int dtype, const float *shift, float *sum, float *sumsq, cudaStream_t st)
+{
+    using namespace conv_sm90;
+    if (!cuda_conv_sm90_takes(CONV_SM90_FORWARD, s, K, dtype, in, w, out)) return cudaErrorNotSupported;
+    const auto p = problem<cutlass::conv::Operator::kFprop>(s, K);
+    return tile_n(K) == 64 ? run<NarrowStats>(p, out, in, w, st, shift, sum, sumsq)
+                           : run<WideStats>(p, out, in, w, st, shift, sum, sumsq);
 }

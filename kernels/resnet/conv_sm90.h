@@ -21,6 +21,11 @@
  * the ResNet's long weight gradients take CUTLASS 2's split-K kernel instead
  * (conv_wgrad_sm80.h), the others im2col + cuBLASLt.
  *
+ * The forward can also leave the next batch norm's partial sums from its epilogue
+ * (cuda_conv_sm90_stats; the ResNet takes it only with DPSCALE_BN_STATS=epilogue, since
+ * on an H200 that epilogue made the convolutions several times slower than the pass over
+ * their output it saves: results/h200x1-bn-stats-epilogue).
+ *
  * DPSCALE_CONV=im2col, read once per process, keeps the im2col path everywhere (an A/B of
  * a whole run); "auto" or unset is the rule above. */
 #ifndef DPSCALE_CONV_SM90_H
@@ -28,6 +33,7 @@
 
 #include <stddef.h>
 
+#include "kernels/resnet/bn_partials.h"
 #include "kernels/resnet/conv_shape.h"
 
 #ifdef __cplusplus
@@ -49,6 +55,13 @@ int cuda_conv_sm90_takes(enum conv_sm90_op op, const struct conv_shape *s, int K
  * overwritten. cudaErrorNotSupported where cuda_conv_sm90_takes says no. */
 cudaError_t cuda_conv_sm90(enum conv_sm90_op op, void *out, const void *in, const void *w, const struct conv_shape *s,
                            int K, int dtype, cudaStream_t st);
+
+/* The forward, y = conv(x, w), with the partial sums (bn_partials.h) of y about shift [K]
+ * that the training batch norm reading y next takes its statistics from: sum and sumsq of
+ * cuda_conv_sm90_stats_shape's layout. Where cuda_conv_sm90_takes takes the forward. */
+struct bn_partials_shape cuda_conv_sm90_stats_shape(const struct conv_shape *s, int K);
+cudaError_t cuda_conv_sm90_stats(void *out, const void *in, const void *w, const struct conv_shape *s, int K, int dtype,
+                                 const float *shift, float *sum, float *sumsq, cudaStream_t st);
 
 /* The weight's gradient dw [K x R*S*C] (grad_dtype: fp32 or bf16, overwritten) from dy and x;
  * workspace: cuda_conv_sm90_wgrad_workspace_floats(s, K) floats. Only with

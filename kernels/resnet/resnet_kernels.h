@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernels/resnet/bn_operands.h"
+#include "kernels/resnet/bn_partials.h"
 #include "kernels/resnet/conv_shape.h"
 
 #ifdef __cplusplus
@@ -19,11 +20,13 @@ extern "C" {
 /* Images NHWC, [N*H*W x C]. */
 cudaError_t cuda_im2col(void *col, const void *x, const struct conv_shape *s, int dtype, cudaStream_t st);
 cudaError_t cuda_col2im(void *dx, const void *col, const struct conv_shape *s, int dtype, cudaStream_t st);
-/* scratch: cuda_batchnorm_scratch_floats(rows, C) floats, for the forward and the backward */
+/* scratch: cuda_batchnorm_scratch_floats(rows, C) floats, for the forward and the backward.
+ * pre (NULL: none; bn_operands' pre likewise): x's partial sums from the GEMM or convolution
+ * that wrote it (bn_partials.h), in place of the statistics' pass over x. */
 size_t cuda_batchnorm_scratch_floats(int rows, int C);
 cudaError_t cuda_batchnorm_forward(void *y, float *mean, float *rstd, float *run_mean, float *run_var, const void *x,
                                    const void *gamma, const void *beta, int rows, int C, int training, float momentum,
-                                   int relu, float *scratch, int dtype, cudaStream_t s);
+                                   int relu, const struct bn_partials *pre, float *scratch, int dtype, cudaStream_t s);
 /* mask (NULL: none): the bits of y > 0 (relu_mask.h) */
 cudaError_t cuda_batchnorm_add_relu_forward(void *y, uint8_t *mask, const struct bn_operands *bn,
                                             const struct bn_operands *proj, const void *shortcut, int rows, int C,

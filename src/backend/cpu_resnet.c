@@ -35,9 +35,10 @@ static void be_copy_rows(struct backend *b, void *dst, int dst_ld, const void *s
 
 static void be_batchnorm_forward(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
                                  const void *x, const void *gamma, const void *beta, int rows, int C, int training,
-                                 float momentum, int relu)
+                                 float momentum, int relu, const struct bn_partials *pre)
 {
     (void)b;
+    (void)pre; /* never given: the CPU table has no conv_forward_stats */
     cpu_batchnorm_forward(y, mean, rstd, run_mean, run_var, x, gamma, beta, rows, C, training, momentum, relu);
 }
 

@@ -35,7 +35,8 @@ static struct {
     X(FLASH_BACKWARD, "flash attention backward") X(ADD, "residual add") X(ROWS, "row gather/scatter")         \
     X(DATA, "synthetic data") X(ZERO, "zero") X(IM2COL, "im2col / col2im") X(COPY_ROWS, "row copy")              \
     X(BATCHNORM_FORWARD, "batchnorm forward") X(BATCHNORM_ADD_RELU, "batchnorm + add + ReLU")                  \
-    X(BATCHNORM_BACKWARD, "batchnorm backward") X(POOL, "pooling") X(CONV, "convolution (implicit GEMM)")
+    X(BATCHNORM_BACKWARD, "batchnorm backward") X(POOL, "pooling") X(CONV, "convolution (implicit GEMM)")        \
+    X(CONV_STATS, "convolution + batchnorm sums")
 
 enum op_kind {
 #define OP_KIND_ENUM(kind, name) OPK_##kind,
@@ -53,7 +54,10 @@ static const char *const names[OPK_COUNT] = {
 
 int op_kind_count(void) { return OPK_COUNT; }
 const char *op_kind_name(int kind) { return kind >= 0 && kind < OPK_COUNT ? names[kind] : "?"; }
-int op_kind_is_gemm(int kind) { return kind == OPK_GEMM || kind == OPK_GEMM_FUSED || kind == OPK_CONV; }
+int op_kind_is_gemm(int kind)
+{
+    return kind == OPK_GEMM || kind == OPK_GEMM_FUSED || kind == OPK_CONV || kind == OPK_CONV_STATS;
+}
 int op_kind_holds_gemms(int kind) { return kind == OPK_ATTENTION_FORWARD || kind == OPK_ATTENTION_BACKWARD; }
 
 /* The event pair of a new call of `kind` (the pool grows during the first profiled step). */
@@ -228,10 +232,11 @@ static void w_copy_rows(struct backend *b, void *dst, int dst_ld, const void *sr
     TIMED(OPK_COPY_ROWS, orig_rn, copy_rows, b, dst, dst_ld, src, src_ld, rows, cols, elem_bytes);
 }
 static void w_bn_fwd(struct backend *b, void *y, float *mean, float *rstd, float *rm, float *rv, const void *x,
-                     const void *gamma, const void *beta, int rows, int C, int training, float momentum, int relu)
+                     const void *gamma, const void *beta, int rows, int C, int training, float momentum, int relu,
+                     const struct bn_partials *pre)
 {
     TIMED(OPK_BATCHNORM_FORWARD, orig_rn, batchnorm_forward, b, y, mean, rstd, rm, rv, x, gamma, beta, rows, C,
-          training, momentum, relu);
+          training, momentum, relu, pre);
 }
 static void w_bn_add_relu(struct backend *b, void *y, uint8_t *mask, const struct bn_operands *bn,
                           const struct bn_operands *proj, const void *shortcut, int rows, int C, int training,
@@ -291,6 +296,16 @@ static int w_conv_wgrad_implicit(struct backend *b, void *dw, int grad_dtype, co
     return done;
 }
 
+static int w_conv_forward_stats(struct backend *b, int implicit, void *y, const void *in, const void *w,
+                                const struct conv_shape *s, int K, const float *shift, int slot, struct bn_partials *pre)
+{
+    const int call = open_call(OPK_CONV_STATS);
+    const int done = g.orig_rn->conv_forward_stats(b, implicit, y, in, w, s, K, shift, slot, pre);
+    close_call(call);
+    if (!done && call == g.ncalls - 1) g.ncalls--; /* declined: as w_conv_implicit */
+    return done;
+}
+
 /* The wrapper tables: the timed entries of a copy replaced, only where the backend
  * has them (a NULL operation stays NULL). */
 #define WRAP(field, fn) if (w->field != NULL) w->field = fn
@@ -339,6 +354,7 @@ static void wrap_rn(struct rn_ops *w)
     WRAP(synth_images, w_synth_images);
     WRAP(conv_implicit, w_conv_implicit);
     WRAP(conv_wgrad_implicit, w_conv_wgrad_implicit);
+    WRAP(conv_forward_stats, w_conv_forward_stats);
 }
 #undef WRAP
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "kernels/resnet/bn_operands.h"
+#include "kernels/resnet/bn_partials.h"
 #include "kernels/resnet/conv_shape.h"
 
 struct backend;
@@ -28,10 +29,12 @@ struct rn_ops {
                       int elem_bytes);
     /* y = (x - mean) rstd gamma + beta per channel (column), then ReLU when relu; training:
      * mean and rstd of this batch's rows, and the running statistics updated with
-     * `momentum`; else the running statistics themselves. mean, rstd [C] kept for backward. */
+     * `momentum`; else the running statistics themselves. mean, rstd [C] kept for backward.
+     * pre (NULL: none; bn_operands' pre likewise): x's partial sums, which conv_forward_stats
+     * left, so the statistics need no pass over x. */
     void (*batchnorm_forward)(struct backend *b, void *y, float *mean, float *rstd, float *run_mean, float *run_var,
                               const void *x, const void *gamma, const void *beta, int rows, int C, int training,
-                              float momentum, int relu);
+                              float momentum, int relu, const struct bn_partials *pre);
     /* A bottleneck's output, y = max(bn(bn->x) + r, 0), in one element-wise pass: r is
      * proj's batch norm of its own input where proj is not NULL (a projection shortcut;
      * its output is never stored), else the tensor `shortcut` (the identity). Each batch
@@ -74,6 +77,14 @@ struct rn_ops {
      * take the call: the caller then runs im2col + gemm. */
     int (*conv_wgrad_implicit)(struct backend *b, void *dw, int grad_dtype, const void *dy, const void *x,
                                const struct conv_shape *s, int K);
+    /* Optional likewise: a forward convolution whose output y [N*P*Q x K] a training batch
+     * norm reads next, which also leaves that batch norm's partial sums of y about shift [K]
+     * (bn_partials.h) in the backend's statistics slot `slot` (0 or 1: two alive at once,
+     * each until its next call) and says where in *pre, for batchnorm_forward's pre.
+     * implicit = 1: as conv_implicit's forward (in = x); 0: y = in w^T as a GEMM, in [N*P*Q x
+     * conv_col_ld(s)] (a 1x1 stride-1's x, or a col) and w [K x conv_col_ld(s)]. */
+    int (*conv_forward_stats)(struct backend *b, int implicit, void *y, const void *in, const void *w,
+                              const struct conv_shape *s, int K, const float *shift, int slot, struct bn_partials *pre);
 };
 
 /* A table the ResNet can run on: every one of its operations is there. */

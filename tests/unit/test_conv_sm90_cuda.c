@@ -12,6 +12,12 @@
  * with DPSCALE_CONV_WGRAD=implicit, which main sets) agrees with im2col + cuBLASLt in fp32
  * and bf16, also for batches that split unevenly.
  *
+ * The forward with batch norm's partial sums in its epilogue (conv_forward_stats: the
+ * implicit GEMM on the awkward shapes, the GEMM on 1x1s' inputs; opt-in with
+ * DPSCALE_BN_STATS=epilogue, which main sets) gives the plain forward's y to bf16's
+ * resolution, and batch norm's statistics, running statistics and output from those sums
+ * agree with its own pass over y.
+ *
  * It also times ResNet-50's windowed convolutions at its benchmark batch (256, 224 x 224),
  * its strided 1x1s through im2col alone (the implicit GEMM declines them): the implicit GEMM against im2col + cuBLASLt and against cuBLASLt alone on the col
  * buffer (the GEMM the im2col path runs, its floor), median of 10 after 2 warm-ups, in
@@ -212,6 +218,71 @@ TEST(the_weight_gradient_matches_im2col_and_gemm)
 }
 
 /* what TMA or CUTLASS's kernels cannot take is declined, and the output left as it was */
+/* The forward with batch norm's partial sums from its epilogue (rn_ops.h's
+ * conv_forward_stats: the implicit GEMM, or the GEMM on a 1x1's input) against the plain
+ * forward and batch norm's own pass: y within bf16's resolution (other kernels), the
+ * statistics, running ones and normalised output within fp32's, from the partials about a
+ * shift (the running mean) that is not the batch's mean. */
+static void compare_stats(const struct conv_shape *s, int K, int implicit_conv)
+{
+    const int rows = s->N * s->P * s->Q;
+    struct bufs b = bufs_new(s, K, 0);
+    float *shift = rand_array((size_t)K, 19), *gamma = rand_array((size_t)K, 23), *beta = rand_array((size_t)K, 29);
+    float *var = malloc((size_t)K * sizeof(float));
+    for (int c = 0; c < K; c++) shift[c] *= 3.0f, var[c] = 1.0f; /* the shift: off the mean by up to a few std */
+    float *st[2][4]; /* per run: mean, rstd, running mean, running variance */
+    void *y[2], *g = dev_from(gamma, (size_t)K, DT_BF16, 0), *be = dev_from(beta, (size_t)K, DT_BF16, 0);
+    for (int r = 0; r < 2; r++) {
+        for (int i = 0; i < 4; i++) st[r][i] = dev_from(i == 2 ? shift : var, (size_t)K, DT_F32, 0);
+        y[r] = dev_raw(NULL, out_size(s, K), 2, 0);
+    }
+    struct bn_partials pre;
+    const int got = g_be.rn->conv_forward_stats(&g_be, implicit_conv, b.got, b.x, b.w, s, K, st[0][2], 0, &pre);
+    CHECK(got);
+    if (!got) {
+        print_shape(s, K, 0);
+        return;
+    }
+    if (implicit_conv) CHECK(g_be.rn->conv_implicit(&g_be, 0, b.want, b.x, b.w, s, K));
+    else g_be.ops->gemm(&g_be, 0, 1, rows, K, s->C, 1.0f, b.x, s->C, b.w, s->C, 0.0f, b.want, 0, K);
+    g_be.rn->batchnorm_forward(&g_be, y[0], st[0][0], st[0][1], st[0][2], st[0][3], b.got, g, be, rows, K, 1, 0.1f, 1,
+                               &pre);
+    g_be.rn->batchnorm_forward(&g_be, y[1], st[1][0], st[1][1], st[1][2], st[1][3], b.got, g, be, rows, K, 1, 0.1f, 1,
+                               NULL);
+    const size_t ny = out_size(s, K);
+    float *yg = host_from(b.got, ny, DT_BF16), *yw = host_from(b.want, ny, DT_BF16);
+    float *o0 = host_from(y[0], ny, DT_BF16), *o1 = host_from(y[1], ny, DT_BF16);
+    int ok = close_to("y (with the sums) against the plain forward", yg, yw, ny, 1e-2) &&
+             close_to("batch norm's output from the sums against its own pass", o0, o1, ny, 1e-2);
+    for (int i = 0; i < 4; i++) {
+        static const char *const what[4] = {"mean", "rstd", "running mean", "running variance"};
+        float *a = host_from(st[0][i], (size_t)K, DT_F32), *w = host_from(st[1][i], (size_t)K, DT_F32);
+        ok = close_to(what[i], a, w, (size_t)K, 1e-4) && ok;
+        free(a), free(w);
+    }
+    if (!ok) print_shape(s, K, 0);
+    CHECK(ok);
+    free(yg), free(yw), free(o0), free(o1), free(shift), free(gamma), free(beta), free(var);
+    for (int r = 0; r < 2; r++) {
+        for (int i = 0; i < 4; i++) dev_free(st[r][i], 4, 0);
+        dev_free(y[r], 2, 0);
+    }
+    dev_free(g, 2, 0), dev_free(be, 2, 0);
+    bufs_free(&b);
+}
+
+TEST(the_forward_with_batch_norm_sums_matches_the_plain_forward_and_pass)
+{
+    if (!hopper()) return;
+    int n = 0;
+    const struct conv_case *c = conv_awkward(&n);
+    for (int i = 0; i < n; i++) compare_stats(&c[i].s, c[i].K, 1);
+    /* 1x1s as GEMMs on their input: rows off the 128-row tile, 64 and wider outputs */
+    const struct conv_case g[] = {{conv(2, 7, 7, 64, 1, 1, 0), 256}, {conv(3, 9, 9, 256, 1, 1, 0), 64},
+                                  {conv(1, 5, 3, 8, 1, 1, 0), 24}, {conv(2, 56, 56, 64, 1, 1, 0), 64}};
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) compare_stats(&g[i].s, g[i].K, 0);
+}
+
 static void declined(const char *why, const struct conv_shape *s, int K, int dgrad, int off)
 {
     struct bufs b = bufs_new(s, K, dgrad);
@@ -305,6 +376,7 @@ TEST(resnet50_convolutions_timed_at_batch_256)
 int main(void)
 {
     setenv("DPSCALE_CONV_WGRAD", "implicit", 1); /* the implicit weight gradient is opt-in: test it */
+    setenv("DPSCALE_BN_STATS", "epilogue", 1);   /* and the batch norm sums' epilogue */
     const int rc = test_main("conv_sm90_cuda");
     if (g_open) backend_close(&g_be);
     return rc;

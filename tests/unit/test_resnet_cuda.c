@@ -241,7 +241,7 @@ static void bn_forward_case(const struct bn_shape *b, int training, int relu, in
     float *mean_d = dev_raw(NULL, C, 4, 0), *rstd_d = dev_raw(NULL, C, 4, 0);
     cpu_batchnorm_forward(y, mean, rstd, rm, rv, x, gamma, beta, b->rows, b->C, training, 0.1f, relu);
     g_be.rn->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, b->rows, b->C, training, 0.1f,
-                               relu);
+                               relu, NULL);
     static float got[4][BN_MAX_C];
     float *gy = host_from(y_d, n, g_be.act_dtype);
     g_be.ops->download(&g_be, got[0], mean_d, C * 4);
@@ -375,7 +375,7 @@ static void bn_mask_case(int rows, int C, int training, int grad_dtype, int in_p
     void *g_d = dev_from(gamma, C, g_be.act_dtype, 0), *b_d = dev_from(beta, C, g_be.act_dtype, 0);
     float *rm_d = dev_raw(rm, C, 4, 0), *rv_d = dev_raw(rv, C, 4, 0);
     float *mean_d = dev_raw(NULL, C, 4, 0), *rstd_d = dev_raw(NULL, C, 4, 0);
-    g_be.rn->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, rows, C, training, 0.1f, 1);
+    g_be.rn->batchnorm_forward(&g_be, y_d, mean_d, rstd_d, rm_d, rv_d, x_d, g_d, b_d, rows, C, training, 0.1f, 1, NULL);
     float *y = host_from(y_d, n, g_be.act_dtype);
     g_be.ops->download(&g_be, mean, mean_d, C * 4);
     g_be.ops->download(&g_be, rstd, rstd_d, C * 4);
@@ -456,7 +456,7 @@ static void dev_bn_free(struct dev_bn *d)
 
 static struct bn_operands dev_bn_operands(const struct dev_bn *d)
 {
-    return (struct bn_operands){d->x, d->gamma, d->beta, d->mean, d->rstd, d->rm, d->rv};
+    return (struct bn_operands){d->x, d->gamma, d->beta, d->mean, d->rstd, d->rm, d->rv, NULL};
 }
 
 /* st [4 x C]: mean, rstd, running mean, running variance */
@@ -499,10 +499,10 @@ static void bn_add_relu_case(const struct bn_shape *b, int training, int proj, i
                                         b->C, training, 0.1f);
     g_be.ops->download(&g_be, mask, mask_d, relu_mask_bytes(n));
     g_be.rn->batchnorm_forward(&g_be, t3_d, u3.mean, u3.rstd, u3.rm, u3.rv, u3.x, u3.gamma, u3.beta, b->rows, b->C,
-                               training, 0.1f, 0);
+                               training, 0.1f, 0, NULL);
     if (proj)
         g_be.rn->batchnorm_forward(&g_be, tp_d, up.mean, up.rstd, up.rm, up.rv, up.x, up.gamma, up.beta, b->rows, b->C,
-                                   training, 0.1f, 0);
+                                   training, 0.1f, 0, NULL);
     dev_bn_stats(&u3, st_u, C), dev_bn_stats(&up, st_u + 4 * C, C);
     /* (1) the unfused: the add of the two stored tensors */
     float *got = host_from(y_d, n, g_be.act_dtype), *again = host_from(again_d, n, g_be.act_dtype);
@@ -516,8 +516,8 @@ static void bn_add_relu_case(const struct bn_shape *b, int training, int proj, i
     float *ycpu = malloc(n * 4);
     memcpy(st_c + 2 * C, rm, C * 4), memcpy(st_c + 3 * C, rv, C * 4);
     memcpy(st_c + 6 * C, rm + C, C * 4), memcpy(st_c + 7 * C, rv + C, C * 4);
-    const struct bn_operands c3 = {x, g3, b3, st_c, st_c + C, st_c + 2 * C, st_c + 3 * C};
-    const struct bn_operands cp = {xp, gp, bp, st_c + 4 * C, st_c + 5 * C, st_c + 6 * C, st_c + 7 * C};
+    const struct bn_operands c3 = {x, g3, b3, st_c, st_c + C, st_c + 2 * C, st_c + 3 * C, NULL};
+    const struct bn_operands cp = {xp, gp, bp, st_c + 4 * C, st_c + 5 * C, st_c + 6 * C, st_c + 7 * C, NULL};
     cpu_batchnorm_add_relu_forward(ycpu, &c3, proj ? &cp : NULL, proj ? NULL : sc, b->rows, b->C, training, 0.1f);
     const double ty = g_be.act_dtype == DT_F32 ? 1e-5 : 1e-2;
     for (int j = 0; j < (proj ? 2 : 1); j++) {

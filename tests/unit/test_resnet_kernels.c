@@ -302,7 +302,7 @@ static struct bn_operands block_operands(const struct block_case *b, int which, 
     memcpy(st + 2 * C, b->rm + (size_t)which * C, C * sizeof(float));
     memcpy(st + 3 * C, b->rv + (size_t)which * C, C * sizeof(float));
     return (struct bn_operands){which ? b->xp : b->x, which ? b->gp : b->gamma, which ? b->bp : b->beta, st, st + C,
-                                st + 2 * C, st + 3 * C};
+                                st + 2 * C, st + 3 * C, NULL};
 }
 
 TEST(batchnorm_add_relu_gives_the_bits_of_the_batchnorms_then_the_add_with_relu)

@@ -47,20 +47,34 @@ static int conv_implicit(struct backend *be, const struct rn_conv *c, const stru
     return !plain_gemm(c) && !own_col(c) && be->rn->conv_implicit != NULL && be->rn->conv_implicit(be, dgrad, out, in, w, s, c->cout);
 }
 
-/* y [B*P*P x cout] = conv(x); with_elementwise = 0: the GEMM alone (no im2col). */
-static void conv_forward(struct backend *be, const struct step_buffers *rb, struct rn_acts *a, const struct rn_conv *c,
-                         const void *x, void *y, int wel)
+/* The training batch norm that reads a convolution's output next, for its partial sums
+ * from the convolution's epilogue: the one given, none when frozen (it takes no statistics) */
+static const struct rn_bn *stats_for(const struct resnet *p, const struct rn_bn *n) { return p->frozen ? NULL : n; }
+
+/* y [B*P*P x cout] = conv(x); with_elementwise = 0: the GEMM alone (no im2col). bn (NULL:
+ * none): the training batch norm that reads y next; where the backend's convolution leaves
+ * its partial sums about its running mean (rn_ops.h's conv_forward_stats, into `slot`),
+ * *pre says where and 1 is returned, else 0 (bn's own pass then takes them). */
+static int conv_forward(struct backend *be, const struct step_buffers *rb, struct rn_acts *a, const struct rn_conv *c,
+                        const void *x, void *y, int wel, const struct rn_bn *bn, int slot, struct bn_partials *pre)
 {
     const struct conv_shape s = shape_of(c, a->B);
     const int M = a->B * c->P * c->P;
+    const int stats = bn != NULL && be->rn->conv_forward_stats != NULL;
+    const float *shift = bn != NULL ? a->run_mean + bn->at : NULL;
     const void *col = x;
-    if (conv_implicit(be, c, &s, 0, y, x, step_weight_at(rb, c->w))) return;
+    if (stats && !plain_gemm(c) && !own_col(c) &&
+        be->rn->conv_forward_stats(be, 1, y, x, step_weight_at(rb, c->w), &s, c->cout, shift, slot, pre))
+        return 1;
+    if (conv_implicit(be, c, &s, 0, y, x, step_weight_at(rb, c->w))) return 0;
     if (!plain_gemm(c)) {
         if (wel) be->rn->im2col(be, col_of(a, c), x, &s);
         col = col_of(a, c);
     }
-    be->ops->gemm(be, 0, 1, M, c->cout, c->ld, 1.0f, col, c->ld, gemm_weight(be, rb, a, c, wel), c->ld, 0.0f, y, 0,
-                  c->cout);
+    const void *w = gemm_weight(be, rb, a, c, wel);
+    if (stats && be->rn->conv_forward_stats(be, 0, y, col, w, &s, c->cout, shift, slot, pre)) return 1;
+    be->ops->gemm(be, 0, 1, M, c->cout, c->ld, 1.0f, col, c->ld, w, c->ld, 0.0f, y, 0, c->cout);
+    return 0;
 }
 
 /* The weight's gradient dyᵀ · col into the arena: the backend's implicit GEMM where it
@@ -106,20 +120,21 @@ static void conv_backward(struct backend *be, const struct step_buffers *rb, str
     if (!plain && wel) be->rn->col2im(be, dx, a->col, &s);
 }
 
+/* pre (NULL: none): x's partial sums from the convolution that wrote it */
 static void bn_forward(struct backend *be, const struct step_buffers *rb, const struct resnet *p, struct rn_acts *a,
-                       const struct rn_bn *n, void *y, const void *x, int rows, int relu)
+                       const struct rn_bn *n, void *y, const void *x, int rows, int relu, const struct bn_partials *pre)
 {
     be->rn->batchnorm_forward(be, y, a->mean + n->at, a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at, x,
                               step_weight_at(rb, n->gamma), step_weight_at(rb, n->beta), rows, n->C, !p->frozen,
-                              RN_BN_MOMENTUM, relu);
+                              RN_BN_MOMENTUM, relu, pre);
 }
 
 /* batch norm n's operands on input x: its gains, its statistics' slots */
 static struct bn_operands bn_operands_of(const struct step_buffers *rb, struct rn_acts *a, const struct rn_bn *n,
-                                         const void *x)
+                                         const void *x, const struct bn_partials *pre)
 {
     return (struct bn_operands){x, step_weight_at(rb, n->gamma), step_weight_at(rb, n->beta), a->mean + n->at,
-                                a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at};
+                                a->rstd + n->at, a->run_mean + n->at, a->run_var + n->at, pre};
 }
 
 /* A bottleneck's output, out = max(bn3(y3) + the shortcut, 0), in one element-wise pass:
@@ -127,10 +142,10 @@ static struct bn_operands bn_operands_of(const struct step_buffers *rb, struct r
  * stored), or the block's input x itself; and the bits of out > 0, for backward. */
 static void bn_add_relu_forward(struct backend *be, const struct step_buffers *rb, const struct resnet *p,
                                 struct rn_acts *a, const struct rn_block *k, struct rn_block_acts *s, const void *x,
-                                int rows)
+                                int rows, const struct bn_partials *pre3, const struct bn_partials *prep)
 {
-    const struct bn_operands b3 = bn_operands_of(rb, a, &k->b3, s->y3);
-    const struct bn_operands bp = k->proj ? bn_operands_of(rb, a, &k->bp, s->yp) : (struct bn_operands){0};
+    const struct bn_operands b3 = bn_operands_of(rb, a, &k->b3, s->y3, pre3);
+    const struct bn_operands bp = k->proj ? bn_operands_of(rb, a, &k->bp, s->yp, prep) : (struct bn_operands){0};
     be->rn->batchnorm_add_relu_forward(be, s->out, s->mask, &b3, k->proj ? &bp : NULL, k->proj ? NULL : x, rows, k->b3.C,
                                        !p->frozen, RN_BN_MOMENTUM);
 }
@@ -165,11 +180,13 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
     const struct resnet *p = resnet_of(m);
     struct rn_acts *a = rb->acts;
     const int B = a->B;
+    struct bn_partials pre[2]; /* the partial sums the convolutions leave: the main path's, the projection's */
+#define PRE(got, i) ((got) ? &pre[i] : NULL)
     step_hook_stage_begin(hook, 0);
-    conv_forward(be, rb, a, &p->stem, a->x, a->y0, wel);
+    int got = conv_forward(be, rb, a, &p->stem, a->x, a->y0, wel, stats_for(p, &p->stem_bn), 0, &pre[0]);
     if (wel) {
         const struct conv_shape ps = pool_shape(p, B);
-        bn_forward(be, rb, p, a, &p->stem_bn, a->a0, a->y0, B * p->stem.P * p->stem.P, 1);
+        bn_forward(be, rb, p, a, &p->stem_bn, a->a0, a->y0, B * p->stem.P * p->stem.P, 1, PRE(got, 0));
         be->rn->maxpool_forward(be, a->pool, a->argmax, a->a0, &ps);
     }
     const void *x = a->pool;
@@ -178,15 +195,16 @@ static void forward_pass(struct backend *be, const struct model *m, struct step_
         struct rn_block_acts *s = &a->blk[i];
         const int rin = B * k->H * k->H, rout = B * k->P * k->P;
         step_hook_stage_begin(hook, i + 1);
-        conv_forward(be, rb, a, &k->c1, x, s->y1, wel);
-        if (wel) bn_forward(be, rb, p, a, &k->b1, s->a1, s->y1, rin, 1);
-        conv_forward(be, rb, a, &k->c2, s->a1, s->y2, wel);
-        if (wel) bn_forward(be, rb, p, a, &k->b2, s->a2, s->y2, rout, 1);
-        conv_forward(be, rb, a, &k->c3, s->a2, s->y3, wel);
-        if (k->proj) conv_forward(be, rb, a, &k->cp, x, s->yp, wel);
-        if (wel) bn_add_relu_forward(be, rb, p, a, k, s, x, rout);
+        got = conv_forward(be, rb, a, &k->c1, x, s->y1, wel, stats_for(p, &k->b1), 0, &pre[0]);
+        if (wel) bn_forward(be, rb, p, a, &k->b1, s->a1, s->y1, rin, 1, PRE(got, 0));
+        got = conv_forward(be, rb, a, &k->c2, s->a1, s->y2, wel, stats_for(p, &k->b2), 0, &pre[0]);
+        if (wel) bn_forward(be, rb, p, a, &k->b2, s->a2, s->y2, rout, 1, PRE(got, 0));
+        got = conv_forward(be, rb, a, &k->c3, s->a2, s->y3, wel, stats_for(p, &k->b3), 0, &pre[0]);
+        const int gotp = k->proj && conv_forward(be, rb, a, &k->cp, x, s->yp, wel, stats_for(p, &k->bp), 1, &pre[1]);
+        if (wel) bn_add_relu_forward(be, rb, p, a, k, s, x, rout, PRE(got, 0), PRE(gotp, 1));
         x = s->out;
     }
+#undef PRE
     step_hook_stage_begin(hook, p->nblocks + 1);
     if (wel) be->rn->avgpool_forward(be, a->feat, x, B, p->feat_hw, p->feat);
     be->ops->gemm(be, 0, 1, B, p->classes, p->feat, 1.0f, a->feat, p->feat, step_weight_at(rb, p->fc_w), p->feat, 0.0f,
