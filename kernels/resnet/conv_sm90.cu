@@ -38,9 +38,11 @@
 #include "kernels/kernel_types.h"
 #include "kernels/resnet/bn_stats_epilogue_sm90.cuh"
 #include "kernels/resnet/conv_sm90.h"
+#include "kernels/resnet/cutlass_sm90_launch.cuh"
 
 namespace conv_sm90 {
 using namespace cute;
+using namespace cutlass_sm90; /* sm_count, hardware, device_is_sm90, aligned16, launch */
 
 using Element = cutlass::bfloat16_t;
 constexpr int kAlign = 8; /* elements of 16 bytes: TMA's alignment */
@@ -95,38 +97,6 @@ template <cutlass::conv::Operator Op> static cutlass::conv::ConvProblemShape<Op,
     return cutlass::conv::ConvProblemShape<Op, 2>(cutlass::conv::Mode::kCrossCorrelation, {s->N, s->H, s->W, s->C},
                                                   {K, s->R, s->S, s->C}, {s->pad, s->pad}, {s->pad, s->pad},
                                                   {s->stride, s->stride}, {1, 1}, 1);
-}
-
-static int sm_count(void)
-{
-    static int n = 0;
-    if (n == 0) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) == cudaSuccess) n = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(dev);
-    }
-    return n;
-}
-
-static cutlass::KernelHardwareInfo hardware(void)
-{
-    cutlass::KernelHardwareInfo hw{};
-    cudaGetDevice(&hw.device_id);
-    hw.sm_count = sm_count();
-    return hw;
-}
-
-/* One kernel on st: these convolutions need no workspace (no split of K inside CUTLASS) */
-template <class Device> static cudaError_t launch(typename Device::Arguments &args, cudaStream_t st)
-{
-    Device op;
-    if (Device::get_workspace_size(args) != 0 || op.can_implement(args) != cutlass::Status::kSuccess)
-        return cudaErrorNotSupported;
-    if (op.initialize(args, nullptr, st) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
-    if (op.run(st) != cutlass::Status::kSuccess) {
-        const cudaError_t e = cudaGetLastError();
-        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-    }
-    return cudaGetLastError();
 }
 
 /* The kernel's arguments for out = op(in, w): A = in (x or dy), B = w, D = out, packed
@@ -250,19 +220,6 @@ template <typename O> __global__ void sum_slices(O *dw, const float *partial, in
     }
 }
 
-static int device_is_sm90(void)
-{
-    static int cached = -1;
-    if (cached < 0) {
-        int dev = 0, major = 0, minor = 0;
-        cached = cudaGetDevice(&dev) == cudaSuccess &&
-                 cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                 cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-                 major == 9 && minor == 0;
-    }
-    return cached;
-}
-
 /* DPSCALE_CONV: "im2col" turns these kernels off; unset or "auto" leaves the rule */
 static int enabled(void)
 {
@@ -288,7 +245,6 @@ static int wgrad_enabled(void)
     return cached;
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 } // namespace conv_sm90
 
 extern "C" int cuda_conv_sm90_takes(enum conv_sm90_op op, const struct conv_shape *s, int K, int dtype, const void *in,

@@ -25,10 +25,12 @@
 
 #include "kernels/kernel_types.h"
 #include "kernels/resnet/bn_stats_epilogue_sm90.cuh"
+#include "kernels/resnet/cutlass_sm90_launch.cuh"
 #include "kernels/resnet/gemm_bn_stats_sm90.h"
 
 namespace gemm_bn_stats {
 using namespace cute;
+using namespace cutlass_sm90; /* hardware, device_is_sm90, aligned16, launch */
 
 using Element = cutlass::bfloat16_t;
 constexpr int kAlign = 8; /* elements of 16 bytes: TMA's alignment */
@@ -54,16 +56,6 @@ template <int TileN> struct Gemm {
 
 static int tile_n(int N) { return N <= 64 ? 64 : 128; }
 
-static int sm_count(void)
-{
-    static int n = 0;
-    if (n == 0) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) == cudaSuccess) n = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(dev);
-    }
-    return n;
-}
-
 template <class G>
 static typename G::Device::Arguments arguments(void *y, const void *A, int lda, const void *W, int ldw, int M, int N,
                                                int K, const float *shift, float *sum, float *sumsq)
@@ -77,14 +69,11 @@ static typename G::Device::Arguments arguments(void *y, const void *A, int lda, 
     get<0>(sd) = N;
     typename Kernel::EpilogueArguments epi{bn_stats_epilogue::arguments<typename G::Tile>(shift, sum, sumsq), nullptr, sd,
                                            static_cast<Element *>(y), sd};
-    cutlass::KernelHardwareInfo hw{};
-    cudaGetDevice(&hw.device_id);
-    hw.sm_count = sm_count();
     return typename G::Device::Arguments{cutlass::gemm::GemmUniversalMode::kGemm,
                                          {M, N, K, 1},
                                          {static_cast<const Element *>(A), sa, static_cast<const Element *>(W), sb},
                                          epi,
-                                         hw};
+                                         hardware()};
 }
 
 template <class G> static int takes(void *y, const void *A, int lda, const void *W, int ldw, int M, int N, int K)
@@ -98,31 +87,9 @@ static cudaError_t run(void *y, const void *A, int lda, const void *W, int ldw, 
                        float *sum, float *sumsq, cudaStream_t st)
 {
     auto args = arguments<G>(y, A, lda, W, ldw, M, N, K, shift, sum, sumsq);
-    typename G::Device op;
-    if (G::Device::get_workspace_size(args) != 0 || op.can_implement(args) != cutlass::Status::kSuccess)
-        return cudaErrorNotSupported;
-    if (op.initialize(args, nullptr, st) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
-    if (op.run(st) != cutlass::Status::kSuccess) {
-        const cudaError_t e = cudaGetLastError();
-        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-    }
-    return cudaGetLastError();
+    return launch<typename G::Device>(args, st);
 }
 
-static int device_is_sm90(void)
-{
-    static int cached = -1;
-    if (cached < 0) {
-        int dev = 0, major = 0, minor = 0;
-        cached = cudaGetDevice(&dev) == cudaSuccess &&
-                 cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                 cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-                 major == 9 && minor == 0;
-    }
-    return cached;
-}
-
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 } // namespace gemm_bn_stats
 
 extern "C" struct bn_partials_shape cuda_gemm_bn_stats_shape(int M, int N)
