@@ -164,6 +164,18 @@ void backend_stream_wait(struct backend *b, void *waiter, void *waited);
 
 extern const struct backend_ops backend_cpu_ops;
 
+/* OpenBLAS 0.3.21 takes some virtualised AVX-512 CPUs (an Emerald Rapids under KVM)
+ * for a Prescott and runs its SSE3 kernels, several times slower. It reads its core
+ * type once, when it is loaded, so the only fix is before that: where it chose
+ * Prescott on a CPU with AVX2 and OPENBLAS_CORETYPE is unset, this starts the program
+ * again with OPENBLAS_CORETYPE = SkylakeX or Haswell (execv of the binary that
+ * /proc/self/exe links to: the same pid and the same name, so that mpirun, srun and ps
+ * see the same process). Call it first in main, with main's argv untouched. Returns
+ * only when there was nothing to fix or the restart failed (then cpu_init's warning
+ * says what to export). The core OpenBLAS ran is in the result file (the backend's
+ * library string). */
+void backend_cpu_take_the_right_kernels(char **argv);
+
 /* Pick and start the backend that cfg->backend names (auto: cuda when a GPU is
  * visible and the binary has it, else cpu). Returns 0 or -1 with a message. */
 int backend_open(struct backend *b, const struct config *cfg, int local_rank, int local_size, char *err, size_t errlen);

@@ -20,6 +20,27 @@ struct backend_event {
     struct timespec when;
 };
 
+static int blas_took_prescott_on_avx2(void)
+{
+    return strstr(openblas_get_corename(), "rescott") != NULL && __builtin_cpu_supports("avx2");
+}
+
+static const char *right_core(void) { return __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell"; }
+
+void backend_cpu_take_the_right_kernels(char **argv)
+{
+    if (getenv("OPENBLAS_CORETYPE") != NULL || !blas_took_prescott_on_avx2()) return;
+    /* the binary's own path, not /proc/self/exe: exec names the process after the file
+     * (ps, pgrep, pkill and Slurm's tools would see "exe") */
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0 || (size_t)n >= sizeof self - 1) return;
+    self[n] = '\0';
+    if (setenv("OPENBLAS_CORETYPE", right_core(), 1) != 0) return;
+    execv(self, argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* the restart failed: go on, and cpu_init warns */
+}
+
 static int cpu_init(struct backend *b, const struct config *cfg, int local_rank, int local_size, char *err, size_t errlen)
 {
     if (cfg->precision != PREC_FP32) {
@@ -38,11 +59,12 @@ static int cpu_init(struct backend *b, const struct config *cfg, int local_rank,
     b->rn = &cpu_rn_ops;
     b->info.device_index = -1;
     snprintf(b->info.library, sizeof b->info.library, "%s", openblas_get_config());
-    /* OpenBLAS 0.3.21 takes some virtualised AVX-512 CPUs for a Prescott and runs SSE3 kernels. */
-    if (local_rank == 0 && strstr(openblas_get_corename(), "rescott") != NULL && __builtin_cpu_supports("avx2"))
+    /* Where backend_cpu_take_the_right_kernels could not restart dpscale, or the
+     * user asked for Prescott on a CPU with AVX2. */
+    if (local_rank == 0 && blas_took_prescott_on_avx2())
         fprintf(stderr, "dpscale: warning: OpenBLAS chose its Prescott (SSE3) kernels on a CPU with AVX2; GEMMs will run "
                         "several times slower\nhint: export OPENBLAS_CORETYPE=%s before starting dpscale\n",
-                __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell");
+                right_core());
     snprintf(b->info.device_name, sizeof b->info.device_name, "%s", "cpu");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (f != NULL) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "backend/backend.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "system/provenance.h"
@@ -43,6 +44,7 @@ static int is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(ar
 
 int main(int argc, char **argv)
 {
+    backend_cpu_take_the_right_kernels(argv); /* may start dpscale again, before anything is done */
     provenance_note_command(argc, argv); /* the whole command line, for the result file */
     log_set_rank(log_launch_rank()); /* before MPI starts: help and errors from rank 0 only */
     argc = take_global_options(argc, argv);

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ROOT, TINY, dpscale, run_tiny
+from conftest import BINARY, ROOT, TINY, dpscale, mpi_env, run_tiny
 
 sys.path.insert(0, str(ROOT / "tests" / "gpu"))
 import check  # noqa: E402  (the schema parser of the GPU script)
@@ -74,6 +74,35 @@ def test_system_names_every_library_built_with_and_loaded(run):
         assert re.match(r"\d+\.\d+\.\d+$", s["nccl_version_built"]) and re.match(r"\d+\.\d+\.\d+$", s["cublas_version_built"])
     else:
         assert s["nccl_version"] == s["cuda_runtime_version"] == s["cublas_version"] == ""
+
+
+def cpu_has(flag):
+    return re.search(rf"^flags\s*:.*\b{flag}\b", open("/proc/cpuinfo").read(), re.M) is not None
+
+
+@pytest.mark.skipif(not cpu_has("avx2"), reason="a CPU without AVX2 may rightly run OpenBLAS's SSE3 kernels")
+def test_openblas_runs_the_kernels_the_cpu_has_on_every_rank(tmp_path):
+    """OpenBLAS 0.3.21 takes some virtualised AVX-512 CPUs for a Prescott; dpscale
+    starts itself again with OPENBLAS_CORETYPE set, on every rank, without a word."""
+    env = {k: v for k, v in mpi_env().items() if k != "OPENBLAS_CORETYPE"}
+    p = subprocess.run(["mpirun", "-np", "2", BINARY, "run", "--config", TINY, f"--run.output_dir={tmp_path}",
+                        "--run.output=r.h5", "--train.iters=2", "--train.warmup=0"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "warning" not in p.stderr, p.stderr
+    with h5py.File(tmp_path / "r.h5") as f:
+        blas = f["system"].attrs["blas_library"]
+    blas = blas.decode() if isinstance(blas, bytes) else blas
+    assert "Prescott" not in blas, blas
+
+
+@pytest.mark.skipif(not cpu_has("avx2"), reason="Prescott is the right core for a CPU without AVX2")
+def test_a_core_type_the_user_forces_is_kept_and_a_slow_one_is_named_once(tmp_path):
+    p = dpscale(2, "run", "--config", TINY, f"--run.output_dir={tmp_path}", "--run.output=r.h5", "--train.iters=2",
+                "--train.warmup=0", env={"OPENBLAS_CORETYPE": "Prescott"})
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("dpscale: warning: OpenBLAS chose its Prescott") == 1, p.stderr
+    assert p.stderr.count("hint: export OPENBLAS_CORETYPE=") == 1, p.stderr
 
 
 def test_every_rank_describes_itself(run):
