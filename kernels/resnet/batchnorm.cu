@@ -55,6 +55,7 @@
 #include "kernels/resnet/resnet_cpu.h" /* BATCHNORM_EPS */
 #include "kernels/resnet/resnet_kernels.h"
 #include "kernels/vector_cuda.cuh"
+#include "kernels/env_switch.h"
 
 #define BN_THREADS 256
 #define BN_TARGET_BLOCKS 1024 /* blocks wanted of a partial pass, rounded to whole waves */
@@ -262,12 +263,8 @@ template <int V, typename Terms> static int partial_wave(int per_sm_fixed)
  * the descending order; the same bits either way) */
 static int bn_descending(void)
 {
-    static int cached = -1;
-    if (cached < 0) {
-        const char *e = getenv("DPSCALE_BN_ORDER");
-        cached = !(e != NULL && strcmp(e, "ascending") == 0);
-    }
-    return cached;
+    static int ascending = -1;
+    return !env_switch(&ascending, "DPSCALE_BN_ORDER", "ascending");
 }
 
 /* the partial pass into partial [chunks][2][C]; returns chunks. The wave: what an SM holds of

@@ -39,6 +39,7 @@
 #include "kernels/resnet/bn_stats_epilogue_sm90.cuh"
 #include "kernels/resnet/conv_sm90.h"
 #include "kernels/resnet/cutlass_sm90_launch.cuh"
+#include "kernels/env_switch.h"
 
 namespace conv_sm90 {
 using namespace cute;
@@ -52,6 +53,7 @@ constexpr int kTileM = 128;
 /* Stats: the epilogue also leaves batch norm's partial sums of the output
  * (bn_stats_epilogue_sm90.cuh), the forward only */
 template <cutlass::conv::Operator Op, int TileN, bool Stats = false> struct Conv2d {
+    static constexpr bool kStats = Stats;
     using Tile = Shape<Int<kTileM>, Int<TileN>, Shape<_64>>;
     using Cluster = Shape<_1, _1, _1>;
     using Fusion = cute::conditional_t<Stats, bn_stats_epilogue::Sums<Tile>,
@@ -110,7 +112,7 @@ static typename Conv::Device::Arguments arguments(const typename Conv::Problem &
 {
     using Kernel = typename Conv::Kernel;
     typename Kernel::EpilogueArguments epi{};
-    if constexpr (cute::is_same_v<typename Conv::Fusion, bn_stats_epilogue::Sums<typename Conv::Tile>>) {
+    if constexpr (Conv::kStats) {
         epi.thread = bn_stats_epilogue::arguments<typename Conv::Tile>(shift, sum, sumsq);
     } else {
         epi.thread.alpha = 1.0f;
@@ -144,7 +146,15 @@ template <cutlass::conv::Operator Op> using Narrow = Conv2d<Op, 64>;
 template <cutlass::conv::Operator Op> using Wide = Conv2d<Op, 128>;
 using NarrowStats = Conv2d<cutlass::conv::Operator::kFprop, 64, true>;
 using WideStats = Conv2d<cutlass::conv::Operator::kFprop, 128, true>;
-static int tile_n(int K) { return K <= 64 ? 64 : 128; }
+/* the tile's N for a GEMM's N (the output channels of a forward, dgrad's input channels) */
+static int tile_n(int n) { return n <= 64 ? 64 : 128; }
+/* the forward with batch norm's sums: DPSCALE_BN_STATS_TILE=narrow takes the 64-wide tile at
+ * every width (an A/B: the 128-wide one keeps its epilogue's state on the stack) */
+static int stats_tile_n(int n)
+{
+    static int narrow = -1;
+    return env_switch(&narrow, "DPSCALE_BN_STATS_TILE", "narrow") ? 64 : tile_n(n);
+}
 
 /* the GEMM's N: the forward's output channels, dgrad's input channels */
 static int gemm_n(enum conv_sm90_op op, const struct conv_shape *s, int K) { return op == CONV_SM90_FORWARD ? K : s->C; }
@@ -153,7 +163,7 @@ template <cutlass::conv::Operator Op>
 static int takes_op(const struct conv_shape *s, int K, int n, void *out, const void *in, const void *w)
 {
     const auto p = problem<Op>(s, K);
-    return n <= 64 ? takes<Narrow<Op>>(p, out, in, w) : takes<Wide<Op>>(p, out, in, w);
+    return tile_n(n) == 64 ? takes<Narrow<Op>>(p, out, in, w) : takes<Wide<Op>>(p, out, in, w);
 }
 
 template <cutlass::conv::Operator Op>
@@ -161,7 +171,7 @@ static cudaError_t run_op(const struct conv_shape *s, int K, int n, void *out, c
                           cudaStream_t st)
 {
     const auto p = problem<Op>(s, K);
-    return n <= 64 ? run<Narrow<Op>>(p, out, in, w, st) : run<Wide<Op>>(p, out, in, w, st);
+    return tile_n(n) == 64 ? run<Narrow<Op>>(p, out, in, w, st) : run<Wide<Op>>(p, out, in, w, st);
 }
 
 /* dw [K x R S C] fp32 = the weight's gradient of n images: A = dy, B = x */
@@ -223,12 +233,8 @@ template <typename O> __global__ void sum_slices(O *dw, const float *partial, in
 /* DPSCALE_CONV: "im2col" turns these kernels off; unset or "auto" leaves the rule */
 static int enabled(void)
 {
-    static int cached = -1;
-    if (cached < 0) {
-        const char *e = getenv("DPSCALE_CONV");
-        cached = !(e != NULL && strcmp(e, "im2col") == 0);
-    }
-    return cached;
+    static int im2col = -1;
+    return !env_switch(&im2col, "DPSCALE_CONV", "im2col");
 }
 
 /* DPSCALE_CONV_WGRAD=implicit asks for the implicit weight gradient; by default the weight's
@@ -238,11 +244,7 @@ static int enabled(void)
 static int wgrad_enabled(void)
 {
     static int cached = -1;
-    if (cached < 0) {
-        const char *e = getenv("DPSCALE_CONV_WGRAD");
-        cached = e != NULL && strcmp(e, "implicit") == 0;
-    }
-    return cached;
+    return env_switch(&cached, "DPSCALE_CONV_WGRAD", "implicit");
 }
 
 } // namespace conv_sm90
@@ -325,7 +327,7 @@ extern "C" struct bn_partials_shape cuda_conv_sm90_stats_shape(const struct conv
 {
     using namespace conv_sm90;
     const long long M = (long long)s->N * s->P * s->Q;
-    const int tn = tile_n(K);
+    const int tn = stats_tile_n(K);
     return (struct bn_partials_shape){(int)((M + kTileM - 1) / kTileM), (K + tn - 1) / tn * tn};
 }
 
@@ -335,6 +337,6 @@ extern "C" cudaError_t cuda_conv_sm90_stats(void *out, const void *in, const voi
     using namespace conv_sm90;
     if (!cuda_conv_sm90_takes(CONV_SM90_FORWARD, s, K, dtype, in, w, out)) return cudaErrorNotSupported;
     const auto p = problem<cutlass::conv::Operator::kFprop>(s, K);
-    return tile_n(K) == 64 ? run<NarrowStats>(p, out, in, w, st, shift, sum, sumsq)
-                           : run<WideStats>(p, out, in, w, st, shift, sum, sumsq);
+    return stats_tile_n(K) == 64 ? run<NarrowStats>(p, out, in, w, st, shift, sum, sumsq)
+                                 : run<WideStats>(p, out, in, w, st, shift, sum, sumsq);
 }

@@ -48,6 +48,7 @@
 
 #include "kernels/kernel_types.h"
 #include "kernels/resnet/conv_wgrad_sm80.h"
+#include "kernels/env_switch.h"
 
 namespace conv_wgrad_sm80 {
 
@@ -207,12 +208,8 @@ static int wgrad_splits(const struct conv_shape *s, int K)
 /* DPSCALE_CONV or DPSCALE_CONV_WGRAD = "im2col" turns this kernel off; unset or "auto" leaves the rule */
 static int enabled(void)
 {
-    static int cached = -1;
-    if (cached < 0) {
-        const char *e = getenv("DPSCALE_CONV"), *w = getenv("DPSCALE_CONV_WGRAD");
-        cached = !(e != NULL && strcmp(e, "im2col") == 0) && !(w != NULL && strcmp(w, "im2col") == 0);
-    }
-    return cached;
+    static int conv = -1, wgrad = -1;
+    return !env_switch(&conv, "DPSCALE_CONV", "im2col") && !env_switch(&wgrad, "DPSCALE_CONV_WGRAD", "im2col");
 }
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }

@@ -27,6 +27,7 @@
 #include "kernels/resnet/bn_stats_epilogue_sm90.cuh"
 #include "kernels/resnet/cutlass_sm90_launch.cuh"
 #include "kernels/resnet/gemm_bn_stats_sm90.h"
+#include "kernels/env_switch.h"
 
 namespace gemm_bn_stats {
 using namespace cute;
@@ -54,7 +55,13 @@ template <int TileN> struct Gemm {
     using Device = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
 
-static int tile_n(int N) { return N <= 64 ? 64 : 128; }
+/* DPSCALE_BN_STATS_TILE=narrow takes the 64-wide tile at every width (an A/B: the 128-wide
+ * one keeps its epilogue's state on the stack) */
+static int tile_n(int N)
+{
+    static int narrow = -1;
+    return N <= 64 || env_switch(&narrow, "DPSCALE_BN_STATS_TILE", "narrow") ? 64 : 128;
+}
 
 template <class G>
 static typename G::Device::Arguments arguments(void *y, const void *A, int lda, const void *W, int ldw, int M, int N,

@@ -27,6 +27,7 @@
 #include "kernels/transformer/flash_attention.h"
 #include "kernels/transformer/attention_math.cuh"
 #include "kernels/transformer/flash_attention_sm90.h"
+#include "kernels/env_switch.h"
 
 #define FA_ROWS 64   /* query rows of a forward / dQ block; key rows of a dK dV block */
 #define FA_TILE 64   /* rows of the tiles a block loops over */
@@ -569,11 +570,7 @@ static int device_is_sm90(void)
 static int env_wants_fa2(int backward)
 {
     static int v[2] = {-1, -1};
-    if (v[backward] < 0) {
-        const char *e = getenv(backward ? "DPSCALE_FLASH_BACKWARD" : "DPSCALE_FLASH_FORWARD");
-        v[backward] = e != NULL && strcmp(e, "fa2") == 0;
-    }
-    return v[backward];
+    return env_switch(&v[backward], backward ? "DPSCALE_FLASH_BACKWARD" : "DPSCALE_FLASH_FORWARD", "fa2");
 }
 
 extern "C" int cuda_flash_attention_sm90_applies(const void *dqkv, const void *dout, const void *qkv,
@@ -588,11 +585,7 @@ extern "C" int cuda_flash_attention_sm90_applies(const void *dqkv, const void *d
 static int env_wants_dq_accumulate(void)
 {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DPSCALE_FLASH_DQ");
-        v = e != NULL && strcmp(e, "accumulate") == 0;
-    }
-    return v;
+    return env_switch(&v, "DPSCALE_FLASH_DQ", "accumulate");
 }
 
 /* whether the kernels named (AUTO: by the rule and the environment) are the Hopper ones:

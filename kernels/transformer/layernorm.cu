@@ -53,6 +53,7 @@
 #include "kernels/kernels_cuda.h"
 #include "kernels/transformer/transformer_kernels.h"
 #include "kernels/vector_cuda.cuh"
+#include "kernels/env_switch.h"
 
 #define TF_THREADS 256  /* the forward's blocks: a row a warp */
 #define LN_FWD_MAX_E 64 /* elements of a row one lane of the forward keeps in registers */
@@ -1059,12 +1060,8 @@ static cudaError_t launch_ln_bwd_staged(const ln_stg_plan &p, int dev, T *dx, fl
  * at 4096 x 8192; results/h200x1-resnet-fusion) */
 static enum ln_backward_kernel ln_bwd_env_kernel(void)
 {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DPSCALE_LN_BACKWARD");
-        v = e != NULL && strcmp(e, "tiled") == 0 ? LN_BACKWARD_TILED : LN_BACKWARD_STAGED;
-    }
-    return (enum ln_backward_kernel)v;
+    static int tiled = -1;
+    return env_switch(&tiled, "DPSCALE_LN_BACKWARD", "tiled") ? LN_BACKWARD_TILED : LN_BACKWARD_STAGED;
 }
 
 /* ln_bwd_sum over `chunks` partial rows of NS sums (after the staged kernel, as its

@@ -19,6 +19,7 @@
 #include "kernels/resnet/conv_wgrad_sm80.h"
 #include "kernels/resnet/gemm_bn_stats_sm90.h"
 #include "kernels/resnet/resnet_kernels.h"
+#include "kernels/env_switch.h"
 
 struct rn_cuda {
     float *bn_scratch;
@@ -178,11 +179,7 @@ static int cuda_rn_conv_wgrad_implicit(struct backend *b, void *dw, int grad_dty
 static int stats_epilogue_enabled(void)
 {
     static int cached = -1;
-    if (cached < 0) {
-        const char *e = getenv("DPSCALE_BN_STATS");
-        cached = e != NULL && strcmp(e, "epilogue") == 0;
-    }
-    return cached;
+    return env_switch(&cached, "DPSCALE_BN_STATS", "epilogue");
 }
 
 /* The forward with batch norm's partial sums from its epilogue (conv_sm90.h's implicit GEMM,
