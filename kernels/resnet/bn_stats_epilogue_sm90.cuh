@@ -2,7 +2,7 @@
  * Hopper's GEMMs and convolutions whose output a training batch norm reads next: it stores
  * the output tile in bf16, as the plain epilogue does, and leaves the batch norm's partial
  * sums of that tile, so that the batch norm's statistics need no pass over the output
- * (kernels/resnet/bn_stats.h has the contract, batchnorm.cu the finish).
+ * (kernels/resnet/bn_partials.h has the contract, batchnorm.cu the finish).
  *
  * For each output tile of 128 rows and each of its columns c (a channel):
  *   sum[tile][c]   = sum over the tile's rows of d,   d = v - shift[c],
@@ -31,6 +31,8 @@
 #include <cutlass/functional.h>
 #include <cutlass/numeric_types.h>
 
+#include "kernels/env_switch.h"
+
 namespace bn_stats_epilogue {
 using namespace cute;
 using namespace cutlass::epilogue::fusion;
@@ -49,6 +51,15 @@ template <class T> struct dev_sq_plus {
 };
 
 constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
+
+/* The tile's N for an output of n channels, for the GEMM and the implicit GEMM alike: 64 up
+ * to 64 channels, 128 above; DPSCALE_BN_STATS_TILE=narrow takes 64 at every width (an A/B:
+ * the 128-wide one keeps its epilogue's state on the stack, results/h200x1-step-census) */
+static inline int tile_n(int n)
+{
+    static int narrow = -1;
+    return n <= 64 || env_switch(&narrow, "DPSCALE_BN_STATS_TILE", "narrow") ? 64 : 128;
+}
 
 template <class CtaTile, template <class> class Term>
 using TileSum = Sm90RowReduction<Term, cutlass::plus, cutlass::plus, 0, CtaTile, float, float, kRound, Stride<_0, _1, _0>,

@@ -148,13 +148,6 @@ using NarrowStats = Conv2d<cutlass::conv::Operator::kFprop, 64, true>;
 using WideStats = Conv2d<cutlass::conv::Operator::kFprop, 128, true>;
 /* the tile's N for a GEMM's N (the output channels of a forward, dgrad's input channels) */
 static int tile_n(int n) { return n <= 64 ? 64 : 128; }
-/* the forward with batch norm's sums: DPSCALE_BN_STATS_TILE=narrow takes the 64-wide tile at
- * every width (an A/B: the 128-wide one keeps its epilogue's state on the stack) */
-static int stats_tile_n(int n)
-{
-    static int narrow = -1;
-    return env_switch(&narrow, "DPSCALE_BN_STATS_TILE", "narrow") ? 64 : tile_n(n);
-}
 
 /* the GEMM's N: the forward's output channels, dgrad's input channels */
 static int gemm_n(enum conv_sm90_op op, const struct conv_shape *s, int K) { return op == CONV_SM90_FORWARD ? K : s->C; }
@@ -327,7 +320,7 @@ extern "C" struct bn_partials_shape cuda_conv_sm90_stats_shape(const struct conv
 {
     using namespace conv_sm90;
     const long long M = (long long)s->N * s->P * s->Q;
-    const int tn = stats_tile_n(K);
+    const int tn = bn_stats_epilogue::tile_n(K);
     return (struct bn_partials_shape){(int)((M + kTileM - 1) / kTileM), (K + tn - 1) / tn * tn};
 }
 
@@ -337,6 +330,6 @@ extern "C" cudaError_t cuda_conv_sm90_stats(void *out, const void *in, const voi
     using namespace conv_sm90;
     if (!cuda_conv_sm90_takes(CONV_SM90_FORWARD, s, K, dtype, in, w, out)) return cudaErrorNotSupported;
     const auto p = problem<cutlass::conv::Operator::kFprop>(s, K);
-    return stats_tile_n(K) == 64 ? run<NarrowStats>(p, out, in, w, st, shift, sum, sumsq)
-                                 : run<WideStats>(p, out, in, w, st, shift, sum, sumsq);
+    return bn_stats_epilogue::tile_n(K) == 64 ? run<NarrowStats>(p, out, in, w, st, shift, sum, sumsq)
+                                              : run<WideStats>(p, out, in, w, st, shift, sum, sumsq);
 }

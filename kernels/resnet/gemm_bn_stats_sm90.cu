@@ -27,7 +27,6 @@
 #include "kernels/resnet/bn_stats_epilogue_sm90.cuh"
 #include "kernels/resnet/cutlass_sm90_launch.cuh"
 #include "kernels/resnet/gemm_bn_stats_sm90.h"
-#include "kernels/env_switch.h"
 
 namespace gemm_bn_stats {
 using namespace cute;
@@ -54,14 +53,6 @@ template <int TileN> struct Gemm {
                                                         cutlass::gemm::PersistentScheduler>;
     using Device = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
-
-/* DPSCALE_BN_STATS_TILE=narrow takes the 64-wide tile at every width (an A/B: the 128-wide
- * one keeps its epilogue's state on the stack) */
-static int tile_n(int N)
-{
-    static int narrow = -1;
-    return N <= 64 || env_switch(&narrow, "DPSCALE_BN_STATS_TILE", "narrow") ? 64 : 128;
-}
 
 template <class G>
 static typename G::Device::Arguments arguments(void *y, const void *A, int lda, const void *W, int ldw, int M, int N,
@@ -102,7 +93,7 @@ static cudaError_t run(void *y, const void *A, int lda, const void *W, int ldw, 
 extern "C" struct bn_partials_shape cuda_gemm_bn_stats_shape(int M, int N)
 {
     using namespace gemm_bn_stats;
-    const int tn = tile_n(N);
+    const int tn = bn_stats_epilogue::tile_n(N);
     return (struct bn_partials_shape){(M + kTileM - 1) / kTileM, (N + tn - 1) / tn * tn};
 }
 
@@ -114,7 +105,8 @@ extern "C" int cuda_gemm_bn_stats_takes(int M, int N, int K, int dtype, const vo
         return 0;
     if (!aligned16(A) || !aligned16(W) || !aligned16(y) || !device_is_sm90()) return 0;
     void *o = const_cast<void *>(y);
-    return tile_n(N) == 64 ? takes<Gemm<64>>(o, A, lda, W, ldw, M, N, K) : takes<Gemm<128>>(o, A, lda, W, ldw, M, N, K);
+    return bn_stats_epilogue::tile_n(N) == 64 ? takes<Gemm<64>>(o, A, lda, W, ldw, M, N, K)
+                                              : takes<Gemm<128>>(o, A, lda, W, ldw, M, N, K);
 }
 
 extern "C" cudaError_t cuda_gemm_bn_stats(void *y, const void *A, int lda, const void *W, int ldw, int M, int N, int K,
@@ -122,6 +114,6 @@ extern "C" cudaError_t cuda_gemm_bn_stats(void *y, const void *A, int lda, const
 {
     using namespace gemm_bn_stats;
     if (!cuda_gemm_bn_stats_takes(M, N, K, dtype, A, lda, W, ldw, y)) return cudaErrorNotSupported;
-    return tile_n(N) == 64 ? run<Gemm<64>>(y, A, lda, W, ldw, M, N, K, shift, sum, sumsq, st)
-                           : run<Gemm<128>>(y, A, lda, W, ldw, M, N, K, shift, sum, sumsq, st);
+    return bn_stats_epilogue::tile_n(N) == 64 ? run<Gemm<64>>(y, A, lda, W, ldw, M, N, K, shift, sum, sumsq, st)
+                                              : run<Gemm<128>>(y, A, lda, W, ldw, M, N, K, shift, sum, sumsq, st);
 }
