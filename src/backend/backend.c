@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "kernels/env_switch.h"
 
 #ifdef DPSCALE_HAVE_CUDA
 extern const struct backend_ops backend_cuda_ops;
@@ -34,6 +35,17 @@ void backend_close(struct backend *b)
 
 void *backend_stream(struct backend *b) { return b->ops->stream != NULL ? b->ops->stream(b) : NULL; }
 double backend_energy_j(struct backend *b) { return b->ops->energy_j != NULL ? b->ops->energy_j(b) : -1.0; }
+int backend_profiling(void)
+{
+    static int wanted = -1;
+    return env_switch(&wanted, "DPSCALE_PROFILE", "step");
+}
+
+void backend_profile_step(struct backend *b, int on)
+{
+    if (b->ops->profiler != NULL && backend_profiling()) b->ops->profiler(b, on);
+}
+
 double backend_nvlink_tx_bytes(struct backend *b)
 {
     return b->ops->nvlink_tx_bytes != NULL ? b->ops->nvlink_tx_bytes(b) : -1.0;

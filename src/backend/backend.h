@@ -82,6 +82,8 @@ struct backend_ops {
     double (*energy_j)(struct backend *b);
     /* Bytes this GPU has sent over NVLink (a counter), or a negative value when unknown. */
     double (*nvlink_tx_bytes)(struct backend *b);
+    /* A profiler's capture (cudaProfilerStart / Stop) begins (on = 1) or ends; may be NULL. */
+    void (*profiler)(struct backend *b, int on);
 
     void *(*alloc)(struct backend *b, size_t bytes); /* zero-filled */
     void (*free)(struct backend *b, void *ptr);
@@ -157,6 +159,13 @@ void *backend_stream(struct backend *b);
 /* Energy counter in joules; negative when the backend has none. */
 double backend_energy_j(struct backend *b);
 double backend_nvlink_tx_bytes(struct backend *b);
+/* DPSCALE_PROFILE=step: the first timed step of each pass is bracketed for a profiler
+ * started with its capture off (ncu --profile-from-start off; the GPU idles for a launch
+ * latency at each end, so that step's figure is the profile's, not a measurement).
+ * backend_profiling: whether it is asked; backend_profile_step: the capture begins (on = 1)
+ * or ends, the backend's streams synchronized first. */
+int backend_profiling(void);
+void backend_profile_step(struct backend *b, int on);
 /* The streams of backend.h's ops, NULL-safe for the CPU (no streams: no-ops). */
 void *backend_update_stream(struct backend *b);
 void backend_set_stream(struct backend *b, void *stream);

@@ -397,6 +397,15 @@ static double wall_clock_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* DPSCALE_PROFILE=step (backend.h): a profiler's capture of this step's kernels alone, the
+ * collectives before it (and its own, after it) done first */
+static void profile_bracket(struct run_loop *L, int on)
+{
+    if (!backend_profiling()) return;
+    if (L->with_comm) comm_wait_all(L->c);
+    backend_profile_step(L->be, on);
+}
+
 void run_loop_steps(struct run_loop *L, int with_comm)
 {
     double energy0 = -1.0, wall0 = 0.0;
@@ -411,9 +420,11 @@ void run_loop_steps(struct run_loop *L, int with_comm)
             energy0 = backend_energy_j(L->be);
             wall0 = wall_clock_s();
         }
+        if (s == L->cfg->warmup) profile_bracket(L, 1);
         const double t0 = wall_clock_s();
         one_step(L, s);
         const double dt = wall_clock_s() - t0; /* enqueue only, but for a launch queue that is full */
+        if (s == L->cfg->warmup) profile_bracket(L, 0);
         if (s == 0 || dt < L->host_enqueue_s) L->host_enqueue_s = dt;
         progress_step(); /* a line every few seconds on rank 0, outside the step's events */
     }

@@ -12,6 +12,7 @@
  * operations are tables of their own (transformer_cuda.c, resnet_cuda.c). */
 #include <cublasLt.h>
 #include <cublas_api.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -504,6 +505,12 @@ static void cuda_synchronize(struct backend *b)
 static double cuda_energy(struct backend *b) { return nvml_energy_j(&state(b)->nvml); }
 static double cuda_nvlink_tx(struct backend *b) { return nvml_nvlink_tx_bytes(&state(b)->nvml); }
 
+static void cuda_profiler(struct backend *b, int on)
+{
+    cuda_synchronize(b); /* the capture holds this step's kernels, and no others */
+    CHECK_CUDA(on ? cudaProfilerStart() : cudaProfilerStop());
+}
+
 const struct backend_ops backend_cuda_ops = {
     .name = "cuda",
     .init = cuda_init,
@@ -516,6 +523,7 @@ const struct backend_ops backend_cuda_ops = {
     .reserve = cuda_reserve,
     .energy_j = cuda_energy,
     .nvlink_tx_bytes = cuda_nvlink_tx,
+    .profiler = cuda_profiler,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .upload = cuda_upload,
