@@ -12,7 +12,9 @@
  *      then the G threads of a column are added in g order (shared memory) into
  *      partial[chunk][2][C];
  *   2. a small pass adds the chunks of each channel in a fixed order, in double, and
- *      finishes the statistics (or the gradients of gamma and beta);
+ *      finishes the statistics (or the gradients of gamma and beta); where there are many
+ *      chunks, a first pass over the whole GPU adds them in splits of contiguous chunks
+ *      and the finish adds the splits;
  *   3. an element-wise pass applies them (y, or dx).
  * No atomics: the same bits on every run. The chunk size depends on rows, C and the GPU
  * (its SMs; the statistics' pass: what an SM holds of it), never on the run; every
@@ -55,6 +57,7 @@
 #include "kernels/resnet/resnet_cpu.h" /* BATCHNORM_EPS */
 #include "kernels/resnet/resnet_kernels.h"
 #include "kernels/vector_cuda.cuh"
+#include "kernels/dependent_launch.cuh"
 #include "kernels/env_switch.h"
 
 #define BN_THREADS 256
@@ -66,6 +69,31 @@
  * norm's backward in ResNet-50's step went 10.82 -> 10.65 ms (results/h200x1-bn-occupancy) */
 #define BN_BACKWARD_MIN_BLOCKS 3
 #define BN_SUM_WARPS 32       /* a block of the chunk sum: warp w adds chunks w, w + 32, ... of 32 channels */
+/* Where a finish would add more chunks than BN_SPLIT_MIN_CHUNKS, a first pass adds them in
+ * splits of contiguous chunks, about BN_SPLIT_BLOCKS blocks of BN_SPLIT_WARPS warps over the
+ * GPU (the finish's one block of 32 channels took 12 us on an H200 for ResNet-50's first
+ * stage, 1,320 chunks, on 2 SMs), at most BN_SPLITS_MAX of them, and the finish adds the splits */
+#define BN_SPLIT_MIN_CHUNKS 256
+#define BN_SPLIT_BLOCKS 256
+#define BN_SPLIT_WARPS 8
+#define BN_SPLITS_MAX 128
+
+/* Every pass is launched as the programmatic dependent of what the stream ran before it
+ * (dependent_launch.cuh): its blocks start as that grid drains, not after the launch that
+ * follows its end, and wait for it, whole and its memory, before anything else
+ * (wait_for_predecessor at the top of each kernel), so the order is the stream's.
+ * DPSCALE_BN_PDL=off launches them the ordinary way (an A/B). Errors: cudaGetLastError. */
+static bool bn_dependent(void)
+{
+    static int off = -1;
+    return !env_switch(&off, "DPSCALE_BN_PDL", "off");
+}
+
+template <typename... P, typename... A>
+static void bn_launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t s, A... args)
+{
+    (void)launch_maybe_dependent(bn_dependent(), kernel, grid, block, 0, s, args...);
+}
 
 /* Rows of one chunk: enough chunks for the whole waves of partial blocks nearest
  * BN_TARGET_BLOCKS (`wave`: the blocks the GPU holds at once, its SMs times what one SM
@@ -83,10 +111,12 @@ static int bn_chunk_rows(int rows, int C, int wave)
 static int bn_chunks(int rows, int chunk_rows) { return rows <= 0 ? 0 : (rows + chunk_rows - 1) / chunk_rows; }
 
 /* the backward's per-channel coefficients [3][C], then the partial sums [chunks][2][C] of at
- * most a chunk of BN_MIN_CHUNK_ROWS rows each */
+ * most a chunk of BN_MIN_CHUNK_ROWS rows each, then the splits' sums [splits][2][C] in double
+ * (BN_SPLITS_MAX at most, after the chunks the call used) */
 extern "C" size_t cuda_batchnorm_scratch_floats(int rows, int C)
 {
-    return ((size_t)bn_chunks(rows, BN_MIN_CHUNK_ROWS) * 2 + 3) * (size_t)(C > 0 ? C : 0);
+    const size_t c = (size_t)(C > 0 ? C : 0), splits_floats = BN_SPLITS_MAX * 2 * c * (sizeof(double) / sizeof(float));
+    return ((size_t)bn_chunks(rows, BN_MIN_CHUNK_ROWS) * 2 + 3) * c + splits_floats + 2; /* + 2: the doubles' alignment */
 }
 
 /* ---- the forward's value, shared with backward's ReLU mask --------------------------------- */
@@ -199,6 +229,7 @@ template <int V, typename Terms>
 __global__ void __launch_bounds__(BN_THREADS) bn_partials(float *partial, Terms terms, int rows, int C, int L,
                                                           int chunk_rows, int descending)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     __shared__ float red[2][BN_THREADS * V];
     const int G = BN_THREADS / L, l = threadIdx.x % L, g = threadIdx.x / L, j = blockIdx.x * L + l;
     const int chunk = descending ? (int)gridDim.y - 1 - (int)blockIdx.y : (int)blockIdx.y;
@@ -275,19 +306,22 @@ static int launch_partials(float *partial, Terms terms, int rows, int C, int per
     const int CV = C / V, L = bn_lanes(CV), chunk_rows = bn_chunk_rows(rows, C, partial_wave<V, Terms>(per_sm_fixed));
     const dim3 grid((CV + L - 1) / L, bn_chunks(rows, chunk_rows));
     if (grid.y > 0)
-        bn_partials<V, Terms><<<grid, BN_THREADS, 0, s>>>(partial, terms, rows, C, L, chunk_rows, bn_descending());
+        bn_launch(bn_partials<V, Terms>, grid, BN_THREADS, s, partial, terms, rows, C, L, chunk_rows, bn_descending());
     return (int)grid.y;
 }
 
 /* ---- 2. the chunks' sums ---------------------------------------------------------------- */
 
 /* The two partial sums of every chunk: chunk k's of channel c at a[k ld + c] and
- * b[k ld + c]; the partial pass's: a = partial, b = partial + C, ld = 2 C. */
-struct chunk_layout {
-    const float *a, *b;
+ * b[k ld + c]; the partial pass's: a = partial, b = partial + C, ld = 2 C. E: float (the
+ * partial pass's, an epilogue's) or double (the splits'). */
+template <typename E> struct chunk_layout_of {
+    using element = E;
+    const E *a, *b;
     size_t ld;
     int chunks;
 };
+using chunk_layout = chunk_layout_of<float>;
 
 __host__ __device__ inline chunk_layout pass_chunks(const float *partial, int chunks, int C)
 {
@@ -297,7 +331,8 @@ __host__ __device__ inline chunk_layout pass_chunks(const float *partial, int ch
 /* For channel c = 32 blockIdx.x + lane: the sums over chunks of a (*s0) and b (*s1) in
  * double, warp w adding chunks w, w + BN_SUM_WARPS, ..., then warp 0 the warps' sums in
  * order: valid in warp 0. */
-__device__ __forceinline__ void chunk_sums(const chunk_layout p, int C, double *s0, double *s1)
+template <typename E>
+__device__ __forceinline__ void chunk_sums(const chunk_layout_of<E> p, int C, double *s0, double *s1)
 {
     __shared__ double red[2][BN_SUM_WARPS][32];
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32, c = blockIdx.x * 32 + lane;
@@ -318,15 +353,70 @@ __device__ __forceinline__ void chunk_sums(const chunk_layout p, int C, double *
         }
 }
 
+/* The first of the two passes: block (x, s) adds chunks [s per, (s + 1) per) of channels
+ * 32 x .. 32 x + 31 in double, warp w chunks w, w + BN_SPLIT_WARPS, ... of them, then the
+ * warps in order; split s's sums at out[s 2 C + c] and out[s 2 C + C + c]. */
+__global__ void __launch_bounds__(BN_SPLIT_WARPS * 32)
+    bn_chunk_splits(double *out, const chunk_layout p, int C, int per)
+{
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
+    __shared__ double red[2][BN_SPLIT_WARPS][32];
+    const int lane = threadIdx.x % 32, w = threadIdx.x / 32, c = blockIdx.x * 32 + lane;
+    const int k0 = blockIdx.y * per, k1 = k0 + per < p.chunks ? k0 + per : p.chunks;
+    double a = 0.0, b = 0.0;
+    if (c < C)
+        for (int k = k0 + w; k < k1; k += BN_SPLIT_WARPS) {
+            a += p.a[(size_t)k * p.ld + c];
+            b += p.b[(size_t)k * p.ld + c];
+        }
+    red[0][w][lane] = a;
+    red[1][w][lane] = b;
+    __syncthreads();
+    if (w != 0 || c >= C) return;
+    double s0 = 0.0, s1 = 0.0;
+    for (int i = 0; i < BN_SPLIT_WARPS; i++) {
+        s0 += red[0][i][lane];
+        s1 += red[1][i][lane];
+    }
+    out[(size_t)blockIdx.y * 2 * C + c] = s0;
+    out[(size_t)blockIdx.y * 2 * C + C + c] = s1;
+}
+
+/* Runs finish(layout) on the chunks' sums: on p itself, or where p has many chunks and
+ * `room` (BN_SPLITS_MAX 2 C doubles) is given, on the splits' sums of a first pass. The
+ * splits depend on the chunks and C alone: the same bits every run. */
+template <class Finish>
+static void finish_chunks(const chunk_layout p, int C, float *room, cudaStream_t s, Finish finish)
+{
+    static int off = -1; /* DPSCALE_BN_SPLITS=off: the finish on the chunks alone (an A/B) */
+    const int groups = (C + 31) / 32;
+    int splits = p.chunks >= BN_SPLIT_MIN_CHUNKS && room != nullptr && !env_switch(&off, "DPSCALE_BN_SPLITS", "off")
+                     ? (BN_SPLIT_BLOCKS + groups - 1) / groups
+                     : 1;
+    if (splits > BN_SPLITS_MAX) splits = BN_SPLITS_MAX;
+    const int most = p.chunks / (2 * BN_SPLIT_WARPS); /* two chunks a warp at least */
+    if (splits > most) splits = most;
+    if (splits <= 1) {
+        finish(p);
+        return;
+    }
+    const int per = (p.chunks + splits - 1) / splits;
+    splits = (p.chunks + per - 1) / per;
+    double *out = reinterpret_cast<double *>(((uintptr_t)room + 7) & ~(uintptr_t)7);
+    bn_launch(bn_chunk_splits, dim3(groups, splits), BN_SPLIT_WARPS * 32, s, out, p, C, per);
+    finish(chunk_layout_of<double>{out, out + C, 2 * (size_t)C, splits});
+}
+
 /* mean, rstd of the batch from the sums of d = x - shift and d^2; the running statistics
  * updated as the CPU does, rounding for rounding (no fused multiply-add), with the
  * unbiased variance. The shift: shift[c] where given (the running mean, read before it is
  * updated), else x's first row (the partial pass's). */
-template <typename T>
+template <typename T, typename E>
 __global__ void __launch_bounds__(BN_SUM_WARPS * 32)
-    bn_stats_finish(float *mean, float *rstd, float *run_mean, float *run_var, const chunk_layout partial, const T *x,
-                    const float *shift, int rows, int C, float momentum)
+    bn_stats_finish(float *mean, float *rstd, float *run_mean, float *run_var, const chunk_layout_of<E> partial,
+                    const T *x, const float *shift, int rows, int C, float momentum)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     double sd, sdd;
     chunk_sums(partial, C, &sd, &sdd);
     const int c = blockIdx.x * 32 + threadIdx.x;
@@ -342,6 +432,7 @@ __global__ void __launch_bounds__(BN_SUM_WARPS * 32)
 /* frozen: the running statistics themselves */
 __global__ void bn_frozen_stats(float *mean, float *rstd, const float *run_mean, const float *run_var, int C)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     mean[c] = run_mean[c];
@@ -354,13 +445,14 @@ __global__ void bn_frozen_stats(float *mean, float *rstd, const float *run_mean,
  *   dx = gamma rstd (g - (dbeta + xhat dgamma) inv_rows), xhat = (x - mean) rstd
  *      = A g + B (x - mean) + D,  A = gamma rstd, B = -A rstd dgamma inv_rows, D = -A dbeta inv_rows.
  * inv_rows = 0 when frozen (the statistics are constants). */
-template <typename T, typename G>
+template <typename T, typename G, typename E>
 __global__ void __launch_bounds__(BN_SUM_WARPS * 32)
-    bn_grads_finish(G *dgamma, G *dbeta, float *coef, const float *partial, const float *rstd, const T *gamma,
-                    int chunks, int C, float inv_rows)
+    bn_grads_finish(G *dgamma, G *dbeta, float *coef, const chunk_layout_of<E> partial, const float *rstd,
+                    const T *gamma, int C, float inv_rows)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     double sg, sgx;
-    chunk_sums(pass_chunks(partial, chunks, C), C, &sg, &sgx);
+    chunk_sums(partial, C, &sg, &sgx);
     const int c = blockIdx.x * 32 + threadIdx.x;
     if (threadIdx.x >= 32 || c >= C) return;
     const float a = to_f32(gamma[c]) * rstd[c];
@@ -411,6 +503,7 @@ template <typename T, int V>
 __global__ void __launch_bounds__(BN_THREADS) bn_apply(T *y, const T *x, const float *mean, const float *rstd,
                                                        const T *gamma, const T *beta, int rows, int C, int relu, int TW)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     const column_walk w(C / V, TW);
     if (!w.active) return;
     affine_terms<V> f;
@@ -464,6 +557,7 @@ template <typename T, int V, bool PROJ, bool BITS>
 __global__ void __launch_bounds__(BN_THREADS)
     bn_add_relu_apply(T *y, uint8_t *mask, bn_input<T> bn, bn_input<T> sc, int rows, int C, int TW)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     const column_walk w(C / V, TW);
     if (!w.active) return;
     affine_terms<V> f, fs;
@@ -500,6 +594,7 @@ __global__ void __launch_bounds__(BN_THREADS)
  * a byte a thread; and g = dy where the bit is set, else 0 (g may be dy). */
 template <typename T> __global__ void relu_mask_bits(uint8_t *mask, const T *y, size_t n)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     const size_t bytes = relu_mask_bytes(n);
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < bytes; i += (size_t)gridDim.x * blockDim.x) {
         unsigned m = 0;
@@ -511,6 +606,7 @@ template <typename T> __global__ void relu_mask_bits(uint8_t *mask, const T *y, 
 
 template <typename T> __global__ void relu_mask_apply(T *g, const T *dy, const uint8_t *mask, size_t n)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         g[i] = from_f32<T>(to_f32(dy[i]) * (relu_mask_bit(mask, i) ? 1.0f : 0.0f)); /* as act_backward */
 }
@@ -531,6 +627,7 @@ __global__ void __launch_bounds__(BN_THREADS, BN_BACKWARD_MIN_BLOCKS)
     bn_apply_backward(T *dx, T *gout, const T *dy, const T *x, const uint8_t *bits, const float *mean,
                       const float *rstd, const T *gamma, const T *beta, const float *coef, int rows, int C, int TW)
 {
+    wait_for_predecessor(); /* launched as the dependent of what the stream ran before (bn_launch) */
     const column_walk w(C / V, TW);
     if (!w.active) return;
     affine_terms<V> f;
@@ -576,25 +673,31 @@ static void launch_bn_statistics(float *mean, float *rstd, float *run_mean, floa
                                  cudaStream_t s)
 {
     if (!training) {
-        bn_frozen_stats<<<(C + 255) / 256, 256, 0, s>>>(mean, rstd, run_mean, run_var, C);
+        bn_launch(bn_frozen_stats, (C + 255) / 256, 256, s, mean, rstd, run_mean, run_var, C);
         return;
     }
     if (rows <= 0) return;
     const int blocks = (C + 31) / 32;
+    const float *shift = nullptr;
+    chunk_layout p;
+    float *room;
     if (pre != nullptr) { /* the producer's epilogue left the partial sums */
-        const chunk_layout p{pre->sum, pre->sumsq, (size_t)pre->shape.ld, pre->shape.tiles};
-        bn_stats_finish<T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var, p, x, pre->shift, rows, C,
-                                                               momentum);
-        return;
+        p = chunk_layout{pre->sum, pre->sumsq, (size_t)pre->shape.ld, pre->shape.tiles};
+        shift = pre->shift;
+        room = scratch;
+    } else {
+        int chunks = 0;
+        with_vector_width<T>(vectors_fit<T>(C, x), [&](auto v) {
+            constexpr int V = decltype(v)::value;
+            chunks = launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, 0, s);
+        });
+        p = pass_chunks(scratch, chunks, C);
+        room = scratch + 2 * (size_t)C * chunks;
     }
-    int chunks = 0;
-    with_vector_width<T>(vectors_fit<T>(C, x), [&](auto v) {
-        constexpr int V = decltype(v)::value;
-        chunks = launch_partials<V>(scratch, stats_terms<T, V>{x, C, {}}, rows, C, 0, s);
+    finish_chunks(p, C, room, s, [&](auto layout) {
+        bn_launch(bn_stats_finish<T, typename decltype(layout)::element>, blocks, BN_SUM_WARPS * 32, s, mean, rstd, run_mean, run_var, layout, x, shift, rows, C,
+                                                               momentum);
     });
-    bn_stats_finish<T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>(mean, rstd, run_mean, run_var,
-                                                           pass_chunks(scratch, chunks, C), x, nullptr, rows, C,
-                                                           momentum);
 }
 
 template <typename T>
@@ -609,7 +712,7 @@ static cudaError_t launch_bn_forward(void *y, float *mean, float *rstd, float *r
     with_vector_width<T>(vectors_fit<T>(C, x, y), [&](auto v) {
         constexpr int V = decltype(v)::value;
         const column_grid g(rows, C / V);
-        bn_apply<T, V><<<g.grid, BN_THREADS, 0, s>>>((T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows, C,
+        bn_launch(bn_apply<T, V>, g.grid, BN_THREADS, s, (T *)y, x, mean, rstd, (const T *)gamma, (const T *)beta, rows, C,
                                                     relu, g.TW);
     });
     return cudaGetLastError();
@@ -641,21 +744,21 @@ static cudaError_t launch_bn_add_relu_forward(void *y, uint8_t *mask, const stru
         constexpr int V = RELU_MASK_ELEMS;
         const column_grid g(rows, C / V);
         if (proj != nullptr)
-            bn_add_relu_apply<T, V, true, true><<<g.grid, BN_THREADS, 0, s>>>((T *)y, mask, in, sc, rows, C, g.TW);
-        else bn_add_relu_apply<T, V, false, true><<<g.grid, BN_THREADS, 0, s>>>((T *)y, mask, in, sc, rows, C, g.TW);
+            bn_launch(bn_add_relu_apply<T, V, true, true>, g.grid, BN_THREADS, s, (T *)y, mask, in, sc, rows, C, g.TW);
+        else bn_launch(bn_add_relu_apply<T, V, false, true>, g.grid, BN_THREADS, s, (T *)y, mask, in, sc, rows, C, g.TW);
         return cudaGetLastError();
     }
     with_vector_width<T>(vectors_fit<T>(C, y, in.x, sc.x), [&](auto v) {
         constexpr int V = decltype(v)::value;
         const column_grid g(rows, C / V);
         if (proj != nullptr)
-            bn_add_relu_apply<T, V, true, false><<<g.grid, BN_THREADS, 0, s>>>((T *)y, nullptr, in, sc, rows, C, g.TW);
-        else bn_add_relu_apply<T, V, false, false><<<g.grid, BN_THREADS, 0, s>>>((T *)y, nullptr, in, sc, rows, C, g.TW);
+            bn_launch(bn_add_relu_apply<T, V, true, false>, g.grid, BN_THREADS, s, (T *)y, nullptr, in, sc, rows, C, g.TW);
+        else bn_launch(bn_add_relu_apply<T, V, false, false>, g.grid, BN_THREADS, s, (T *)y, nullptr, in, sc, rows, C, g.TW);
     });
     if (mask != nullptr) {
         const size_t n = (size_t)rows * C;
         const int blocks = blocks_for(relu_mask_bytes(n), BN_THREADS, MASK_PASS_BLOCKS);
-        relu_mask_bits<T><<<blocks, BN_THREADS, 0, s>>>(mask, (const T *)y, n);
+        bn_launch(relu_mask_bits<T>, blocks, BN_THREADS, s, mask, (const T *)y, n);
     }
     return cudaGetLastError();
 }
@@ -674,15 +777,17 @@ static void launch_bn_backward_passes(T *dx, void *dgamma, void *dbeta, int grad
                                                                                 {}, {}},
                                           rows, C, BN_GRAD_BLOCKS_PER_SM, s);
     const int blocks = (C + 31) / 32;
-    if (grads_in_t)
-        bn_grads_finish<T, T><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((T *)dgamma, (T *)dbeta, coef, partial, rstd, gamma,
-                                                                  chunks, C, inv_rows);
-    else
-        bn_grads_finish<T, float><<<blocks, BN_SUM_WARPS * 32, 0, s>>>((float *)dgamma, (float *)dbeta, coef, partial,
-                                                                      rstd, gamma, chunks, C, inv_rows);
+    finish_chunks(pass_chunks(partial, chunks, C), C, partial + 2 * (size_t)C * chunks, s, [&](auto layout) {
+        if (grads_in_t)
+            bn_launch(bn_grads_finish<T, T, typename decltype(layout)::element>, blocks, BN_SUM_WARPS * 32, s, (T *)dgamma, (T *)dbeta, coef, layout, rstd, gamma,
+                                                                      C, inv_rows);
+        else
+            bn_launch(bn_grads_finish<T, float, typename decltype(layout)::element>, blocks, BN_SUM_WARPS * 32, s, (float *)dgamma, (float *)dbeta, coef, layout,
+                                                                          rstd, gamma, C, inv_rows);
+    });
     const column_grid cg(rows, C / V);
     if (rows > 0)
-        bn_apply_backward<T, V, RELU, BITS><<<cg.grid, BN_THREADS, 0, s>>>(dx, gout, dy, x, bits, mean, rstd, gamma,
+        bn_launch(bn_apply_backward<T, V, RELU, BITS>, cg.grid, BN_THREADS, s, dx, gout, dy, x, bits, mean, rstd, gamma,
                                                                           beta, coef, rows, C, cg.TW);
 }
 
@@ -704,7 +809,7 @@ static cudaError_t launch_bn_backward(void *dx, void *dgamma, void *dbeta, int g
         const size_t n = (size_t)rows * C;
         void *g = dy_masked != nullptr ? dy_masked : dx;
         if (n > 0)
-            relu_mask_apply<T><<<blocks_for(n, BN_THREADS, MASK_PASS_BLOCKS), BN_THREADS, 0, s>>>((T *)g, (const T *)dy,
+            bn_launch(relu_mask_apply<T>, blocks_for(n, BN_THREADS, MASK_PASS_BLOCKS), BN_THREADS, s, (T *)g, (const T *)dy,
                                                                                                mask, n);
         dy = g;
     }

@@ -277,9 +277,11 @@ TEST(the_forward_with_batch_norm_sums_matches_the_plain_forward_and_pass)
     int n = 0;
     const struct conv_case *c = conv_awkward(&n);
     for (int i = 0; i < n; i++) compare_stats(&c[i].s, c[i].K, 1);
-    /* 1x1s as GEMMs on their input: rows off the 128-row tile, 64 and wider outputs */
+    /* 1x1s as GEMMs on their input: rows off the 128-row tile, 64 and wider outputs; 294 tiles
+     * (the finish adds them in splits first) */
     const struct conv_case g[] = {{conv(2, 7, 7, 64, 1, 1, 0), 256}, {conv(3, 9, 9, 256, 1, 1, 0), 64},
-                                  {conv(1, 5, 3, 8, 1, 1, 0), 24}, {conv(2, 56, 56, 64, 1, 1, 0), 64}};
+                                  {conv(1, 5, 3, 8, 1, 1, 0), 24},   {conv(2, 56, 56, 64, 1, 1, 0), 64},
+                                  {conv(12, 56, 56, 64, 1, 1, 0), 256}};
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) compare_stats(&g[i].s, g[i].K, 0);
 }
 

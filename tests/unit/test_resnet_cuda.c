@@ -220,11 +220,13 @@ struct bn_shape {
 };
 
 /* C = 4096: more vector columns than a block has threads (a second column tile, one row
- * at a time), in both dtypes. */
+ * at a time), in both dtypes. 200000 x 8 and 40000 x 40: enough chunks that the finish adds
+ * them in splits first (one group of 32 channels, and two, the second part empty); the
+ * second at an even index, so with aligned pointers: the 16-byte and the mask's passes. */
 #define BN_MAX_C 4096
 static const struct bn_shape bn_shapes[] = {
     {1000, 64, 0.0f}, {37, 6, 0.5f}, {3000, 320, 0.0f}, {200000, 8, 3.0f}, {4096, 16, 1000.0f}, {1, 8, 0.0f},
-    {300, BN_MAX_C, 0.0f},
+    {300, BN_MAX_C, 0.0f}, {50, 24, 0.25f}, {40000, 40, 2.0f},
 };
 
 /* batch norm forward on the GPU and the CPU from the same x and running statistics;
