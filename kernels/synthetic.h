@@ -30,10 +30,11 @@ SYNTH_FN uint64_t synth_mix(uint64_t x) /* splitmix64's finaliser */
     return x;
 }
 
-SYNTH_FN uint64_t synth_hash3(uint64_t seed, uint64_t a, uint64_t b)
-{
-    return synth_mix(synth_mix(synth_mix(seed + 0x9e3779b97f4a7c15ULL) ^ a) + b);
-}
+/* synth_hash3(seed, a, b) = synth_mix(synth_hash_key(seed, a) + b): a key, two of its
+ * three mixes, made once for the many b that share (seed, a) */
+SYNTH_FN uint64_t synth_hash_key(uint64_t seed, uint64_t a) { return synth_mix(synth_mix(seed + 0x9e3779b97f4a7c15ULL) ^ a); }
+
+SYNTH_FN uint64_t synth_hash3(uint64_t seed, uint64_t a, uint64_t b) { return synth_mix(synth_hash_key(seed, a) + b); }
 
 /* Uniform in [-1, 1), exact in float (24 bits). */
 SYNTH_FN float synth_uniform(uint64_t h) { return (float)(h >> 40) * (1.0f / 8388608.0f) - 1.0f; }

@@ -48,43 +48,17 @@
  *   to 4 channels (an 8-byte pixel) would make them 8-byte, at 33 % more col.
  * - CUDA graphs for the step: ResNet-50 launches ~300 small kernels a step. */
 #include <stdint.h>
+#include <string.h>
+
+#include <type_traits>
 
 #include "kernels/dtype_cuda.cuh"
+#include "kernels/resnet/resnet_cpu.h" /* MAXPOOL_TAPS */
 #include "kernels/resnet/resnet_kernels.h"
 #include "kernels/resnet/synthetic_images.h"
 #include "kernels/vector_cuda.cuh"
 
 #define RN_THREADS 256
-
-/* V ints (an argmax per channel): 16-byte loads and stores when V fills them. */
-template <int V> __device__ __forceinline__ void load_ints(int (&a)[V], const int *p)
-{
-    if constexpr (V % 4 == 0) {
-#pragma unroll
-        for (int k = 0; k < V / 4; k++) {
-            const int4 q = reinterpret_cast<const int4 *>(p)[k];
-            a[4 * k] = q.x;
-            a[4 * k + 1] = q.y;
-            a[4 * k + 2] = q.z;
-            a[4 * k + 3] = q.w;
-        }
-    } else {
-#pragma unroll
-        for (int k = 0; k < V; k++) a[k] = p[k];
-    }
-}
-
-template <int V> __device__ __forceinline__ void store_ints(int *p, const int (&a)[V])
-{
-    if constexpr (V % 4 == 0) {
-#pragma unroll
-        for (int k = 0; k < V / 4; k++)
-            reinterpret_cast<int4 *>(p)[k] = make_int4(a[4 * k], a[4 * k + 1], a[4 * k + 2], a[4 * k + 3]);
-    } else {
-#pragma unroll
-        for (int k = 0; k < V; k++) p[k] = a[k];
-    }
-}
 
 /* ---- im2col and col2im ---------------------------------------------------------------- */
 
@@ -340,10 +314,38 @@ __device__ __forceinline__ void window_taps(int o, int stride, int pad, int R, i
     *hi = start + R > size ? size - start : R;
 }
 
-/* y = the maximum of each window, argmax = h W + w of its first maximum in (r, s) order
- * (a later tap must be strictly greater), the padding taking no part. */
+/* V bytes (a window tap per channel): one 4- or 8-byte access when V fills it. */
+template <int V> __device__ __forceinline__ void load_bytes(uint8_t (&a)[V], const uint8_t *p)
+{
+    if constexpr (V == 8 || V == 4) {
+        using W = typename std::conditional<V == 8, uint2, unsigned>::type;
+        const W w = *reinterpret_cast<const W *>(p);
+        memcpy(a, &w, V);
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++) a[k] = p[k];
+    }
+}
+
+template <int V> __device__ __forceinline__ void store_bytes(uint8_t *p, const uint8_t (&a)[V])
+{
+    if constexpr (V == 8 || V == 4) {
+        using W = typename std::conditional<V == 8, uint2, unsigned>::type;
+        W w;
+        memcpy(&w, a, V);
+        *reinterpret_cast<W *>(p) = w;
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++) p[k] = a[k];
+    }
+}
+
+/* y = the maximum of each window, argmax = the tap r S + t of its first maximum in (r, t)
+ * order (a later tap must be strictly greater; a byte: a quarter of an int's traffic, in
+ * the forward's stores and in every one of the backward's loads), the padding taking no part. */
 template <typename T, int V>
-__global__ void __launch_bounds__(RN_THREADS) maxpool_fwd_kernel(T *y, int *argmax, const T *x, struct conv_shape s, int rpb)
+__global__ void __launch_bounds__(RN_THREADS)
+    maxpool_fwd_kernel(T *y, uint8_t *argmax, const T *x, struct conv_shape s, int rpb)
 {
     const int CV = s.C / V, M = s.N * s.P * s.Q;
     const block_items b(M, CV, rpb);
@@ -354,7 +356,7 @@ __global__ void __launch_bounds__(RN_THREADS) maxpool_fwd_kernel(T *y, int *argm
         window_taps(p, s.stride, s.pad, s.R, s.H, &r0, &r1);
         window_taps(q, s.stride, s.pad, s.S, s.W, &t0, &t1);
         float best[V] = {};
-        int at[V] = {};
+        uint8_t at[V] = {};
         for (int r = r0; r < r1; r++)
             for (int t = t0; t < t1; t++) {
                 const int h = p * s.stride - s.pad + r, w = q * s.stride - s.pad + t;
@@ -364,12 +366,12 @@ __global__ void __launch_bounds__(RN_THREADS) maxpool_fwd_kernel(T *y, int *argm
                 for (int k = 0; k < V; k++)
                     if ((r == r0 && t == t0) || v[k] > best[k]) {
                         best[k] = v[k];
-                        at[k] = h * s.W + w;
+                        at[k] = (uint8_t)(r * s.S + t);
                     }
             }
         const size_t o = (size_t)m * s.C + (size_t)cv * V;
         store_f32<V>(y + o, best);
-        store_ints<V>(argmax + o, at);
+        store_bytes<V>(argmax + o, at);
     }
 }
 
@@ -377,7 +379,7 @@ __global__ void __launch_bounds__(RN_THREADS) maxpool_fwd_kernel(T *y, int *argm
  * x[n][h][w][c] was: a gather over the windows that hold (h, w). */
 template <typename T, int V>
 __global__ void __launch_bounds__(RN_THREADS)
-    maxpool_bwd_kernel(T *dx, const T *dy, const int *argmax, struct conv_shape s, int rpb)
+    maxpool_bwd_kernel(T *dx, const T *dy, const uint8_t *argmax, struct conv_shape s, int rpb)
 {
     const int CV = s.C / V, NHW = s.N * s.H * s.W;
     const block_items b(NHW, CV, rpb);
@@ -388,15 +390,15 @@ __global__ void __launch_bounds__(RN_THREADS)
         const int above = h + s.pad - s.R + 1, left = w + s.pad - s.S + 1;
         const int p0 = above <= 0 ? 0 : (above + s.stride - 1) / s.stride, p1 = min((h + s.pad) / s.stride, s.P - 1);
         const int q0 = left <= 0 ? 0 : (left + s.stride - 1) / s.stride, q1 = min((w + s.pad) / s.stride, s.Q - 1);
-        const int at = h * s.W + w;
         float acc[V] = {};
         for (int p = p0; p <= p1; p++)
             for (int q = q0; q <= q1; q++) {
+                const int at = (h - (p * s.stride - s.pad)) * s.S + (w - (q * s.stride - s.pad)); /* (h, w)'s tap */
                 const size_t o = (((size_t)n * s.P + p) * s.Q + q) * s.C + (size_t)cv * V;
                 float d[V];
-                int am[V];
+                uint8_t am[V];
                 load_f32<V>(d, dy + o);
-                load_ints<V>(am, argmax + o);
+                load_bytes<V>(am, argmax + o);
 #pragma unroll
                 for (int k = 0; k < V; k++)
                     if (am[k] == at) acc[k] += d[k];
@@ -406,8 +408,10 @@ __global__ void __launch_bounds__(RN_THREADS)
 }
 
 template <typename T>
-static cudaError_t launch_maxpool_fwd(void *y, int *argmax, const void *x, const struct conv_shape *s, cudaStream_t st)
+static cudaError_t launch_maxpool_fwd(void *y, uint8_t *argmax, const void *x, const struct conv_shape *s,
+                                      cudaStream_t st)
 {
+    if ((long)s->R * s->S > MAXPOOL_TAPS) return cudaErrorInvalidValue; /* a tap per byte */
     with_vector_width<T>(vectors_fit<T>(s->C, y, x, argmax), [&](auto v) {
         constexpr int V = decltype(v)::value;
         const row_items g(s->N * s->P * s->Q, s->C / V);
@@ -418,9 +422,10 @@ static cudaError_t launch_maxpool_fwd(void *y, int *argmax, const void *x, const
 }
 
 template <typename T>
-static cudaError_t launch_maxpool_bwd(void *dx, const void *dy, const int *argmax, const struct conv_shape *s,
+static cudaError_t launch_maxpool_bwd(void *dx, const void *dy, const uint8_t *argmax, const struct conv_shape *s,
                                       cudaStream_t st)
 {
+    if ((long)s->R * s->S > MAXPOOL_TAPS) return cudaErrorInvalidValue;
     with_vector_width<T>(vectors_fit<T>(s->C, dx, dy, argmax), [&](auto v) {
         constexpr int V = decltype(v)::value;
         const row_items g(s->N * s->H * s->W, s->C / V);
@@ -431,13 +436,13 @@ static cudaError_t launch_maxpool_bwd(void *dx, const void *dy, const int *argma
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cuda_maxpool_forward(void *y, int *argmax, const void *x, const struct conv_shape *s, int dtype,
+extern "C" cudaError_t cuda_maxpool_forward(void *y, uint8_t *argmax, const void *x, const struct conv_shape *s, int dtype,
                                             cudaStream_t st)
 {
     return DISPATCH_DTYPE(dtype, launch_maxpool_fwd, y, argmax, x, s, st);
 }
 
-extern "C" cudaError_t cuda_maxpool_backward(void *dx, const void *dy, const int *argmax, const struct conv_shape *s,
+extern "C" cudaError_t cuda_maxpool_backward(void *dx, const void *dy, const uint8_t *argmax, const struct conv_shape *s,
                                              int dtype, cudaStream_t st)
 {
     return DISPATCH_DTYPE(dtype, launch_maxpool_bwd, dx, dy, argmax, s, st);
@@ -518,19 +523,49 @@ extern "C" cudaError_t cuda_avgpool_backward(void *dx, const void *dy, int N, in
 /* ---- the synthetic images ------------------------------------------------------------- */
 
 /* x[b][h][w][c] = synth_pixel(...) of sample first + b, rounded once to T; labels[b] by
- * the thread of the image's first element. */
-template <typename T>
-__global__ void synth_images_kernel(T *x, int *labels, uint64_t first, int B, int H, int W, int C, int classes,
-                                    uint64_t seed)
+ * the image's first block. Images along the grid's y, a block's threads V elements each
+ * (16-byte stores where the image is whole vectors). A block makes its image's two keys
+ * once and its class's colours into shared memory (SYNTH_TILES^2 C of them, when they fit
+ * in SYNTH_COLOURS), so an element costs one mix, not nine and two 64-bit divisions: the
+ * pass was 0.6 ms of ResNet-50's step at batch 256, compute-bound on the hash. */
+#define SYNTH_COLOURS 4096
+
+template <typename T, int V>
+__global__ void __launch_bounds__(RN_THREADS)
+    synth_images_kernel(T *x, int *labels, uint64_t first, int B, int H, int W, int C, int classes, uint64_t seed)
 {
-    const size_t image = (size_t)H * W * C, n = (size_t)B * image;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const int b = (int)(i / image), e = (int)(i % image);
-        const int c = e % C, w = (e / C) % W, h = e / C / W;
+    __shared__ float colours[SYNTH_COLOURS];
+    const int ncolours = SYNTH_TILES * SYNTH_TILES * C;
+    const bool table = ncolours <= SYNTH_COLOURS;
+    const size_t image = (size_t)H * W * C;
+    for (int b = blockIdx.y; b < B; b += gridDim.y) {
         const uint64_t sample = first + (uint64_t)b;
         const int label = synth_label(seed, sample, classes);
-        if (e == 0) labels[b] = label;
-        x[i] = from_f32<T>(synth_pixel(seed, sample, label, h, w, c, H, W, C));
+        if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = label;
+        const uint64_t ck = synth_colour_key(seed, label), nk = synth_noise_key(seed, sample);
+        __syncthreads(); /* the last image's colours read */
+        if (table)
+            for (int i = threadIdx.x; i < ncolours; i += blockDim.x)
+                colours[i] = synth_uniform(synth_mix(ck + (uint64_t)i)); /* synth_colour of tile i / C, channel i % C */
+        __syncthreads();
+        T *xb = x + (size_t)b * image;
+        for (size_t e0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * V; e0 < image;
+             e0 += (size_t)gridDim.x * blockDim.x * V) {
+            int c = (int)(e0 % C);
+            const int hw = (int)(e0 / C);
+            int w = hw % W, h = hw / W, tile = synth_tile(h, w, H, W);
+            float v[V];
+#pragma unroll
+            for (int k = 0; k < V; k++) {
+                v[k] = (table ? colours[tile * C + c] : synth_colour(ck, tile, c, C)) + synth_noise(nk, e0 + k);
+                if (++c == C) {
+                    c = 0;
+                    if (++w == W) w = 0, h++;
+                    tile = synth_tile(h, w, H, W);
+                }
+            }
+            store_f32<V>(xb + e0, v);
+        }
     }
 }
 
@@ -538,10 +573,16 @@ template <typename T>
 static cudaError_t launch_synth_images(void *x, int *labels, uint64_t first, int B, int H, int W, int C, int classes,
                                        uint64_t seed, cudaStream_t st)
 {
-    const size_t n = (size_t)B * H * W * C;
-    if (n > 0)
-        synth_images_kernel<T><<<blocks_for(n, RN_THREADS, 132 * 32), RN_THREADS, 0, st>>>((T *)x, labels, first, B, H, W,
-                                                                                         C, classes, seed);
+    const size_t image = (size_t)H * W * C;
+    if (B <= 0 || image == 0) return cudaSuccess;
+    if (image > (size_t)INT32_MAX) return cudaErrorInvalidValue; /* the pixel index is an int */
+    with_vector_width<T>(aligned16(x) && image % pack16<T>::N == 0,
+                         [&](auto v) {
+                             constexpr int V = decltype(v)::value;
+                             const dim3 grid(blocks_for((image + V - 1) / V, RN_THREADS, 1024), B < 65535 ? B : 65535);
+                             synth_images_kernel<T, V>
+                                 <<<grid, RN_THREADS, 0, st>>>((T *)x, labels, first, B, H, W, C, classes, seed);
+                         });
     return cudaGetLastError();
 }
 

@@ -269,7 +269,7 @@ static void window_taps(int o, int stride, int pad, int R, int size, int *lo, in
     *hi = start + R > size ? size - start : R;
 }
 
-void cpu_maxpool_forward(float *y, int *argmax, const float *x, const struct conv_shape *s)
+void cpu_maxpool_forward(float *y, uint8_t *argmax, const float *x, const struct conv_shape *s)
 {
     const int C = s->C;
 #pragma omp parallel for schedule(static)
@@ -281,12 +281,12 @@ void cpu_maxpool_forward(float *y, int *argmax, const float *x, const struct con
             int t0, t1;
             window_taps(q, s->stride, s->pad, s->S, s->W, &t0, &t1);
             float *yo = y + ((size_t)np * s->Q + q) * C;
-            int *am = argmax + ((size_t)np * s->Q + q) * C;
+            uint8_t *am = argmax + ((size_t)np * s->Q + q) * C;
             for (int r = r0; r < r1; r++)
                 for (int t = t0; t < t1; t++) {
                     const int h = p * s->stride - s->pad + r, w = q * s->stride - s->pad + t;
                     const float *xi = x + (((size_t)n * s->H + h) * s->W + w) * C;
-                    const int at = h * s->W + w;
+                    const uint8_t at = (uint8_t)(r * s->S + t);
                     for (int c = 0; c < C; c++)
                         if ((r == r0 && t == t0) || xi[c] > yo[c]) {
                             yo[c] = xi[c];
@@ -297,7 +297,7 @@ void cpu_maxpool_forward(float *y, int *argmax, const float *x, const struct con
     }
 }
 
-void cpu_maxpool_backward(float *dx, const float *dy, const int *argmax, const struct conv_shape *s)
+void cpu_maxpool_backward(float *dx, const float *dy, const uint8_t *argmax, const struct conv_shape *s)
 {
     const int C = s->C;
 #pragma omp parallel for schedule(static)
@@ -313,9 +313,10 @@ void cpu_maxpool_backward(float *dx, const float *dy, const int *argmax, const s
             const int left = w + s->pad - s->S + 1;
             const int q0 = left <= 0 ? 0 : (left + s->stride - 1) / s->stride;
             const int q1 = (w + s->pad) / s->stride < s->Q - 1 ? (w + s->pad) / s->stride : s->Q - 1;
-            const int at = h * s->W + w;
             for (int p = p0; p <= p1; p++)
                 for (int q = q0; q <= q1; q++) {
+                    /* (h, w)'s tap in window (p, q) */
+                    const int at = (h - (p * s->stride - s->pad)) * s->S + (w - (q * s->stride - s->pad));
                     const size_t o = (((size_t)n * s->P + p) * s->Q + q) * C;
                     for (int c = 0; c < C; c++)
                         if (argmax[o + c] == at) d[c] += dy[o + c];
@@ -360,9 +361,12 @@ void cpu_synth_images(float *x, int *labels, uint64_t first_sample, int B, int H
         const int label = synth_label(seed, sample, classes);
         labels[b] = label;
         float *img = x + (size_t)b * H * W * C;
+        const uint64_t ck = synth_colour_key(seed, label), nk = synth_noise_key(seed, sample);
         for (int h = 0; h < H; h++)
-            for (int w = 0; w < W; w++)
-                for (int c = 0; c < C; c++)
-                    img[((size_t)h * W + w) * C + c] = synth_pixel(seed, sample, label, h, w, c, H, W, C);
+            for (int w = 0; w < W; w++) {
+                const int tile = synth_tile(h, w, H, W);
+                const size_t e = ((size_t)h * W + w) * C;
+                for (int c = 0; c < C; c++) img[e + c] = synth_colour(ck, tile, c, C) + synth_noise(nk, e + c);
+            }
     }
 }

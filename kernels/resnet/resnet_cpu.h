@@ -73,10 +73,12 @@ void cpu_relu_mask_apply(float *g, const float *dy, const uint8_t *mask, size_t 
 void cpu_add_relu(float *y, const float *x, size_t n);
 
 /* y [N*P*Q x C] = the maximum of each window (positions in the padding take no part);
- * argmax the position h W + w in its image of the first maximum in (r, s) order. */
-void cpu_maxpool_forward(float *y, int *argmax, const float *x, const struct conv_shape *s);
+ * argmax the tap r S + s in its window of the first maximum in (r, s) order, a byte (a
+ * quarter of an int's traffic on the GPU): windows of at most MAXPOOL_TAPS taps. */
+#define MAXPOOL_TAPS 256
+void cpu_maxpool_forward(float *y, uint8_t *argmax, const float *x, const struct conv_shape *s);
 /* dx [N*H*W x C] (overwritten) = the sum of dy over the windows whose maximum it was. */
-void cpu_maxpool_backward(float *dx, const float *dy, const int *argmax, const struct conv_shape *s);
+void cpu_maxpool_backward(float *dx, const float *dy, const uint8_t *argmax, const struct conv_shape *s);
 
 /* y [N x C] = the mean over each image's HW rows of x [N*HW x C], summed in row order. */
 void cpu_avgpool_forward(float *y, const float *x, int N, int HW, int C);

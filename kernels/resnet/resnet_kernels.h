@@ -37,9 +37,9 @@ cudaError_t cuda_batchnorm_backward(void *dx, void *dgamma, void *dbeta, int gra
                                     const float *mean, const float *rstd, const void *gamma, const void *beta, int rows,
                                     int C, int training, int relu, const uint8_t *mask, void *dy_masked, float *scratch,
                                     int dtype, cudaStream_t s);
-cudaError_t cuda_maxpool_forward(void *y, int *argmax, const void *x, const struct conv_shape *s, int dtype,
+cudaError_t cuda_maxpool_forward(void *y, uint8_t *argmax, const void *x, const struct conv_shape *s, int dtype,
                                  cudaStream_t st);
-cudaError_t cuda_maxpool_backward(void *dx, const void *dy, const int *argmax, const struct conv_shape *s, int dtype,
+cudaError_t cuda_maxpool_backward(void *dx, const void *dy, const uint8_t *argmax, const struct conv_shape *s, int dtype,
                                   cudaStream_t st);
 cudaError_t cuda_avgpool_forward(void *y, const void *x, int N, int HW, int C, int dtype, cudaStream_t st);
 cudaError_t cuda_avgpool_backward(void *dx, const void *dy, int N, int HW, int C, int dtype, cudaStream_t st);

@@ -68,15 +68,24 @@ static void be_batchnorm_backward(struct backend *b, void *dx, void *dgamma, voi
     cpu_batchnorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, beta, rows, C, training, relu);
 }
 
-static void be_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
+static void need_byte_taps(const struct conv_shape *s)
+{
+    if ((long)s->R * s->S > MAXPOOL_TAPS)
+        DP_FATAL(NULL, "max pooling: a %d x %d window has more taps than its byte argmax holds (%d)", s->R, s->S,
+                 MAXPOOL_TAPS);
+}
+
+static void be_maxpool_forward(struct backend *b, void *y, uint8_t *argmax, const void *x, const struct conv_shape *s)
 {
     (void)b;
+    need_byte_taps(s);
     cpu_maxpool_forward(y, argmax, x, s);
 }
 
-static void be_maxpool_backward(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s)
+static void be_maxpool_backward(struct backend *b, void *dx, const void *dy, const uint8_t *argmax, const struct conv_shape *s)
 {
     (void)b;
+    need_byte_taps(s);
     cpu_maxpool_backward(dx, dy, argmax, s);
 }
 

@@ -252,11 +252,11 @@ static void w_bn_bwd(struct backend *b, void *dx, void *dg, void *db, int gd, co
     TIMED(OPK_BATCHNORM_BACKWARD, orig_rn, batchnorm_backward, b, dx, dg, db, gd, dy, x, mean, rstd, gamma, beta, rows,
           C, training, relu, mask, dy_masked);
 }
-static void w_maxpool_fwd(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
+static void w_maxpool_fwd(struct backend *b, void *y, uint8_t *argmax, const void *x, const struct conv_shape *s)
 {
     TIMED(OPK_POOL, orig_rn, maxpool_forward, b, y, argmax, x, s);
 }
-static void w_maxpool_bwd(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s)
+static void w_maxpool_bwd(struct backend *b, void *dx, const void *dy, const uint8_t *argmax, const struct conv_shape *s)
 {
     TIMED(OPK_POOL, orig_rn, maxpool_backward, b, dx, dy, argmax, s);
 }

@@ -55,10 +55,11 @@ struct rn_ops {
                                const void *x, const float *mean, const float *rstd, const void *gamma,
                                const void *beta, int rows, int C, int training, int relu, const uint8_t *mask,
                                void *dy_masked);
-    /* y = the windows' maxima, argmax their positions (h W + w in the image); backward
-     * routes dy to them (dx overwritten). */
-    void (*maxpool_forward)(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s);
-    void (*maxpool_backward)(struct backend *b, void *dx, const void *dy, const int *argmax, const struct conv_shape *s);
+    /* y = the windows' maxima, argmax their taps (r S + s in the window, a byte: windows of
+     * at most MAXPOOL_TAPS taps); backward routes dy to them (dx overwritten). */
+    void (*maxpool_forward)(struct backend *b, void *y, uint8_t *argmax, const void *x, const struct conv_shape *s);
+    void (*maxpool_backward)(struct backend *b, void *dx, const void *dy, const uint8_t *argmax,
+                             const struct conv_shape *s);
     /* y [N x C] = the mean of each image's HW rows of x [N*HW x C]; backward spreads dy evenly. */
     void (*avgpool_forward)(struct backend *b, void *y, const void *x, int N, int HW, int C);
     void (*avgpool_backward)(struct backend *b, void *dx, const void *dy, int N, int HW, int C);

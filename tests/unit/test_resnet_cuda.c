@@ -7,8 +7,9 @@
  * mean far from zero, many chunks of rows and several column tiles; batch norm with the
  * residual add and ReLU gives the bits of the unfused batch norms and add (and the CPU's
  * values); backward's recomputed ReLU mask gives the bits of the forward's output's mask,
- * on values at the kink and values that round to 0; and batch norm's backward and the
- * fused forward give the same bits twice.
+ * on values at the kink and values that round to 0; batch norm's backward and the
+ * fused forward give the same bits twice; and ResNet-50's poolings and images timed beside
+ * a device-to-device copy.
  *
  * Needs a GPU: where none is visible (or the binary has no CUDA) every test passes
  * without checking anything and says so once. tests/gpu/resnet.sh runs it on the GPU. */
@@ -16,6 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#ifdef DPSCALE_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "kernels/resnet/bn_operands.h"
 #include "kernels/resnet/relu_mask.h"
@@ -147,21 +153,21 @@ TEST(max_pooling_gives_the_cpus_maxima_positions_and_gradients)
             const size_t nx = in_size(s), ny = out_size(s);
             float *x = rand_array(nx, 5 + k, 0.0f), *dy = rand_array(ny, 17 + k, 0.0f);
             float *y = malloc(ny * 4), *dx = malloc(nx * 4);
-            int *am = malloc(ny * sizeof *am), *am_got = malloc(ny * sizeof *am);
+            uint8_t *am = malloc(ny), *am_got = malloc(ny);
             cpu_maxpool_forward(y, am, x, s);
             cpu_maxpool_backward(dx, dy, am, s);
             void *x_d = dev_from(x, nx, g_be.act_dtype, off), *y_d = dev_raw(NULL, ny, elem(), off);
-            int *am_d = dev_raw(NULL, ny, sizeof(int), off);
+            uint8_t *am_d = dev_raw(NULL, ny, 1, off);
             g_be.rn->maxpool_forward(&g_be, y_d, am_d, x_d, s);
-            g_be.ops->download(&g_be, am_got, am_d, ny * sizeof(int));
+            g_be.ops->download(&g_be, am_got, am_d, ny);
             CHECK(device_same_bits("max pool", y_d, y, ny, k, off));
-            if (memcmp(am_got, am, ny * sizeof *am) != 0) printf("    argmax differs: shape %d, offset %d\n", k, off);
-            CHECK(memcmp(am_got, am, ny * sizeof *am) == 0);
+            if (memcmp(am_got, am, ny) != 0) printf("    argmax differs: shape %d, offset %d\n", k, off);
+            CHECK(memcmp(am_got, am, ny) == 0);
             void *dy_d = dev_from(dy, ny, g_be.act_dtype, off);
             g_be.rn->maxpool_backward(&g_be, x_d, dy_d, am_d, s);
             CHECK(device_same_bits("max pool backward", x_d, dx, nx, k, off));
             dev_free(x_d, elem(), off), dev_free(y_d, elem(), off), dev_free(dy_d, elem(), off);
-            dev_free(am_d, sizeof(int), off);
+            dev_free(am_d, 1, off);
             free(x), free(dy), free(y), free(dx), free(am), free(am_got);
         }
 }
@@ -194,19 +200,23 @@ TEST(average_pooling_gives_the_cpus_bits)
 
 TEST(synthetic_images_and_labels_are_the_cpus)
 {
-    enum { B = 3, H = 10, W = 7, C = 3, CLASSES = 7 };
-    const size_t n = (size_t)B * H * W * C;
+    /* one element a thread; whole 16-byte vectors; more colours than shared memory holds;
+     * images of several blocks each */
+    static const int shape[][4] = {{3, 10, 7, 3}, {2, 32, 24, 3}, {2, 4, 5, 300}, {3, 224, 224, 3}};
+    enum { CLASSES = 7 };
     EACH_PRECISION
-    {
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+        const int B = shape[k][0], H = shape[k][1], W = shape[k][2], C = shape[k][3];
+        const size_t n = (size_t)B * H * W * C;
         float *x = malloc(n * 4);
-        int labels[B], got_labels[B];
+        int labels[4], got_labels[4];
         cpu_synth_images(x, labels, 5, B, H, W, C, CLASSES, 99);
         void *x_d = dev_raw(NULL, n, elem(), 0);
         int *l_d = dev_raw(NULL, B, sizeof(int), 0);
         g_be.rn->synth_images(&g_be, x_d, l_d, 5, B, H, W, C, CLASSES, 99);
-        g_be.ops->download(&g_be, got_labels, l_d, sizeof got_labels);
-        CHECK(device_same_bits("synthetic images", x_d, x, n, 0, 0));
-        CHECK(memcmp(got_labels, labels, sizeof labels) == 0);
+        g_be.ops->download(&g_be, got_labels, l_d, (size_t)B * sizeof(int));
+        CHECK(device_same_bits("synthetic images", x_d, x, n, (int)k, 0));
+        CHECK(memcmp(got_labels, labels, (size_t)B * sizeof(int)) == 0);
         dev_free(x_d, elem(), 0), dev_free(l_d, sizeof(int), 0);
         free(x);
     }
@@ -628,6 +638,69 @@ TEST(batchnorm_backward_with_the_output_mask_gives_act_backward_and_batchnorms_b
             if ((mode & 1) && grad_dtype == DT_F32) continue; /* fp32: one gradient dtype */
             bn_output_mask_case(&bn_shapes[k], (mode >> 1) & 1, grad_dtype, mode / 4, (int)(k % 2));
         }
+}
+
+/* ---- ResNet-50's pooling and images, timed ---- */
+
+#ifdef DPSCALE_HAVE_CUDA
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+enum { TIMED_REPS = 20 };
+#define TIMED(stmt)                                                 \
+    ({                                                              \
+        stmt;                                                       \
+        g_be.ops->synchronize(&g_be);                               \
+        const double t0_ = now_s();                                 \
+        for (int r_ = 0; r_ < TIMED_REPS; r_++) stmt;               \
+        g_be.ops->synchronize(&g_be);                               \
+        (now_s() - t0_) / TIMED_REPS;                               \
+    })
+
+static void timed_line(const char *what, double s, double bytes, double copy_bps)
+{
+    printf("    %-34s %8.1f us  %6.0f MB  %7.0f GB/s  %5.2f x the copy's time\n", what, 1e6 * s, bytes / 1e6,
+           bytes / s / 1e9, s / (bytes / copy_bps));
+}
+#endif
+
+/* At batch 256 in bf16, beside a device-to-device copy (the memory-traffic floor: what the
+ * kernel must read and write, moved at the copy's rate). Asserts only that they ran. */
+TEST(resnet50s_pooling_and_images_timed_at_batch_256)
+{
+#ifdef DPSCALE_HAVE_CUDA
+    if (!gpu("bf16")) return;
+    const struct conv_shape s = conv(256, 112, 112, 64, 3, 2, 1);
+    const size_t nx = in_size(&s), ny = out_size(&s), img = (size_t)256 * 224 * 224 * 3, nf = (size_t)256 * 49 * 2048;
+    void *x = dev_raw(NULL, nx, 2, 0), *dx = dev_raw(NULL, nx, 2, 0), *y = dev_raw(NULL, ny, 2, 0);
+    void *dy = dev_raw(NULL, ny, 2, 0), *im = dev_raw(NULL, img, 2, 0), *f = dev_raw(NULL, nf, 2, 0);
+    void *pooled = dev_raw(NULL, 256 * 2048, 2, 0);
+    uint8_t *am = dev_raw(NULL, ny, 1, 0);
+    int *labels = dev_raw(NULL, 256, sizeof(int), 0);
+    g_be.rn->synth_images(&g_be, x, labels, 0, 256, 112, 112, 64, 1000, 7); /* maxima to find */
+    const double copy_bytes = 2.0 * (double)nx * 2;
+    const double copy = TIMED(cudaMemcpyAsync(dx, x, nx * 2, cudaMemcpyDeviceToDevice, backend_stream(&g_be)));
+    const double copy_bps = copy_bytes / copy;
+    printf("    device-to-device copy of %zu MB: %.1f us, %.0f GB/s\n", nx * 2 / 1000000, 1e6 * copy, copy_bps / 1e9);
+    timed_line("synthetic images 256 x 224^2 x 3", TIMED(g_be.rn->synth_images(&g_be, im, labels, 0, 256, 224, 224, 3, 1000, 7)),
+               (double)img * 2, copy_bps);
+    timed_line("max pool 112^2 x 64, 3x3/2", TIMED(g_be.rn->maxpool_forward(&g_be, y, am, x, &s)),
+               (double)nx * 2 + (double)ny * 3, copy_bps);
+    timed_line("max pool backward", TIMED(g_be.rn->maxpool_backward(&g_be, dx, dy, am, &s)),
+               (double)nx * 2 + (double)ny * 3, copy_bps);
+    timed_line("average pool 7^2 x 2048", TIMED(g_be.rn->avgpool_forward(&g_be, pooled, f, 256, 49, 2048)),
+               (double)nf * 2, copy_bps);
+    timed_line("average pool backward", TIMED(g_be.rn->avgpool_backward(&g_be, f, pooled, 256, 49, 2048)),
+               (double)nf * 2, copy_bps);
+    CHECK(copy > 0.0);
+    void *bufs[] = {x, dx, y, dy, im, f, pooled};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_free(bufs[i], 2, 0);
+    dev_free(am, 1, 0), dev_free(labels, sizeof(int), 0);
+#endif
 }
 
 int main(void)

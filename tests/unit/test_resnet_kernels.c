@@ -388,7 +388,7 @@ TEST(maxpool_takes_each_window_maximum_and_backward_routes_the_gradient_to_it)
     const struct conv_shape s = conv(2, 7, 6, 3, 3, 2, 1); /* the stem's 3x3/2, pad 1 */
     const size_t nx = x_size(&s), ny = col_rows(&s) * s.C;
     float *x = rand_array(nx, 81), *y = malloc(ny * 4), *dy = rand_array(ny, 82), *dx = malloc(nx * 4);
-    int *am = malloc(ny * sizeof(int));
+    uint8_t *am = malloc(ny);
     double *want_dx = calloc(nx, sizeof(double));
     cpu_maxpool_forward(y, am, x, &s);
     cpu_maxpool_backward(dx, dy, am, &s);
@@ -397,16 +397,16 @@ TEST(maxpool_takes_each_window_maximum_and_backward_routes_the_gradient_to_it)
             for (int q = 0; q < s.Q; q++)
                 for (int c = 0; c < s.C; c++) {
                     float best = -INFINITY;
-                    int at = -1;
+                    int at = -1, tap = -1;
                     for (int r = 0; r < 3; r++)
                         for (int t = 0; t < 3; t++) {
                             const int h = 2 * p - 1 + r, w = 2 * q - 1 + t;
                             if (h < 0 || h >= s.H || w < 0 || w >= s.W) continue;
                             const float v = x[((n * s.H + h) * s.W + w) * s.C + c];
-                            if (v > best) best = v, at = h * s.W + w;
+                            if (v > best) best = v, at = h * s.W + w, tap = r * 3 + t;
                         }
                     const size_t o = ((size_t)(n * s.P + p) * s.Q + q) * s.C + c;
-                    CHECK(y[o] == best && am[o] == at);
+                    CHECK(y[o] == best && am[o] == tap);
                     want_dx[((size_t)n * s.H * s.W + at) * s.C + c] += dy[o];
                 }
     for (size_t i = 0; i < nx; i++) CHECK_NEAR(dx[i], want_dx[i], 1e-6);
@@ -464,7 +464,7 @@ TEST(kernels_are_bit_identical_with_1_and_4_threads)
         float **o = out[k];
         for (int i = 0; i < NOUT; i++) o[i] = calloc(n[i], sizeof(float));
         float *mean = o[STATS], *rstd = mean + C, *rm = rstd + C, *rv = rm + C, *fstats = o[FUSED_STATS];
-        int *am = malloc(np * sizeof(int));
+        uint8_t *am = malloc(np);
         cpu_batchnorm_forward(o[Y], mean, rstd, rm, rv, x, gamma, beta, rows, C, 1, 0.1f, 1);
         cpu_batchnorm_backward(o[DX], o[DGAMMA], o[DBETA], dy, x, mean, rstd, gamma, beta, rows, C, 1, 1);
         const struct bn_operands b3 = {x, gamma, beta, fstats, fstats + C, fstats + 2 * C, fstats + 3 * C};

@@ -106,12 +106,12 @@ static void cuda_rn_batchnorm_backward(struct backend *b, void *dx, void *dgamma
                                        relu, mask, dy_masked, scratch, b->act_dtype, stream(b)));
 }
 
-static void cuda_rn_maxpool_forward(struct backend *b, void *y, int *argmax, const void *x, const struct conv_shape *s)
+static void cuda_rn_maxpool_forward(struct backend *b, void *y, uint8_t *argmax, const void *x, const struct conv_shape *s)
 {
     CHECK_CUDA(cuda_maxpool_forward(y, argmax, x, s, b->act_dtype, stream(b)));
 }
 
-static void cuda_rn_maxpool_backward(struct backend *b, void *dx, const void *dy, const int *argmax,
+static void cuda_rn_maxpool_backward(struct backend *b, void *dx, const void *dy, const uint8_t *argmax,
                                      const struct conv_shape *s)
 {
     CHECK_CUDA(cuda_maxpool_backward(dx, dy, argmax, s, b->act_dtype, stream(b)));

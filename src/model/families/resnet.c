@@ -224,7 +224,7 @@ static int rn_plan_activations(const struct model *m, size_t E, int batch, size_
     bad |= model_add_bytes(data, B, 1, sizeof(int));
     bad |= model_add_bytes(act, B, 2 * square(p->stem.P) * (size_t)p->width, E); /* y0, a0 */
     bad |= model_add_bytes(act, B, square(p->pool) * (size_t)p->width, E);       /* pool */
-    bad |= model_add_bytes(act, B, square(p->pool) * (size_t)p->width, sizeof(int)); /* argmax */
+    bad |= model_add_bytes(act, B, square(p->pool) * (size_t)p->width, 1); /* argmax: a byte an element */
     for (int i = 0; i < p->nblocks; i++) {
         const struct rn_block *k = &p->blk[i];
         bad |= model_add_bytes(act, B, 2 * square(k->H) * (size_t)k->mid, E);  /* y1, a1 */
@@ -322,7 +322,7 @@ static void rn_alloc_acts(struct backend *be, const struct model *m, int B, stru
     a->y0 = step_alloc(be, b * square(p->stem.P) * (size_t)p->width, e);
     a->a0 = step_alloc(be, b * square(p->stem.P) * (size_t)p->width, e);
     a->pool = step_alloc(be, b * square(p->pool) * (size_t)p->width, e);
-    a->argmax = step_alloc(be, b * square(p->pool) * (size_t)p->width, sizeof(int));
+    a->argmax = step_alloc(be, b * square(p->pool) * (size_t)p->width, 1);
     a->blk = calloc((size_t)p->nblocks, sizeof *a->blk);
     CHECK_ALLOC(a->blk);
     for (int i = 0; i < p->nblocks; i++) {

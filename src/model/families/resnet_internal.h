@@ -30,7 +30,7 @@ struct rn_acts {
     int *labels;                      /* [B] */
     void *y0, *a0;                    /* the stem's convolution, BN+ReLU [B*P0*P0 x width] */
     void *pool;                       /* the max pool's output [B*pool*pool x width] */
-    int *argmax;                      /* its positions */
+    uint8_t *argmax;                  /* its windows' taps */
     struct rn_block_acts *blk;        /* [nblocks] */
     void *feat, *dfeat;               /* the average pool's output and its gradient [B x feat] */
     void *logits, *dlogits;           /* [B x classes] */
